@@ -1,0 +1,143 @@
+"""The `dice-lsp` command line: every capability as a subcommand, human output or `--json`.
+
+Bad input ends with one line on stderr and exit code 2; progress bars go to stderr only, so stdout
+stays clean for `--json` consumers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from dice_lsp.errors import DiceError
+
+EXIT_BAD_INPUT = 2
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {value}")
+    return value
+
+
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", help="checkpoint folder (default: the embedded dice-tiny)")
+    parser.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default: auto)")
+    parser.add_argument("--dtype", default="auto", help="auto, float32, bfloat16 or float16")
+    parser.add_argument("--trust-remote-code", action="store_true",
+                        help="run the modeling code shipped in the model folder (SDAR/DICE)")
+
+
+def add_sampler_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--sampler", choices=["low-confidence", "threshold"], default="low-confidence",
+                        help="commit the k most confident tokens per step, or all above --threshold")
+    parser.add_argument("--steps", type=_positive, default=8, help="denoising steps per region or block")
+    parser.add_argument("--threshold", type=float, default=0.9, help="confidence threshold (threshold sampler)")
+    parser.add_argument("--block-length", type=_positive, default=None,
+                        help="decode the region in blocks of this many tokens, left to right")
+    parser.add_argument("--temperature", type=float, default=None,
+                        help="0 is greedy (default for one candidate; 0.8 for several)")
+    parser.add_argument("--top-k", type=_non_negative, default=0, help="sample among the k likeliest tokens")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--candidates", type=_positive, default=1, help="candidates generated as one batch")
+    parser.add_argument("--max-tokens", type=_positive, default=64, help="size of the region's canvas")
+
+
+def sampler_from_args(args: argparse.Namespace) -> Any:
+    from dice_lsp.engine import SamplerConfig
+
+    temperature = args.temperature if args.temperature is not None else (0.0 if args.candidates == 1 else 0.8)
+    return SamplerConfig(
+        strategy="threshold" if args.sampler == "threshold" else "low_confidence",
+        steps=args.steps,
+        threshold=args.threshold,
+        block_length=args.block_length,
+        temperature=temperature,
+        top_k=args.top_k,
+        seed=args.seed,
+    )
+
+
+def step_bar(description: str) -> Any:
+    """A progress bar on stderr over denoising steps (silent when stderr is not a terminal)."""
+    from tqdm import tqdm
+
+    return tqdm(desc=description, unit="step", file=sys.stderr, disable=None, leave=False)
+
+
+def cmd_complete(args: argparse.Namespace) -> int:
+    from dice_lsp.complete import complete_at
+    from dice_lsp.engine import load_model
+    from dice_lsp.textdoc import Position, read_source
+
+    text = read_source(args.file)
+    position = Position(args.line, args.character)
+    sampler = sampler_from_args(args)
+    model = load_model(args.model, args.device, args.dtype, args.trust_remote_code)
+    with step_bar("denoising") as bar:
+        result = complete_at(model, text, position, sampler, args.max_tokens, args.candidates,
+                             progress=lambda _calls: bar.update(1))
+    if args.json:
+        print(json.dumps(result.to_json(model)))
+        return 0
+    for index, completion in enumerate(result.texts):
+        if len(result.texts) > 1:
+            print(f"--- candidate {index + 1} ---")
+        print(completion)
+    print(f"[{model.name} on {model.device}, {result.latency_ms:.0f} ms, {result.model_calls} model calls]",
+          file=sys.stderr)
+    return 0
+
+
+class OneLineErrors(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (the full usage stays in --help)."""
+
+    def error(self, message: str) -> Any:
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineErrors(prog="dice-lsp", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineErrors)
+
+    complete = sub.add_parser("complete", help="fill the region at a cursor in a CUDA file")
+    complete.add_argument("file", help="source file (.cu, .cuh, ...)")
+    complete.add_argument("--line", type=_non_negative, required=True, help="0-based line, as in LSP")
+    complete.add_argument("--character", type=_non_negative, required=True,
+                          help="0-based UTF-16 column, as in LSP")
+    complete.add_argument("--json", action="store_true", help="print JSON instead of text")
+    add_model_arguments(complete)
+    add_sampler_arguments(complete)
+    complete.set_defaults(handler=cmd_complete)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help(sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        return handler(args)
+    except DiceError as exc:
+        print(f"dice-lsp: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

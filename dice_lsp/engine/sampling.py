@@ -1,0 +1,187 @@
+"""Denoising loops: turn a canvas of mask tokens into text, a few tokens per model call.
+
+Every loop is the same step repeated: run the model, sample a token and its confidence at each masked
+position of the active window, commit some of them, leave the rest masked. What differs is which
+positions are committed (the most confident `k`, or all above a threshold), and which window is active
+(the whole region at once, or block by block left to right). A cancellation check runs before every
+model call, so a cancelled request stops within one step.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Literal
+
+import torch
+from torch import Tensor
+
+from dice_lsp.engine.model import DiffusionLM
+from dice_lsp.engine.tokenizer import SpecialTokens
+from dice_lsp.errors import Cancelled, DiceError
+
+Strategy = Literal["low_confidence", "threshold"]
+CancelCheck = Callable[[], bool]
+Progress = Callable[[int], None]
+
+
+@dataclass(frozen=True)
+class SamplerConfig:
+    """How to denoise.
+
+    strategy: `low_confidence` commits the `k` most confident tokens per step, `k` spread evenly over the
+        step budget; `threshold` commits every token above `threshold` (and at least that `k`), so easy
+        regions finish in fewer steps.
+    steps: model calls per window (the whole region, or each block when `block_length` is set).
+    block_length: decode a bidirectional model's region in blocks of this many tokens, left to right
+        (semi-autoregressive). Block-diffusion models always use their own block size.
+    temperature: 0 is greedy; above 0 samples (needed for distinct candidates).
+    """
+
+    strategy: Strategy = "low_confidence"
+    steps: int = 8
+    threshold: float = 0.9
+    block_length: int | None = None
+    temperature: float = 0.0
+    top_k: int = 0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.strategy not in ("low_confidence", "threshold"):
+            raise DiceError(f"unknown sampler strategy {self.strategy!r}")
+        if self.steps < 1:
+            raise DiceError("steps must be at least 1")
+        if not 0.0 < self.threshold <= 1.0:
+            raise DiceError("threshold must be in (0, 1]")
+        if self.temperature < 0 or self.top_k < 0:
+            raise DiceError("temperature and top_k must not be negative")
+        if self.block_length is not None and self.block_length < 1:
+            raise DiceError("block_length must be at least 1")
+
+
+class Denoiser:
+    """State shared by the steps of one generation: RNG, banned ids, cancellation, step count."""
+
+    def __init__(self, cfg: SamplerConfig, special: SpecialTokens, device: torch.device,
+                 cancel: CancelCheck | None = None, progress: Progress | None = None) -> None:
+        self.cfg = cfg
+        self.mask_id = special.mask_id
+        self.banned = torch.tensor(special.never_generated, dtype=torch.long, device=device)
+        self.generator = torch.Generator(device=device).manual_seed(cfg.seed)
+        self.cancel = cancel
+        self.progress = progress
+        self.model_calls = 0
+
+    def checkpoint(self) -> None:
+        """Called before every model call: stop here if the caller cancelled."""
+        if self.cancel is not None and self.cancel():
+            raise Cancelled("generation cancelled")
+
+    def count_call(self) -> None:
+        self.model_calls += 1
+        if self.progress is not None:
+            self.progress(self.model_calls)
+
+    def sample(self, logits: Tensor) -> tuple[Tensor, Tensor]:
+        """A token and its probability at every position of `logits` [B, T, V]."""
+        logits = logits.float()
+        logits[..., self.banned] = -math.inf
+        if self.cfg.temperature == 0.0:
+            probs = torch.softmax(logits, dim=-1)
+            confidence, tokens = probs.max(dim=-1)
+            return tokens, confidence
+        logits = logits / self.cfg.temperature
+        if self.cfg.top_k:
+            kth = torch.topk(logits, min(self.cfg.top_k, logits.shape[-1]), dim=-1).values[..., -1:]
+            logits = logits.masked_fill(logits < kth, -math.inf)
+        probs = torch.softmax(logits, dim=-1)
+        flat = torch.multinomial(probs.view(-1, probs.shape[-1]), 1, generator=self.generator)
+        tokens = flat.view(probs.shape[:-1])
+        return tokens, probs.gather(-1, tokens[..., None])[..., 0]
+
+    def choose(self, confidence: Tensor, masked: Tensor, steps_left: int) -> Tensor:
+        """Which masked positions to commit now: per row, at least ceil(remaining / steps_left)."""
+        remaining = masked.sum(dim=1, keepdim=True)
+        quota = torch.div(remaining + steps_left - 1, steps_left, rounding_mode="floor")
+        confidence = confidence.masked_fill(~masked, -math.inf)
+        rank = confidence.argsort(dim=1, descending=True).argsort(dim=1)
+        chosen = (rank < quota) & masked
+        if self.cfg.strategy == "threshold":
+            chosen |= (confidence > self.cfg.threshold) & masked
+        return chosen
+
+    def denoise(self, x: Tensor, lo: int, hi: int, logits_of: Callable[[Tensor], Tensor]) -> None:
+        """Fill the masks of x[:, lo:hi] in place; `logits_of(x)` returns logits for columns lo..hi."""
+        steps = self.cfg.steps
+        for step in range(steps):
+            masked = x[:, lo:hi] == self.mask_id
+            if not bool(masked.any()):
+                return
+            self.checkpoint()
+            logits = logits_of(x)
+            self.count_call()
+            tokens, confidence = self.sample(logits)
+            chosen = self.choose(confidence, masked, steps - step)
+            x[:, lo:hi] = torch.where(chosen, tokens, x[:, lo:hi])
+
+
+@torch.inference_mode()
+def fill_in_place(lm: DiffusionLM, x: Tensor, lo: int, hi: int, denoiser: Denoiser) -> Tensor:
+    """Bidirectional models: every position sees the whole canvas, suffix included."""
+    block = denoiser.cfg.block_length or (hi - lo)
+    for start in range(lo, hi, block):
+        end = min(start + block, hi)
+        denoiser.denoise(x, start, end, partial(_window_logits, lm, start, end))
+    return x
+
+
+def _window_logits(lm: DiffusionLM, lo: int, hi: int, ids: Tensor) -> Tensor:
+    """Logits of columns lo..hi, recomputing the whole sequence up to `hi` (bidirectional: all of it)."""
+    end = ids.shape[1] if lm.config.attention == "bidirectional" else hi
+    return lm(ids[:, :end])[:, lo:hi]
+
+
+def _cached_logits(lm: DiffusionLM, cache: object, lo: int, hi: int, ids: Tensor) -> Tensor:
+    """Logits of one block attending to the cached blocks before it."""
+    return lm(ids[:, lo:hi], lo, cache)
+
+
+@torch.inference_mode()
+def generate_blocks(lm: DiffusionLM, prompt: list[int], candidates: int, max_new_tokens: int,
+                    denoiser: Denoiser, stop_ids: set[int], use_cache: bool = True) -> Tensor:
+    """Block-diffusion models: decode block after block behind a prompt; returns the generated ids.
+
+    The prompt's whole blocks are prefilled into the KV cache; its tail shares the first decoded block
+    with masks (as SDAR does). Finished blocks are stored in the cache with one extra call; without the
+    cache every step recomputes the whole sequence (same logits, used to check the cache). Stops once
+    every candidate has produced a stop token.
+    """
+    size = lm.config.block_size
+    device = denoiser.banned.device
+    n_prompt = len(prompt)
+    total = -(-(n_prompt + max_new_tokens) // size) * size
+    if total > lm.config.max_position_embeddings:
+        raise DiceError(f"prompt and region ({total} tokens) exceed the model window")
+    x = torch.full((candidates, total), denoiser.mask_id, dtype=torch.long, device=device)
+    x[:, :n_prompt] = torch.tensor(prompt, dtype=torch.long, device=device)
+    first = n_prompt // size
+    cache = lm.new_cache() if use_cache else None
+    if cache is not None and first:
+        denoiser.checkpoint()
+        lm(x[:, : first * size], 0, cache, True)
+    stops = torch.tensor(sorted(stop_ids), device=device)
+    end = first * size
+    for block in range(first, total // size):
+        lo, end = block * size, (block + 1) * size
+        if cache is not None:
+            denoiser.denoise(x, lo, end, partial(_cached_logits, lm, cache, lo, end))
+        else:
+            denoiser.denoise(x, lo, end, partial(_window_logits, lm, lo, end))
+        if bool(torch.isin(x[:, n_prompt:end], stops).any(dim=1).all()):
+            break
+        if cache is not None and end < total:
+            denoiser.checkpoint()
+            lm(x[:, lo:end], lo, cache, True)
+    return x[:, n_prompt:end]

@@ -1,0 +1,106 @@
+"""The checkpoint's tokenizer and the special tokens diffusion decoding needs.
+
+Reads `tokenizer.json` with the `tokenizers` library (fast, no transformers import) and the special
+tokens from `tokenizer_config.json`, which both our own checkpoints and Qwen3/SDAR folders carry.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tokenizers import Tokenizer as HFTokenizer
+
+from dice_lsp.errors import ModelLoadError
+
+FIM_TOKENS = {"fim_prefix": "<|fim_prefix|>", "fim_suffix": "<|fim_suffix|>", "fim_middle": "<|fim_middle|>"}
+
+
+@dataclass(frozen=True)
+class SpecialTokens:
+    mask_id: int
+    pad_id: int
+    eos_id: int
+    fim_prefix_id: int | None = None
+    fim_suffix_id: int | None = None
+    fim_middle_id: int | None = None
+
+    @property
+    def never_generated(self) -> list[int]:
+        """Ids a fill must never contain (pad/EOS are allowed: they end a region early)."""
+        ids = (self.mask_id, self.fim_prefix_id, self.fim_suffix_id, self.fim_middle_id)
+        return [i for i in ids if i is not None]
+
+    @property
+    def stop_ids(self) -> set[int]:
+        return {self.pad_id, self.eos_id}
+
+
+def _token_text(value: Any) -> str | None:
+    """tokenizer_config.json stores a token as a string or as an AddedToken dict."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and isinstance(value.get("content"), str):
+        return str(value["content"])
+    return None
+
+
+class Tokenizer:
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        path = folder / "tokenizer.json"
+        if not path.is_file():
+            raise ModelLoadError(f"{folder}: no tokenizer.json")
+        try:
+            self._tok = HFTokenizer.from_file(str(path))
+        except Exception as exc:
+            raise ModelLoadError(f"{path}: unreadable tokenizer ({exc})") from exc
+        config_path = folder / "tokenizer_config.json"
+        config: dict[str, Any] = {}
+        if config_path.is_file():
+            config = json.loads(config_path.read_text(encoding="utf-8"))
+        self.special = self._special_tokens(config, folder)
+
+    def _id(self, text: str | None) -> int | None:
+        return None if text is None else self._tok.token_to_id(text)
+
+    def _special_tokens(self, config: dict[str, Any], folder: Path) -> SpecialTokens:
+        mask = self._id(_token_text(config.get("mask_token")))
+        if mask is None:
+            raise ModelLoadError(f"{folder}: the tokenizer defines no mask token (mask_token)")
+        eos = self._id(_token_text(config.get("eos_token")))
+        pad = self._id(_token_text(config.get("pad_token")))
+        if eos is None and pad is None:
+            raise ModelLoadError(f"{folder}: the tokenizer defines neither eos_token nor pad_token")
+        pad_id = pad if pad is not None else eos
+        eos_id = eos if eos is not None else pad
+        assert pad_id is not None and eos_id is not None
+        fim = {key: self._id(_token_text(config.get(f"{key}_token")) or text) for key, text in FIM_TOKENS.items()}
+        return SpecialTokens(
+            mask_id=mask,
+            pad_id=pad_id,
+            eos_id=eos_id,
+            fim_prefix_id=fim["fim_prefix"],
+            fim_suffix_id=fim["fim_suffix"],
+            fim_middle_id=fim["fim_middle"],
+        )
+
+    @property
+    def vocab_size(self) -> int:
+        return int(self._tok.get_vocab_size(with_added_tokens=True))
+
+    def encode(self, text: str) -> list[int]:
+        return list(self._tok.encode(text, add_special_tokens=False).ids)
+
+    def decode(self, ids: list[int]) -> str:
+        return str(self._tok.decode(ids, skip_special_tokens=False))
+
+    def save(self, folder: Path) -> None:
+        """Copy the tokenizer files next to a saved checkpoint."""
+        for name in ("tokenizer.json", "tokenizer_config.json"):
+            source, target = self.folder / name, folder / name
+            if source.is_file() and source.resolve() != target.resolve():
+                shutil.copyfile(source, target)

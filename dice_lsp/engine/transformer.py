@@ -1,0 +1,178 @@
+"""A Qwen3-shaped transformer that serves both checkpoint families.
+
+RMSNorm, rotary embeddings, SwiGLU and grouped-query attention with per-head q/k norms, with parameter
+names identical to Hugging Face's Qwen3 so that SDAR/DICE safetensors load without renaming. The only
+difference between the families is the attention layout: `bidirectional` (every position sees every
+other: in-place masked infilling) or `block` (bidirectional inside a block, causal across blocks, with a
+cache of finished blocks' keys and values).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from dice_lsp.engine.config import ModelConfig
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.eps = eps
+
+    def forward(self, x: Tensor) -> Tensor:
+        x32 = x.float()
+        x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * x32.to(x.dtype)
+
+
+def rotary(positions: Tensor, head_dim: int, theta: float) -> tuple[Tensor, Tensor]:
+    """cos/sin tables for the given absolute positions, shape [T, head_dim]."""
+    inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, device=positions.device).float() / head_dim))
+    freqs = positions.float()[:, None] * inv_freq[None, :]
+    emb = torch.cat((freqs, freqs), dim=-1)
+    return emb.cos(), emb.sin()
+
+
+def apply_rotary(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+    half = x.shape[-1] // 2
+    rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+    return (x * cos.to(x.dtype)) + (rotated * sin.to(x.dtype))
+
+
+class KVCache:
+    """Keys and values of finished positions, one pair per layer; grows as blocks are committed."""
+
+    def __init__(self, num_layers: int) -> None:
+        self.keys: list[Tensor | None] = [None] * num_layers
+        self.values: list[Tensor | None] = [None] * num_layers
+
+    @property
+    def length(self) -> int:
+        k = self.keys[0]
+        return 0 if k is None else int(k.shape[2])
+
+    def extend(self, layer: int, k: Tensor, v: Tensor, store: bool) -> tuple[Tensor, Tensor]:
+        """Keys/values to attend over: the cached ones followed by `k`/`v`; kept when `store`."""
+        old_k, old_v = self.keys[layer], self.values[layer]
+        if old_k is not None and old_v is not None:
+            k, v = torch.cat((old_k, k), dim=2), torch.cat((old_v, v), dim=2)
+        if store:
+            self.keys[layer], self.values[layer] = k, v
+        return k, v
+
+
+def block_causal_mask(start: int, length: int, block_size: int, device: torch.device) -> Tensor | None:
+    """Boolean [length, start+length] mask: query block sees key blocks up to its own. None = no mask."""
+    q_block = torch.arange(start, start + length, device=device) // block_size
+    k_block = torch.arange(0, start + length, device=device) // block_size
+    allowed = k_block[None, :] <= q_block[:, None]
+    return None if bool(allowed.all()) else allowed
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.n_heads, self.n_kv, self.head_dim = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
+        self.q_proj = nn.Linear(cfg.hidden_size, self.n_heads * self.head_dim, bias=False)
+        self.k_proj = nn.Linear(cfg.hidden_size, self.n_kv * self.head_dim, bias=False)
+        self.v_proj = nn.Linear(cfg.hidden_size, self.n_kv * self.head_dim, bias=False)
+        self.o_proj = nn.Linear(self.n_heads * self.head_dim, cfg.hidden_size, bias=False)
+        self.q_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps)
+        self.k_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps)
+
+    def forward(self, x: Tensor, rope: tuple[Tensor, Tensor], mask: Tensor | None,
+                cache: KVCache | None, layer: int, store: bool) -> Tensor:
+        b, t, _ = x.shape
+        q = self.q_norm(self.q_proj(x).view(b, t, self.n_heads, self.head_dim)).transpose(1, 2)
+        k = self.k_norm(self.k_proj(x).view(b, t, self.n_kv, self.head_dim)).transpose(1, 2)
+        v = self.v_proj(x).view(b, t, self.n_kv, self.head_dim).transpose(1, 2)
+        q, k = apply_rotary(q, *rope), apply_rotary(k, *rope)
+        if cache is not None:
+            k, v = cache.extend(layer, k, v, store)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=self.n_kv != self.n_heads)
+        projected: Tensor = self.o_proj(out.transpose(1, 2).reshape(b, t, -1))
+        return projected
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.gate_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
+        self.up_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
+        self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=False)
+
+    def forward(self, x: Tensor) -> Tensor:
+        out: Tensor = self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+        return out
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.self_attn = Attention(cfg)
+        self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.mlp = MLP(cfg)
+
+    def forward(self, x: Tensor, rope: tuple[Tensor, Tensor], mask: Tensor | None,
+                cache: KVCache | None, layer: int, store: bool) -> Tensor:
+        x = x + self.self_attn(self.input_layernorm(x), rope, mask, cache, layer, store)
+        out: Tensor = x + self.mlp(self.post_attention_layernorm(x))
+        return out
+
+
+class Backbone(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
+        self.layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.num_hidden_layers))
+        self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+
+
+class Transformer(nn.Module):
+    """Token ids in, logits out, for every position (no shift: position i predicts token i)."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.config = cfg
+        self.model = Backbone(cfg)
+        self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
+        if cfg.tie_word_embeddings:
+            self.lm_head.weight = self.model.embed_tokens.weight
+
+    def new_cache(self) -> KVCache:
+        return KVCache(self.config.num_hidden_layers)
+
+    def forward(self, ids: Tensor, start: int = 0, cache: KVCache | None = None, store: bool = False) -> Tensor:
+        """Logits for `ids` placed at absolute positions start..start+T-1.
+
+        With a cache, `start` must equal the cached length: the new positions attend to the cache and to
+        each other (block layout permitting); `store=True` keeps their keys/values for later calls.
+        """
+        cfg = self.config
+        if cache is not None and cache.length != start:
+            raise ValueError(f"cache holds {cache.length} positions but the input starts at {start}")
+        t = ids.shape[1]
+        if start + t > cfg.max_position_embeddings:
+            raise ValueError(f"{start + t} positions exceed the model window of {cfg.max_position_embeddings}")
+        positions = torch.arange(start, start + t, device=ids.device)
+        rope = rotary(positions, cfg.head_dim, cfg.rope_theta)
+        mask = None
+        if cfg.attention == "block":
+            mask = block_causal_mask(start, t, cfg.block_size, ids.device)
+        x = self.model.embed_tokens(ids)
+        for i, layer in enumerate(self.model.layers):
+            x = layer(x, rope, mask, cache, i, store)
+        logits: Tensor = self.lm_head(self.model.norm(x))
+        return logits
+
+    def init_weights(self, std: float = 0.02, generator: torch.Generator | None = None) -> None:
+        """Random initialisation (training from scratch, random-weight benchmarks and tests)."""
+        for name, p in self.named_parameters():
+            if name.endswith("norm.weight"):
+                nn.init.ones_(p)
+            else:
+                nn.init.normal_(p, mean=0.0, std=std, generator=generator)

@@ -1,0 +1,59 @@
+"""LSP positions over plain text: lines split at \\n, \\r\\n or \\r; characters counted in UTF-16 units."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from dice_lsp.errors import InputError
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+@dataclass(frozen=True)
+class Position:
+    line: int
+    character: int
+
+    def to_json(self) -> dict[str, int]:
+        return {"line": self.line, "character": self.character}
+
+
+def line_starts(text: str) -> list[int]:
+    return [0, *(m.end() for m in _LINE_BREAK.finditer(text))]
+
+
+def offset_at(text: str, position: Position) -> int:
+    """String index of an LSP position; a position outside the text is an InputError."""
+    starts = line_starts(text)
+    if not 0 <= position.line < len(starts):
+        raise InputError(f"line {position.line} is outside the file (it has {len(starts)} lines)")
+    start = starts[position.line]
+    end = starts[position.line + 1] if position.line + 1 < len(starts) else len(text)
+    line = _LINE_BREAK.sub("", text[start:end])
+    units = index = 0
+    while index < len(line) and units < position.character:
+        units += 2 if ord(line[index]) > 0xFFFF else 1
+        index += 1
+    if units == position.character:
+        return start + index
+    raise InputError(
+        f"character {position.character} is outside line {position.line} (it has {units} UTF-16 units)"
+    )
+
+
+def read_source(path: str) -> str:
+    """A source file as text, with one-line errors for what a user can fix."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory") from None
+    except OSError as exc:
+        raise InputError(f"{path}: {exc.strerror}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text (byte {exc.start})") from None

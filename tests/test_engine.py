@@ -1,0 +1,203 @@
+"""The diffusion engine on tiny random checkpoints of both families."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from dice_lsp.engine import FillRequest, SamplerConfig, fill, load_model, save_native
+from dice_lsp.engine.sampling import Denoiser, fill_in_place, generate_blocks
+from dice_lsp.errors import Cancelled, ModelLoadError
+
+PREFIX = "__global__ void add(const float* a, float* c, int n) {\n    int i = "
+SUFFIX = ";\n    if (i < n) c[i] = a[i];\n}\n"
+
+
+def canvas(model, region: int, rows: int = 2) -> tuple[torch.Tensor, int]:
+    prefix = model.tokenizer.encode(PREFIX)
+    suffix = model.tokenizer.encode(SUFFIX)
+    row = [*prefix, *([model.special.mask_id] * region), *suffix]
+    return torch.tensor([row] * rows), len(prefix)
+
+
+def test_in_place_fill_changes_only_masked_positions(native_dir: Path) -> None:
+    model = load_model(native_dir, device="cpu")
+    x, lo = canvas(model, region=12)
+    before = x.clone()
+    fill_in_place(model.lm, x, lo, lo + 12, Denoiser(SamplerConfig(steps=4), model.special, model.device))
+    outside = torch.ones(x.shape[1], dtype=torch.bool)
+    outside[lo:lo + 12] = False
+    assert torch.equal(x[:, outside], before[:, outside])
+    assert not (x[:, lo:lo + 12] == model.special.mask_id).any()
+    assert not torch.equal(x[:, lo:lo + 12], before[:, lo:lo + 12])
+
+
+def test_block_generation_keeps_the_prompt_and_leaves_no_mask(sdar_dir: Path) -> None:
+    model = load_model(sdar_dir, device="cpu")
+    prompt = model.tokenizer.encode(PREFIX)
+    denoiser = Denoiser(SamplerConfig(steps=4), model.special, model.device)
+    out = generate_blocks(model.lm, prompt, 2, 10, denoiser, stop_ids=set())
+    assert out.shape[0] == 2 and out.shape[1] >= 10
+    assert (len(prompt) + out.shape[1]) % 4 == 0, "generation ends on a block boundary"
+    assert not (out == model.special.mask_id).any()
+
+
+def test_low_confidence_runs_its_step_budget(native_dir: Path) -> None:
+    model = load_model(native_dir, device="cpu")
+    result = fill(model, FillRequest(PREFIX, SUFFIX, max_tokens=16, sampler=SamplerConfig(steps=4)))
+    assert result.model_calls == 4
+
+
+def test_threshold_commits_all_confident_tokens_at_once(native_dir: Path) -> None:
+    model = load_model(native_dir, device="cpu")
+    sampler = SamplerConfig(strategy="threshold", steps=8, threshold=1e-9)
+    assert fill(model, FillRequest(PREFIX, SUFFIX, max_tokens=16, sampler=sampler)).model_calls == 1
+
+
+def test_blockwise_decoding_spends_the_budget_per_block(native_dir: Path) -> None:
+    model = load_model(native_dir, device="cpu")
+    sampler = SamplerConfig(steps=2, block_length=4)
+    assert fill(model, FillRequest(PREFIX, SUFFIX, max_tokens=16, sampler=sampler)).model_calls == 8
+
+
+@pytest.mark.parametrize("family", ["native", "sdar"])
+def test_cancel_stops_within_one_step(family: str, native_dir: Path, sdar_dir: Path) -> None:
+    model = load_model(native_dir if family == "native" else sdar_dir, device="cpu")
+    calls: list[int] = []
+    request = FillRequest(PREFIX, SUFFIX, max_tokens=32, sampler=SamplerConfig(steps=16))
+    with pytest.raises(Cancelled):
+        fill(model, request, cancel=lambda: len(calls) >= 3, progress=calls.append)
+    assert len(calls) == 3
+
+
+@pytest.mark.parametrize("family", ["native", "sdar"])
+def test_same_seed_same_text_other_seed_other_text(family: str, native_dir: Path, sdar_dir: Path) -> None:
+    model = load_model(native_dir if family == "native" else sdar_dir, device="cpu")
+
+    def texts(seed: int) -> list[str]:
+        sampler = SamplerConfig(steps=4, temperature=1.0, seed=seed)
+        return fill(model, FillRequest(PREFIX, SUFFIX, max_tokens=12, candidates=3, sampler=sampler)).texts
+
+    first = texts(7)
+    assert texts(7) == first
+    assert len(set(first)) > 1, "a batch of sampled candidates should differ"
+    assert any(texts(seed) != first for seed in (8, 9, 10))
+
+
+def test_save_load_round_trip_keeps_logits(native_dir: Path, tmp_path: Path) -> None:
+    model = load_model(native_dir, device="cpu")
+    save_native(model.lm, model.tokenizer, tmp_path / "copy")  # type: ignore[arg-type]
+    again = load_model(tmp_path / "copy", device="cpu")
+    x, _ = canvas(model, region=8, rows=1)
+    assert torch.equal(model.lm(x), again.lm(x))
+    assert again.special == model.special
+
+
+def test_sdar_kv_cache_gives_the_same_logits(sdar_dir: Path) -> None:
+    model = load_model(sdar_dir, device="cpu")
+    ids = torch.randint(10, 300, (2, 14))
+    full = model.lm(ids)
+    cache = model.lm.new_cache()
+    model.lm(ids[:, :8], 0, cache, True)
+    block = model.lm(ids[:, 8:12], 8, cache)
+    assert torch.allclose(block, full[:, 8:12], atol=1e-5)
+    # a denoising pass that is not stored leaves the cache as it was
+    tail = model.lm(ids[:, 8:14], 8, cache)
+    assert torch.allclose(tail, model.lm(ids[:, :14])[:, 8:14], atol=1e-5)
+
+
+def test_sdar_generation_is_identical_with_and_without_cache(sdar_dir: Path) -> None:
+    model = load_model(sdar_dir, device="cpu")
+    prompt = model.tokenizer.encode(PREFIX)
+
+    def run(use_cache: bool) -> torch.Tensor:
+        denoiser = Denoiser(SamplerConfig(steps=2), model.special, model.device)
+        return generate_blocks(model.lm, prompt, 1, 16, denoiser, set(), use_cache=use_cache)
+
+    assert torch.equal(run(True), run(False))
+
+
+def test_block_layout_with_block_one_matches_transformers_qwen3(sdar_dir: Path, tmp_path: Path) -> None:
+    """Our transformer is Qwen3: with blocks of one token it must reproduce transformers' causal logits."""
+    from transformers import Qwen3ForCausalLM
+
+    folder = tmp_path / "qwen3"
+    shutil.copytree(sdar_dir, folder)
+    config = json.loads((folder / "config.json").read_text())
+    config.update(model_type="qwen3", block_size=1)
+    (folder / "config.json").write_text(json.dumps(config))
+    ours = load_model(folder, device="cpu")
+    config["model_type"] = "qwen3"
+    reference = Qwen3ForCausalLM.from_pretrained(str(sdar_dir), dtype=torch.float32, local_files_only=True).eval()
+    ids = torch.randint(10, 300, (2, 20))
+    with torch.no_grad():
+        expected = reference(input_ids=ids).logits
+    assert torch.allclose(ours.lm(ids), expected, atol=1e-4)
+
+
+def test_remote_code_folder_is_used_when_trusted(sdar_dir: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "remote"
+    shutil.copytree(sdar_dir, folder)
+    (folder / "modeling_toy.py").write_text(
+        "from transformers import Qwen3Config, Qwen3ForCausalLM\n"
+        "class ToyConfig(Qwen3Config):\n    model_type = 'sdar'\n"
+        "class ToySDAR(Qwen3ForCausalLM):\n    config_class = ToyConfig\n    remote_calls = 0\n"
+        "    def forward(self, *args, **kwargs):\n        ToySDAR.remote_calls += 1\n"
+        "        return super().forward(*args, **kwargs)\n"
+    )
+    config = json.loads((folder / "config.json").read_text())
+    config["auto_map"] = {"AutoConfig": "modeling_toy.ToyConfig", "AutoModelForCausalLM": "modeling_toy.ToySDAR"}
+    (folder / "config.json").write_text(json.dumps(config))
+    remote = load_model(folder, device="cpu", trust_remote_code=True)
+    native = load_model(folder, device="cpu")
+    assert type(remote.lm).__name__ == "RemoteCodeLM"
+    ids = torch.randint(10, 300, (1, 10))
+    with torch.no_grad():
+        assert torch.allclose(remote.lm(ids), native.lm(ids), atol=1e-4)
+        cache = remote.lm.new_cache()
+        remote.lm(ids[:, :8], 0, cache, True)
+        assert torch.allclose(remote.lm(ids[:, 8:10], 8, cache), native.lm(ids)[:, 8:10], atol=1e-4)
+    sampler = SamplerConfig(steps=2)
+    assert fill(remote, FillRequest(PREFIX, SUFFIX, 8, sampler=sampler)).texts == \
+        fill(native, FillRequest(PREFIX, SUFFIX, 8, sampler=sampler)).texts
+
+
+def edit_config(folder: Path, tmp_path: Path, **changes: object) -> Path:
+    copy = tmp_path / "broken"
+    shutil.copytree(folder, copy)
+    config = json.loads((copy / "config.json").read_text())
+    for key, value in changes.items():
+        if value is None:
+            config.pop(key)
+        else:
+            config[key] = value
+    (copy / "config.json").write_text(json.dumps(config))
+    return copy
+
+
+@pytest.mark.parametrize(("changes", "message"), [
+    ({"model_type": "llama"}, "model_type 'llama' is not supported"),
+    ({"hidden_size": None}, "missing hidden_size"),
+    ({"hidden_size": 96}, "has shape"),
+    ({"num_hidden_layers": 3}, "weights missing for model.layers.2"),
+    ({"num_key_value_heads": 3}, "multiple of num_key_value_heads"),
+    ({"vocab_size": 50}, "tokenizer has"),
+])
+def test_wrong_config_fails_with_a_clear_error(native_dir: Path, tmp_path: Path, changes: dict[str, object],
+                                               message: str) -> None:
+    with pytest.raises(ModelLoadError, match=message):
+        load_model(edit_config(native_dir, tmp_path, **changes), device="cpu")
+
+
+def test_folder_without_config_or_mask_token_is_refused(native_dir: Path, tmp_path: Path) -> None:
+    with pytest.raises(ModelLoadError, match="no config.json"):
+        load_model(tmp_path, device="cpu")
+    copy = tmp_path / "nomask"
+    shutil.copytree(native_dir, copy)
+    (copy / "tokenizer_config.json").write_text(json.dumps({"eos_token": "<|eos|>"}))
+    with pytest.raises(ModelLoadError, match="no mask token"):
+        load_model(copy, device="cpu")

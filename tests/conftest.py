@@ -88,3 +88,14 @@ def write_qwen3_folder(folder: Path, model_type: str, block_size: int = 4) -> Pa
 @pytest.fixture(scope="session")
 def sdar_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_qwen3_folder(tmp_path_factory.mktemp("sdar"), "sdar")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU (none on this machine)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)

@@ -194,7 +194,7 @@ def test_wrong_config_fails_with_a_clear_error(native_dir: Path, tmp_path: Path,
 
 
 def test_folder_without_config_or_mask_token_is_refused(native_dir: Path, tmp_path: Path) -> None:
-    with pytest.raises(ModelLoadError, match="no config.json"):
+    with pytest.raises(ModelLoadError, match=r"no config\.json"):
         load_model(tmp_path, device="cpu")
     copy = tmp_path / "nomask"
     shutil.copytree(native_dir, copy)

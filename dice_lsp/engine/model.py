@@ -24,7 +24,8 @@ class DiffusionLM(Protocol):
 
     def new_cache(self) -> Any: ...
 
-    def __call__(self, ids: Tensor, start: int = 0, cache: Any = None, store: bool = False) -> Tensor: ...
+    def __call__(self, ids: Tensor, start: int = 0, cache: Any = None, store: bool = False,
+                 only: slice | None = None) -> Tensor: ...
 
 
 @dataclass

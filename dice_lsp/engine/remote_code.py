@@ -36,7 +36,8 @@ class RemoteCodeLM:
 
         return DynamicCache()
 
-    def __call__(self, ids: Tensor, start: int = 0, cache: Any = None, store: bool = False) -> Tensor:
+    def __call__(self, ids: Tensor, start: int = 0, cache: Any = None, store: bool = False,
+                 only: slice | None = None) -> Tensor:
         t = ids.shape[1]
         allowed = block_causal_mask(start, t, self.config.block_size, ids.device)
         if allowed is None:
@@ -52,4 +53,4 @@ class RemoteCodeLM:
         if cache is not None and not store:
             cache.crop(-t)  # a negative length drops the newest t positions in every transformers release
         logits: Tensor = out.logits
-        return logits
+        return logits if only is None else logits[:, only]

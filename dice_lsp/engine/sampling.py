@@ -140,7 +140,7 @@ def fill_in_place(lm: DiffusionLM, x: Tensor, lo: int, hi: int, denoiser: Denois
 def _window_logits(lm: DiffusionLM, lo: int, hi: int, ids: Tensor) -> Tensor:
     """Logits of columns lo..hi, recomputing the whole sequence up to `hi` (bidirectional: all of it)."""
     end = ids.shape[1] if lm.config.attention == "bidirectional" else hi
-    return lm(ids[:, :end])[:, lo:hi]
+    return lm(ids[:, :end], only=slice(lo, hi))
 
 
 def _cached_logits(lm: DiffusionLM, cache: object, lo: int, hi: int, ids: Tensor) -> Tensor:

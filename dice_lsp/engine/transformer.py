@@ -146,11 +146,14 @@ class Transformer(nn.Module):
     def new_cache(self) -> KVCache:
         return KVCache(self.config.num_hidden_layers)
 
-    def forward(self, ids: Tensor, start: int = 0, cache: KVCache | None = None, store: bool = False) -> Tensor:
+    def forward(self, ids: Tensor, start: int = 0, cache: KVCache | None = None, store: bool = False,
+                only: slice | None = None) -> Tensor:
         """Logits for `ids` placed at absolute positions start..start+T-1.
 
         With a cache, `start` must equal the cached length: the new positions attend to the cache and to
         each other (block layout permitting); `store=True` keeps their keys/values for later calls.
+        `only` selects the input columns whose logits are wanted (the output head is the costliest layer
+        of a small model, and a denoising step needs it for the canvas alone).
         """
         cfg = self.config
         if cache is not None and cache.length != start:
@@ -166,6 +169,8 @@ class Transformer(nn.Module):
         x = self.model.embed_tokens(ids)
         for i, layer in enumerate(self.model.layers):
             x = layer(x, rope, mask, cache, i, store)
+        if only is not None:
+            x = x[:, only]
         logits: Tensor = self.lm_head(self.model.norm(x))
         return logits
 

@@ -82,22 +82,36 @@ def _deb(name: str, version: str, lic: str, cap: float, *exclude: str, skip: tup
 
 
 VENDORED_CUTLASS = r"(?:^|/)(?:csrc/|3rdparty/|third_party/)cutlass/"
+COMPOSABLE_KERNEL = r"(?:^|/)composable_kernel/"
 # Order matters: the first source that holds a file keeps it through dedup, so upstream libraries go first.
 SOURCES: tuple[Source, ...] = (
     Source("cuda-include", "local", "cuda-toolkit-include", None,
            "Apache-2.0 WITH LLVM-exception (cccl/); LicenseRef-NVIDIA-CUDA-EULA (rest)", 2.0,
            note="this machine's CUDA toolkit include folder"),
     _pypi("nvidia-cutlass", "4.2.0.0", "BSD-3-Clause", 2.0, binary=True, note="wheel: CUTLASS/CuTe headers"),
-    _deb("pytorch", "1.13.1+dfsg-4", "BSD-3-Clause", 12.0, r"(?:^|/)third_party/"),
+    _deb("pytorch", "1.13.1+dfsg-4", "BSD-3-Clause", 8.0, r"(?:^|/)third_party/"),
     _deb("pytorch-vision", "0.14.1-2", "BSD-3-Clause", 2.0),
     _pypi("vllm", None, "Apache-2.0", 6.0, VENDORED_CUTLASS,
           note="unpinned: its PyPI version has a +empty local tag"),
-    _pypi("flashinfer-python", "0.7.4", "Apache-2.0", 4.0, r"(?:^|/)cake_", VENDORED_CUTLASS),
-    _pypi("flash-attn", "2.8.3.post2", "BSD-3-Clause", 2.0, VENDORED_CUTLASS),
+    _pypi("flashinfer-python", "0.7.4", "Apache-2.0", 4.0, r"(?:^|/)cake_", r"(?:^|/)3rdparty/",
+          note="3rdparty/ (CCCL, cutlass copies) dropped"),
+    _pypi("flash-attn", "2.8.3.post2", "BSD-3-Clause", 2.0, VENDORED_CUTLASS, COMPOSABLE_KERNEL,
+          note="vendored cutlass and AMD composable_kernel dropped"),
     _pypi("deepspeed", "0.19.8", "Apache-2.0", 4.0, note="csrc/ copies removed by dedup"),
+    _pypi("catboost", "1.2.10", "Apache-2.0", 6.0, note="catboost/cuda kernels plus its util/ C++ library"),
+    _pypi("tilelang", "0.1.14", "MIT", 4.0, COMPOSABLE_KERNEL, note="bundles 3rdparty tvm and cutlass"),
+    _pypi("aphrodite-engine", "0.10.0", "AGPL-3.0-only", 2.0, VENDORED_CUTLASS, note="vLLM fork"),
+    _pypi("colossalai", "0.5.0", "Apache-2.0", 1.0),
+    _pypi("lightgbm", "4.7.0", "MIT", 3.0, r"(?:^|/)external_libs/"),
+    Source("xgboost-pypi", "pypi", "xgboost", "3.2.0", "Apache-2.0", 2.0, note="newer than the Debian one"),
+    _pypi("mmcv-full", "1.7.2", "Apache-2.0", 1.0),
+    _pypi("horovod", "0.28.1", "Apache-2.0", 2.0, r"(?:^|/)third_party/"),
+    _pypi("pytorch-fast-transformers", "0.4.0", "MIT", 1.0),
+    _pypi("deep-ep", "1.0.0", "MIT", 1.0),
+    _pypi("numba-cuda", "0.24.0", "BSD-2-Clause", 1.0),
+    _pypi("torch-spline-conv", "1.2.2", "MIT", 1.0),
     _pypi("xformers", "0.0.35", "BSD-3-Clause", 2.0, VENDORED_CUTLASS),
     _pypi("cupy", "14.2.0", "MIT", 4.0),
-    _pypi("bitsandbytes", "0.42.0", "MIT", 2.0),
     _pypi("warp-lang", "0.8.0", "LicenseRef-NVIDIA-Source-Code-License", 4.0),
     _pypi("mamba-ssm", "2.3.2.post1", "Apache-2.0", 1.0, VENDORED_CUTLASS),
     _pypi("causal-conv1d", "1.7.0", "BSD-3-Clause", 1.0),
@@ -107,7 +121,6 @@ SOURCES: tuple[Source, ...] = (
     _pypi("torch-scatter", "2.1.2", "MIT", 1.0),
     _pypi("torch-sparse", "0.6.18", "MIT", 1.0, r"(?:^|/)third_party/"),
     _pypi("torch-cluster", "1.6.3", "MIT", 1.0),
-    _pypi("simple-knn", "2.0.1", "MIT", 1.0),
     _pypi("exllamav2", "0.0.4", "MIT", 2.0),
     _pypi("auto-gptq", "0.7.1", "MIT", 1.0),
     _pypi("gptqmodel", "7.7.0", "Apache-2.0", 2.0, VENDORED_CUTLASS),
@@ -138,11 +151,9 @@ SOURCES: tuple[Source, ...] = (
     _deb("ffmpeg", "7:5.1.9-0+deb12u1", "LGPL-2.1-or-later", 0.0, note="only its CUDA filters are kept"),
     _deb("blender", "3.4.1+dfsg-2", "GPL-2.0-or-later AND Apache-2.0", 0.0, note="only CUDA (Cycles) files"),
     _deb("petsc", "3.18.5+dfsg1-1", "BSD-2-Clause", 2.0),
-    _deb("rocsparse", "5.3.0+dfsg-2", "MIT", 2.0, note="HIP kernels in CUDA syntax"),
-    _deb("viennacl", "1.7.1+dfsg1-6", "MIT", 1.0),
     # General permissively licensed C/C++ base, capped.
-    _deb("boost1.81", "1.81.0-5+deb12u1", "BSL-1.0", 30.0),
-    _deb("llvm-toolchain-15", "1:15.0.6-4", "Apache-2.0 WITH LLVM-exception", 30.0, r"(?:^|/)test/"),
+    _deb("boost1.81", "1.81.0-5+deb12u1", "BSL-1.0", 16.0),
+    _deb("llvm-toolchain-15", "1:15.0.6-4", "Apache-2.0 WITH LLVM-exception", 14.0, r"(?:^|/)test/"),
     _deb("eigen3", "3.4.0-4", "MPL-2.0", 6.0),
     _deb("abseil", "20220623.1-1+deb12u2", "Apache-2.0", 6.0),
     _deb("protobuf", "3.21.12-3+deb12u1", "BSD-3-Clause", 6.0),
@@ -154,8 +165,6 @@ SOURCES: tuple[Source, ...] = (
     _deb("highway", "1.0.3-3+deb12u1", "Apache-2.0", 3.0),
     _deb("simdjson", "3.0.1-1", "Apache-2.0", 2.0),
     _deb("range-v3", "0.12.0-1", "BSL-1.0", 2.0),
-    _deb("xtensor", "0.24.3-1", "BSD-3-Clause", 2.0),
-    _deb("xsimd", "8.1.0-7", "BSD-3-Clause", 2.0),
     _deb("pybind11", "2.10.3-1", "BSD-3-Clause", 1.0),
     _deb("re2", "20220601+dfsg-1", "BSD-3-Clause", 1.0),
     _deb("spdlog", "1:1.10.0+ds-0.4", "MIT", 1.0),
@@ -504,6 +513,8 @@ def build(sources: Sequence[Source], out_dir: Path, offline: bool) -> dict[str, 
             writers[split].write(json.dumps(record, ensure_ascii=False) + "\n")
             stats.kept_files[cand.lang] += 1
             stats.kept_bytes[cand.lang] += size
+            if os.path.splitext(cand.path)[1].lower() in CUDA_EXTS:
+                stats.kept_bytes["cu-ext"] += size
             stats.split_files[f"{split}/{cand.lang}"] += 1
             stats.split_bytes[f"{split}/{cand.lang}"] += size
         all_stats[src.name] = stats.as_dict()
@@ -597,14 +608,14 @@ def save_manifest(manifest: dict[str, Any]) -> None:
 
 
 def _merge_manifest(entries: list[dict[str, Any]], totals: dict[str, Any], failures: dict[str, str]) -> None:
-    """Replace rebuilt sources in the manifest; drop stale token counts (the tokenizer refills them)."""
+    """Replace rebuilt sources, forget retired ones, drop stale token counts (the tokenizer refills them)."""
     manifest = load_manifest()
     by_name = {e["name"]: e for e in manifest.get("sources", [])}
     for entry in entries:
         by_name[entry["name"]] = entry
     order = [s.name for s in SOURCES]
-    manifest["sources"] = sorted(by_name.values(), key=lambda e: order.index(e["name"]) if e["name"] in order
-                                 else len(order))
+    manifest["sources"] = sorted((e for e in by_name.values() if e["name"] in order),
+                                 key=lambda e: order.index(e["name"]))
     manifest["totals"] = totals
     manifest["failures"] = failures
     manifest.pop("tokens", None)
@@ -621,16 +632,19 @@ def render_markdown(manifest: dict[str, Any]) -> str:
     lines = ["# dice-tiny training corpus", "",
              "Generated by `python -m dice_lsp.training.corpus` / `dice_lsp.training.tokenizer` from "
              "`dice_lsp/training/corpus_manifest.json`; do not edit by hand.", "",
-             "| source | kind | version | license | from | CUDA files | CUDA MB | C/C++ files | C/C++ MB "
-             "| train tok | valid tok | test tok |",
-             "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "CUDA = .cu/.cuh files plus C/C++ files with `__global__`/`__device__` code; "
+             "`.cu MB` counts .cu/.cuh/.cuinl files only.", "",
+             "| source | kind | version | license | from | CUDA files | CUDA MB | .cu MB | C/C++ files "
+             "| C/C++ MB | train tok | valid tok | test tok |",
+             "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for e in manifest.get("sources", []):
         kept = e.get("kept", {})
         files, size = kept.get("files", {}), kept.get("bytes", {})
         tok = tokens.get(e["name"], {})
         origin = ", ".join(f["name"] for f in e.get("files", []))
         lines.append(f"| {e['name']} | {e['kind']} | {e.get('version', '')} | {e['license']} | {origin} "
-                     f"| {files.get('cuda', 0)} | {_mb(size.get('cuda', 0))} | {files.get('cpp', 0)} "
+                     f"| {files.get('cuda', 0)} | {_mb(size.get('cuda', 0))} | {_mb(size.get('cu-ext', 0))} "
+                     f"| {files.get('cpp', 0)} "
                      f"| {_mb(size.get('cpp', 0))} | {tok.get('train', 0):,} | {tok.get('valid', 0):,} "
                      f"| {tok.get('test', 0):,} |")
     totals = manifest.get("totals", {})

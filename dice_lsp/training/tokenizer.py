@@ -14,7 +14,7 @@ import json
 import logging
 import sys
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -66,10 +66,19 @@ def save(tok: Tokenizer, out: Path) -> None:
     (out / "tokenizer_config.json").write_text(json.dumps(TOKENIZER_CONFIG, indent=2) + "\n")
 
 
-def _train_texts(corpus_dir: Path) -> Iterator[str]:
-    records = corpus.read_split(corpus_dir, "train")
-    for record in tqdm(records, desc="train texts", unit="file", file=sys.stderr):
-        yield record["text"]
+def training_texts(corpus_dir: Path, max_mb: float) -> list[str]:
+    """Train-split texts for BPE: all CUDA first (the merges should fit CUDA best), then C/C++ up to
+    `max_mb` in total, which also bounds training time and memory."""
+    records = sorted(corpus.read_split(corpus_dir, "train"), key=lambda r: r["lang"] != "cuda")
+    texts: list[str] = []
+    budget = int(max_mb * corpus.MiB)
+    for record in records:
+        budget -= len(record["text"])
+        if budget < 0:
+            break
+        texts.append(record["text"])
+    LOG.info("training on %d files", len(texts))
+    return texts
 
 
 def count_tokens(tok: Tokenizer, corpus_dir: Path, batch: int = 256) -> dict[str, dict[str, int]]:
@@ -104,9 +113,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--corpus", type=Path, default=Path("data/corpus"))
     parser.add_argument("--out", type=Path, default=Path("data/tokenizer"))
     parser.add_argument("--vocab", type=int, default=8192)
+    parser.add_argument("--max-mb", type=float, default=120.0, help="text budget for BPE training")
     parser.add_argument("--no-count", action="store_true", help="skip counting tokens into the manifest")
     args = parser.parse_args(argv)
-    tok = train_tokenizer(_train_texts(args.corpus), args.vocab)
+    tok = train_tokenizer(training_texts(args.corpus, args.max_mb), args.vocab)
     save(tok, args.out)
     LOG.info("saved %d-token vocabulary to %s", tok.get_vocab_size(), args.out)
     if not args.no_count:

@@ -102,12 +102,14 @@ def test_sdar_kv_cache_gives_the_same_logits(sdar_dir: Path) -> None:
     ids = torch.randint(10, 300, (2, 14))
     full = model.lm(ids)
     cache = model.lm.new_cache()
-    model.lm(ids[:, :8], 0, cache, True)
+    model.lm(ids[:, :12], 0, cache, keep=8)  # blocks 0-1 are kept, block 2 only looked at
     block = model.lm(ids[:, 8:12], 8, cache)
     assert torch.allclose(block, full[:, 8:12], atol=1e-5)
-    # a denoising pass that is not stored leaves the cache as it was
+    # a denoising pass that keeps nothing leaves the cache as it was
     tail = model.lm(ids[:, 8:14], 8, cache)
     assert torch.allclose(tail, model.lm(ids[:, :14])[:, 8:14], atol=1e-5)
+    model.lm(ids[:, 8:14], 8, cache, keep=4)
+    assert torch.allclose(model.lm(ids[:, 12:14], 12, cache), full[:, 12:14], atol=1e-5)
 
 
 def test_sdar_generation_is_identical_with_and_without_cache(sdar_dir: Path) -> None:
@@ -159,7 +161,7 @@ def test_remote_code_folder_is_used_when_trusted(sdar_dir: Path, tmp_path: Path)
     with torch.no_grad():
         assert torch.allclose(remote.lm(ids), native.lm(ids), atol=1e-4)
         cache = remote.lm.new_cache()
-        remote.lm(ids[:, :8], 0, cache, True)
+        remote.lm(ids[:, :10], 0, cache, keep=8)
         assert torch.allclose(remote.lm(ids[:, 8:10], 8, cache), native.lm(ids)[:, 8:10], atol=1e-4)
     sampler = SamplerConfig(steps=2)
     assert fill(remote, FillRequest(PREFIX, SUFFIX, 8, sampler=sampler)).texts == \

@@ -24,7 +24,7 @@ class DiffusionLM(Protocol):
 
     def new_cache(self) -> Any: ...
 
-    def __call__(self, ids: Tensor, start: int = 0, cache: Any = None, store: bool = False,
+    def __call__(self, ids: Tensor, start: int = 0, cache: Any = None, keep: int = 0,
                  only: slice | None = None) -> Tensor: ...
 
 

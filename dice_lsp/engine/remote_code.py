@@ -2,7 +2,7 @@
 
 The family's own code may use fused kernels or layouts our transformer does not know; we drive it with
 the same block-causal 4D mask and positions as our own implementation and keep a transformers
-`DynamicCache`, cropping the newest positions again after denoising passes that must not be stored.
+`DynamicCache`, cropping again the newest positions that must not be kept.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ class RemoteCodeLM:
 
         return DynamicCache()
 
-    def __call__(self, ids: Tensor, start: int = 0, cache: Any = None, store: bool = False,
+    def __call__(self, ids: Tensor, start: int = 0, cache: Any = None, keep: int = 0,
                  only: slice | None = None) -> Tensor:
         t = ids.shape[1]
         allowed = block_causal_mask(start, t, self.config.block_size, ids.device)
@@ -50,7 +50,7 @@ class RemoteCodeLM:
             past_key_values=cache,
             use_cache=cache is not None,
         )
-        if cache is not None and not store:
-            cache.crop(-t)  # a negative length drops the newest t positions in every transformers release
+        if cache is not None and keep < t:
+            cache.crop(keep - t)  # a negative length drops the newest positions in every transformers release
         logits: Tensor = out.logits
         return logits if only is None else logits[:, only]

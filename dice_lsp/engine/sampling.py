@@ -143,9 +143,24 @@ def _window_logits(lm: DiffusionLM, lo: int, hi: int, ids: Tensor) -> Tensor:
     return lm(ids[:, :end], only=slice(lo, hi))
 
 
-def _cached_logits(lm: DiffusionLM, cache: object, lo: int, hi: int, ids: Tensor) -> Tensor:
-    """Logits of one block attending to the cached blocks before it."""
-    return lm(ids[:, lo:hi], lo, cache)
+class _CachedBlocks:
+    """Logits of the block being denoised, attending to the cache of finished blocks.
+
+    Finished positions that are not cached yet (the prompt's whole blocks, the block just decoded) ride
+    along with the next denoising call and are kept in the cache on the way: storing a block costs no
+    extra model call.
+    """
+
+    def __init__(self, lm: DiffusionLM) -> None:
+        self.lm = lm
+        self.cache = lm.new_cache()
+        self.cached = 0
+
+    def logits(self, lo: int, hi: int, ids: Tensor) -> Tensor:
+        start = self.cached
+        out = self.lm(ids[:, start:hi], start, self.cache, keep=lo - start, only=slice(lo - start, hi - start))
+        self.cached = lo
+        return out
 
 
 @torch.inference_mode()
@@ -153,10 +168,9 @@ def generate_blocks(lm: DiffusionLM, prompt: list[int], candidates: int, max_new
                     denoiser: Denoiser, stop_ids: set[int], use_cache: bool = True) -> Tensor:
     """Block-diffusion models: decode block after block behind a prompt; returns the generated ids.
 
-    The prompt's whole blocks are prefilled into the KV cache; its tail shares the first decoded block
-    with masks (as SDAR does). Finished blocks are stored in the cache with one extra call; without the
-    cache every step recomputes the whole sequence (same logits, used to check the cache). Stops once
-    every candidate has produced a stop token.
+    The prompt's tail shares the first decoded block with masks (as SDAR does). Without the cache every
+    step recomputes the whole sequence (the same logits; kept to check the cache and to measure it).
+    Stops once every candidate has produced a stop token.
     """
     size = lm.config.block_size
     device = denoiser.banned.device
@@ -166,22 +180,15 @@ def generate_blocks(lm: DiffusionLM, prompt: list[int], candidates: int, max_new
         raise DiceError(f"prompt and region ({total} tokens) exceed the model window")
     x = torch.full((candidates, total), denoiser.mask_id, dtype=torch.long, device=device)
     x[:, :n_prompt] = torch.tensor(prompt, dtype=torch.long, device=device)
-    first = n_prompt // size
-    cache = lm.new_cache() if use_cache else None
-    if cache is not None and first:
-        denoiser.checkpoint()
-        lm(x[:, : first * size], 0, cache, True)
+    cached = _CachedBlocks(lm) if use_cache else None
     stops = torch.tensor(sorted(stop_ids), device=device)
-    end = first * size
-    for block in range(first, total // size):
+    end = n_prompt
+    for block in range(n_prompt // size, total // size):
         lo, end = block * size, (block + 1) * size
-        if cache is not None:
-            denoiser.denoise(x, lo, end, partial(_cached_logits, lm, cache, lo, end))
+        if cached is not None:
+            denoiser.denoise(x, lo, end, partial(cached.logits, lo, end))
         else:
             denoiser.denoise(x, lo, end, partial(_window_logits, lm, lo, end))
         if bool(torch.isin(x[:, n_prompt:end], stops).any(dim=1).all()):
             break
-        if cache is not None and end < total:
-            denoiser.checkpoint()
-            lm(x[:, lo:end], lo, cache, True)
     return x[:, n_prompt:end]

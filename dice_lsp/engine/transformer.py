@@ -54,22 +54,29 @@ class KVCache:
         k = self.keys[0]
         return 0 if k is None else int(k.shape[2])
 
-    def extend(self, layer: int, k: Tensor, v: Tensor, store: bool) -> tuple[Tensor, Tensor]:
-        """Keys/values to attend over: the cached ones followed by `k`/`v`; kept when `store`."""
+    def extend(self, layer: int, k: Tensor, v: Tensor, keep: int) -> tuple[Tensor, Tensor]:
+        """Keys/values to attend over: the cached ones followed by `k`/`v`; the first `keep` new ones stay."""
         old_k, old_v = self.keys[layer], self.values[layer]
+        end = keep
         if old_k is not None and old_v is not None:
+            end += old_k.shape[2]
             k, v = torch.cat((old_k, k), dim=2), torch.cat((old_v, v), dim=2)
-        if store:
-            self.keys[layer], self.values[layer] = k, v
+        if keep:
+            self.keys[layer], self.values[layer] = k[:, :, :end], v[:, :, :end]
         return k, v
 
 
 def block_causal_mask(start: int, length: int, block_size: int, device: torch.device) -> Tensor | None:
-    """Boolean [length, start+length] mask: query block sees key blocks up to its own. None = no mask."""
+    """Boolean [length, start+length] mask: query block sees key blocks up to its own.
+
+    None when every query may see every key (the input lies inside one block), decided without touching
+    the device so that a decoding step never waits for the GPU.
+    """
+    if (start + length - 1) // block_size == start // block_size:
+        return None
     q_block = torch.arange(start, start + length, device=device) // block_size
     k_block = torch.arange(0, start + length, device=device) // block_size
-    allowed = k_block[None, :] <= q_block[:, None]
-    return None if bool(allowed.all()) else allowed
+    return k_block[None, :] <= q_block[:, None]
 
 
 class Attention(nn.Module):
@@ -84,14 +91,14 @@ class Attention(nn.Module):
         self.k_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps)
 
     def forward(self, x: Tensor, rope: tuple[Tensor, Tensor], mask: Tensor | None,
-                cache: KVCache | None, layer: int, store: bool) -> Tensor:
+                cache: KVCache | None, layer: int, keep: int) -> Tensor:
         b, t, _ = x.shape
         q = self.q_norm(self.q_proj(x).view(b, t, self.n_heads, self.head_dim)).transpose(1, 2)
         k = self.k_norm(self.k_proj(x).view(b, t, self.n_kv, self.head_dim)).transpose(1, 2)
         v = self.v_proj(x).view(b, t, self.n_kv, self.head_dim).transpose(1, 2)
         q, k = apply_rotary(q, *rope), apply_rotary(k, *rope)
         if cache is not None:
-            k, v = cache.extend(layer, k, v, store)
+            k, v = cache.extend(layer, k, v, keep)
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=self.n_kv != self.n_heads)
         projected: Tensor = self.o_proj(out.transpose(1, 2).reshape(b, t, -1))
         return projected
@@ -118,8 +125,8 @@ class DecoderLayer(nn.Module):
         self.mlp = MLP(cfg)
 
     def forward(self, x: Tensor, rope: tuple[Tensor, Tensor], mask: Tensor | None,
-                cache: KVCache | None, layer: int, store: bool) -> Tensor:
-        x = x + self.self_attn(self.input_layernorm(x), rope, mask, cache, layer, store)
+                cache: KVCache | None, layer: int, keep: int) -> Tensor:
+        x = x + self.self_attn(self.input_layernorm(x), rope, mask, cache, layer, keep)
         out: Tensor = x + self.mlp(self.post_attention_layernorm(x))
         return out
 
@@ -146,12 +153,12 @@ class Transformer(nn.Module):
     def new_cache(self) -> KVCache:
         return KVCache(self.config.num_hidden_layers)
 
-    def forward(self, ids: Tensor, start: int = 0, cache: KVCache | None = None, store: bool = False,
+    def forward(self, ids: Tensor, start: int = 0, cache: KVCache | None = None, keep: int = 0,
                 only: slice | None = None) -> Tensor:
         """Logits for `ids` placed at absolute positions start..start+T-1.
 
         With a cache, `start` must equal the cached length: the new positions attend to the cache and to
-        each other (block layout permitting); `store=True` keeps their keys/values for later calls.
+        each other (block layout permitting); the keys/values of the first `keep` of them stay in the cache.
         `only` selects the input columns whose logits are wanted (the output head is the costliest layer
         of a small model, and a denoising step needs it for the canvas alone).
         """
@@ -168,7 +175,7 @@ class Transformer(nn.Module):
             mask = block_causal_mask(start, t, cfg.block_size, ids.device)
         x = self.model.embed_tokens(ids)
         for i, layer in enumerate(self.model.layers):
-            x = layer(x, rope, mask, cache, i, store)
+            x = layer(x, rope, mask, cache, i, keep)
         if only is not None:
             x = x[:, only]
         logits: Tensor = self.lm_head(self.model.norm(x))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -107,6 +108,14 @@ class OneLineErrors(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
 
 
+def cmd_train(args: argparse.Namespace) -> int:
+    from dice_lsp.training import train
+
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(message)s")
+    train.train(args)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineErrors(prog="dice-lsp", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineErrors)
@@ -120,6 +129,12 @@ def build_parser() -> argparse.ArgumentParser:
     add_model_arguments(complete)
     add_sampler_arguments(complete)
     complete.set_defaults(handler=cmd_complete)
+
+    from dice_lsp.training import train
+
+    trainer = sub.add_parser("train", help="train the embedded masked-diffusion model on a packed corpus")
+    train.build_parser(trainer)
+    trainer.set_defaults(handler=cmd_train)
     return parser
 
 

@@ -34,7 +34,7 @@ def _weight_files(folder: Path) -> list[Path]:
     raise ModelLoadError(f"{folder}: no model.safetensors or model.safetensors.index.json")
 
 
-def _load_state(folder: Path) -> dict[str, torch.Tensor]:
+def load_state(folder: Path) -> dict[str, torch.Tensor]:
     state: dict[str, torch.Tensor] = {}
     for path in _weight_files(folder):
         if not path.is_file():
@@ -88,7 +88,7 @@ def load_model(path: Path | str | None = None, device: str | None = None, dtype:
         return LoadedModel(lm, tokenizer, folder.name, folder, torch_device, torch_dtype)
     if tokenizer.vocab_size > cfg.vocab_size:
         raise ModelLoadError(f"{folder}: tokenizer has {tokenizer.vocab_size} tokens, model only {cfg.vocab_size}")
-    model = build_transformer(cfg, _load_state(folder), folder).to(device=torch_device, dtype=torch_dtype)
+    model = build_transformer(cfg, load_state(folder), folder).to(device=torch_device, dtype=torch_dtype)
     name = str(raw.get("name_or_path") or raw.get("_name_or_path") or folder.name)
     return LoadedModel(model, tokenizer, Path(name).name or folder.name, folder, torch_device, torch_dtype)
 

@@ -7,7 +7,7 @@ from dice_lsp.engine.config import ModelConfig
 # The embedded default: ~28M parameters, 56 MB in bf16 with tied embeddings (the package limit is 60 MB).
 DICE_TINY = ModelConfig(
     vocab_size=8192, hidden_size=512, intermediate_size=1408, num_hidden_layers=8, num_attention_heads=8,
-    num_key_value_heads=4, head_dim=64, max_position_embeddings=1024, rope_theta=10_000.0,
+    num_key_value_heads=4, head_dim=64, max_position_embeddings=512, rope_theta=10_000.0,
     tie_word_embeddings=True, attention="bidirectional", model_type="dice",
 )
 

@@ -162,6 +162,14 @@ class Transformer(nn.Module):
         `only` selects the input columns whose logits are wanted (the output head is the costliest layer
         of a small model, and a denoising step needs it for the canvas alone).
         """
+        x = self.hidden_states(ids, start, cache, keep)
+        if only is not None:
+            x = x[:, only]
+        logits: Tensor = self.lm_head(x)
+        return logits
+
+    def hidden_states(self, ids: Tensor, start: int = 0, cache: KVCache | None = None, keep: int = 0) -> Tensor:
+        """Final normalised hidden states; training applies the output head to masked positions only."""
         cfg = self.config
         if cache is not None and cache.length != start:
             raise ValueError(f"cache holds {cache.length} positions but the input starts at {start}")
@@ -176,10 +184,8 @@ class Transformer(nn.Module):
         x = self.model.embed_tokens(ids)
         for i, layer in enumerate(self.model.layers):
             x = layer(x, rope, mask, cache, i, keep)
-        if only is not None:
-            x = x[:, only]
-        logits: Tensor = self.lm_head(self.model.norm(x))
-        return logits
+        normed: Tensor = self.model.norm(x)
+        return normed
 
     def init_weights(self, std: float = 0.02, generator: torch.Generator | None = None) -> None:
         """Random initialisation (training from scratch, random-weight benchmarks and tests)."""

@@ -1,0 +1,144 @@
+"""Training examples for masked-diffusion infilling, shaped like the requests the editor sends.
+
+Each example is a window of `length` tokens from the packed corpus, in one of these shapes:
+- `random`: the plain masked-diffusion objective: every token masked with probability t ~ U(0, 1);
+- `line`, `lines`, `block`: a hole (one line; 2-5 lines; the inside of a brace pair) cut out of the code
+  and replaced by a canvas a little larger than the hole: the hole's tokens, then pad tokens, masked
+  with probability t. The model learns to write the hole and to pad the rest, so a region can end early
+  at inference (`pad` means "nothing more here").
+The loss weight of a masked token is 1/t (the diffusion ELBO), normalised by the positions that could
+have been masked. A curriculum moves weight from random masking and short holes to larger ones.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+CANVAS_BUCKETS = (8, 16, 32, 64, 128, 192)
+MAX_HOLE = CANVAS_BUCKETS[-1]
+EARLY = {"random": 0.45, "line": 0.3, "lines": 0.15, "block": 0.1}
+LATE = {"random": 0.15, "line": 0.3, "lines": 0.3, "block": 0.25}
+
+
+@dataclass(frozen=True)
+class TokenTables:
+    """Per-vocabulary facts the hole finder needs, computed once from the tokenizer."""
+
+    newline: np.ndarray  # bool: the token contains a line break
+    brace: np.ndarray  # int8: count('{') - count('}')
+    mask_id: int
+    pad_id: int
+    separator_id: int  # between files in the packed stream
+
+    @classmethod
+    def from_vocab(cls, pieces: list[str], mask_id: int, pad_id: int, separator_id: int) -> TokenTables:
+        newline = np.array(["\n" in p for p in pieces], dtype=bool)
+        brace = np.array([p.count("{") - p.count("}") for p in pieces], dtype=np.int8)
+        return cls(newline, brace, mask_id, pad_id, separator_id)
+
+
+@dataclass
+class Example:
+    ids: np.ndarray  # int64 [length]: the model input, with masks
+    targets: np.ndarray  # int64 [length]: the clean tokens (pads inside a canvas)
+    weights: np.ndarray  # float32 [length]: loss weight, 0 where nothing was masked
+    kind: str
+
+
+def mode_weights(progress: float) -> dict[str, float]:
+    """Curriculum: interpolate from EARLY to LATE as training progresses (0..1)."""
+    p = min(max(progress, 0.0), 1.0)
+    return {k: (1 - p) * EARLY[k] + p * LATE[k] for k in EARLY}
+
+
+def _mask(length: int, rng: np.random.Generator) -> tuple[np.ndarray, float]:
+    """Mask each position with probability t ~ U(eps, 1); at least one position is masked."""
+    t = float(rng.uniform(1e-3, 1.0))
+    masked = rng.random(length) < t
+    if not masked.any():
+        masked[rng.integers(length)] = True
+    return masked, t
+
+
+def random_example(window: np.ndarray, tables: TokenTables, rng: np.random.Generator) -> Example:
+    targets = window.astype(np.int64)
+    masked, t = _mask(len(targets), rng)
+    ids = np.where(masked, tables.mask_id, targets)
+    weights = np.where(masked, 1.0 / t, 0.0).astype(np.float32) / len(targets)
+    return Example(ids, targets, weights, "random")
+
+
+def find_hole(window: np.ndarray, kind: str, tables: TokenTables, rng: np.random.Generator,
+              margin: int) -> tuple[int, int] | None:
+    """A [start, end) span of tokens to cut out: whole lines, or the inside of a brace pair."""
+    if kind == "block":
+        opens = np.flatnonzero(tables.brace[window[margin:-margin]] > 0) + margin
+        if len(opens) == 0:
+            return None
+        start = int(rng.choice(opens)) + 1
+        depth = np.cumsum(tables.brace[window[start:]].astype(np.int32))
+        closing = np.flatnonzero(depth < 0)
+        if len(closing) == 0:
+            return None
+        end = start + int(closing[0])
+    else:
+        breaks = np.flatnonzero(tables.newline[window])
+        breaks = breaks[(breaks >= margin) & (breaks < len(window) - margin)]
+        count = 1 if kind == "line" else int(rng.integers(2, 6))
+        if len(breaks) <= count:
+            return None
+        first = int(rng.integers(0, len(breaks) - count))
+        start, end = int(breaks[first]) + 1, int(breaks[first + count])
+    if not 0 < end - start <= MAX_HOLE or (window[start:end] == tables.separator_id).any():
+        return None
+    return start, end
+
+
+def hole_example(window: np.ndarray, kind: str, length: int, tables: TokenTables,
+                 rng: np.random.Generator) -> Example | None:
+    """Cut a hole from `window` (longer than `length`) and lay out prefix + canvas + suffix."""
+    span = find_hole(window, kind, tables, rng, margin=16)
+    if span is None:
+        return None
+    start, end = span
+    hole = window[start:end].astype(np.int64)
+    fits = [b for b in CANVAS_BUCKETS if len(hole) <= b <= length // 2]
+    if not fits:
+        return None
+    canvas_len = fits[0] if len(fits) == 1 or rng.random() < 0.7 else fits[1]
+    context = length - canvas_len
+    suffix_len = min(len(window) - end, int(context * rng.uniform(0.1, 0.5)))
+    prefix_len = min(start, context - suffix_len)
+    suffix_len = context - prefix_len
+    if suffix_len > len(window) - end:
+        return None
+    canvas = np.full(canvas_len, tables.pad_id, dtype=np.int64)
+    canvas[: len(hole)] = hole
+    masked, t = _mask(canvas_len, rng)
+    prefix = window[start - prefix_len:start].astype(np.int64)
+    suffix = window[end:end + suffix_len].astype(np.int64)
+    targets = np.concatenate((prefix, canvas, suffix))
+    ids = targets.copy()
+    ids[prefix_len:prefix_len + canvas_len] = np.where(masked, tables.mask_id, canvas)
+    weights = np.zeros(length, dtype=np.float32)
+    weights[prefix_len:prefix_len + canvas_len] = np.where(masked, 1.0 / t, 0.0) / canvas_len
+    return Example(ids, targets, weights, kind)
+
+
+def make_example(stream: np.ndarray, length: int, progress: float, tables: TokenTables,
+                 rng: np.random.Generator) -> Example:
+    """One training example from a random place in `stream`, shaped by the curriculum."""
+    weights = mode_weights(progress)
+    kinds = list(weights)
+    kind = kinds[int(rng.choice(len(kinds), p=np.array([weights[k] for k in kinds])))]
+    span = length + MAX_HOLE + 64
+    offset = int(rng.integers(0, len(stream) - span))
+    window = stream[offset:offset + span]
+    if kind != "random":
+        for _ in range(4):
+            example = hole_example(window, kind, length, tables, rng)
+            if example is not None:
+                return example
+    return random_example(window[:length], tables, rng)

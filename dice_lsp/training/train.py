@@ -1,0 +1,260 @@
+"""Train the embedded masked-diffusion model on the packed corpus, in time-boxed calls that resume.
+
+    dice-lsp train --data data/pack --tokenizer data/tokenizer --out runs/tiny --minutes 9 --total-minutes 18
+    dice-lsp train ... --resume runs/tiny          # the next call continues the same schedule
+
+The learning-rate schedule and the infilling curriculum follow training *time* (`--total-minutes` across
+all calls), so a run split over several machine sessions is the same run. Checkpoints are native folders
+whose weights are bf16 safetensors shards small enough to bring back from a remote GPU machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from safetensors.torch import save_file
+
+from dice_lsp.engine.checkpoint import build_transformer, load_state
+from dice_lsp.engine.config import read_config
+from dice_lsp.engine.presets import DICE_TINY
+from dice_lsp.engine.tokenizer import Tokenizer
+from dice_lsp.engine.transformer import Transformer
+from dice_lsp.training.holes import Example, TokenTables, hole_example, make_example
+
+LOG = logging.getLogger("dice_lsp.train")
+SHARD_BYTES = 14 * 1024**2
+SEPARATOR = "<|file_sep|>"
+
+
+def load_stream(data: Path, split: str) -> np.ndarray:
+    files = sorted(data.glob(f"{split}-*.bin")) or sorted(data.glob(f"{split}.bin"))
+    if not files:
+        raise SystemExit(f"{data}: no {split} shards")
+    return np.concatenate([np.fromfile(f, dtype=np.uint16) for f in files])
+
+
+def token_tables(tok: Tokenizer) -> TokenTables:
+    pieces = [tok.decode([i]) for i in range(tok.vocab_size)]
+    separator = tok._tok.token_to_id(SEPARATOR)
+    return TokenTables.from_vocab(pieces, tok.special.mask_id, tok.special.pad_id,
+                                  separator if separator is not None else tok.special.eos_id)
+
+
+def collate(examples: list[Example], device: torch.device) -> tuple[torch.Tensor, ...]:
+    ids = torch.from_numpy(np.stack([e.ids for e in examples]))
+    targets = torch.from_numpy(np.stack([e.targets for e in examples]))
+    weights = torch.from_numpy(np.stack([e.weights for e in examples]))
+    return tuple(t.to(device, non_blocking=True) for t in (ids, targets, weights))
+
+
+class Batches(torch.utils.data.IterableDataset[list[Example]]):
+    """Endless batches built in worker processes; `progress` (shared) steers the curriculum."""
+
+    def __init__(self, stream: np.ndarray, tables: TokenTables, batch: int, length: int, seed: int,
+                 progress: Any) -> None:
+        self.stream, self.tables, self.batch, self.length, self.seed = stream, tables, batch, length, seed
+        self.progress = progress
+
+    def __iter__(self) -> Iterator[list[Example]]:
+        info = torch.utils.data.get_worker_info()
+        rng = np.random.default_rng((self.seed, info.id if info else 0))
+        while True:
+            p = self.progress.value
+            yield [make_example(self.stream, self.length, p, self.tables, rng) for _ in range(self.batch)]
+
+
+def weighted_loss(model: Transformer, hidden_fn: Any, ids: torch.Tensor, targets: torch.Tensor,
+                  weights: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Σ w·CE over masked positions / batch; the output head runs on masked positions only."""
+    hidden = hidden_fn(ids)
+    picked = weights > 0
+    logits = model.lm_head(hidden[picked]).float()
+    ce = F.cross_entropy(logits, targets[picked], reduction="none")
+    loss = (ce * weights[picked]).sum() / ids.shape[0]
+    accuracy = (logits.argmax(-1) == targets[picked]).float().mean()
+    return loss, accuracy
+
+
+def validation_set(stream: np.ndarray, tables: TokenTables, length: int, count: int) -> list[Example]:
+    """Fixed held-out examples: one-line holes and multi-line holes, always fully masked canvases."""
+    rng = np.random.default_rng(1234)
+    examples: list[Example] = []
+    while len(examples) < count:
+        kind = "line" if len(examples) % 2 == 0 else "lines"
+        offset = int(rng.integers(0, len(stream) - length - 300))
+        example = hole_example(stream[offset:offset + length + 256], kind, length, tables, rng)
+        if example is not None:
+            canvas = example.weights > 0
+            example.ids[(example.ids != example.targets) | canvas] = tables.mask_id
+            examples.append(example)
+    return examples
+
+
+@torch.no_grad()
+def evaluate(model: Transformer, examples: list[Example], tables: TokenTables,
+             device: torch.device) -> dict[str, float]:
+    """On fully masked hole canvases: loss (nats) over the canvas, top-1 accuracy on the hole's own tokens."""
+    model.eval()
+    ids, targets, _ = collate(examples, device)
+    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+        logits = model(ids).float()
+    canvas = ids == tables.mask_id
+    code = canvas & (targets != tables.pad_id)
+    ce = F.cross_entropy(logits[canvas], targets[canvas])
+    accuracy = (logits[code].argmax(-1) == targets[code]).float().mean()
+    model.train()
+    return {"val_nats": float(ce), "val_top1": float(accuracy)}
+
+
+def lr_at(progress: float, peak: float, warmup: float) -> float:
+    if progress < warmup:
+        return peak * progress / warmup
+    return peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, (progress - warmup) / (1 - warmup)))))
+
+
+def save_checkpoint(model: Transformer, tok: Tokenizer, out: Path, state: dict[str, Any]) -> None:
+    """bf16 weights in shards under SHARD_BYTES, an index, config, tokenizer, and the training log."""
+    out.mkdir(parents=True, exist_ok=True)
+    for old in out.glob("model-*.safetensors"):
+        old.unlink()
+    tensors = {k: v.detach().to(torch.bfloat16).contiguous().cpu() for k, v in model.state_dict().items()
+               if not (model.config.tie_word_embeddings and k == "lm_head.weight")}
+    shards: list[dict[str, torch.Tensor]] = [{}]
+    size = 0
+    for name, tensor in tensors.items():
+        nbytes = tensor.numel() * tensor.element_size()
+        if shards[-1] and size + nbytes > SHARD_BYTES:
+            shards.append({})
+            size = 0
+        shards[-1][name] = tensor
+        size += nbytes
+    weight_map = {}
+    for index, shard in enumerate(shards):
+        name = f"model-{index + 1:05d}-of-{len(shards):05d}.safetensors"
+        save_file(shard, str(out / name))
+        weight_map.update(dict.fromkeys(shard, name))
+    (out / "model.safetensors.index.json").write_text(json.dumps({"weight_map": weight_map}, indent=1))
+    (out / "config.json").write_text(json.dumps(model.config.to_json(), indent=2) + "\n")
+    tok.save(out)
+    (out / "train_log.json").write_text(json.dumps(state, indent=1))
+
+
+def _settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The command-line settings worth recording in the training log."""
+    return {k: v for k, v in vars(args).items() if isinstance(v, str | int | float | bool | None)}
+
+
+def train(args: argparse.Namespace) -> dict[str, Any]:
+    device = torch.device(args.device if args.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu"))
+    torch.manual_seed(args.seed)
+    tok = Tokenizer(Path(args.tokenizer))
+    tables = token_tables(tok)
+    state: dict[str, Any] = {"minutes_done": 0.0, "step": 0, "tokens": 0, "log": [], "args": _settings(args)}
+    if args.resume:
+        folder = Path(args.resume)
+        cfg, _ = read_config(folder)
+        model = build_transformer(cfg, load_state(folder), folder).float()
+        state = json.loads((folder / "train_log.json").read_text())
+        state["args"] = _settings(args)
+    else:
+        cfg = replace(DICE_TINY, vocab_size=args.vocab or tok.vocab_size, hidden_size=args.hidden,
+                      num_hidden_layers=args.layers, max_position_embeddings=args.length)
+        if args.hidden != DICE_TINY.hidden_size:
+            cfg = replace(cfg, intermediate_size=args.hidden * 11 // 4, num_attention_heads=max(1, args.hidden // 64),
+                          num_key_value_heads=max(1, args.hidden // 128), head_dim=64)
+        model = Transformer(cfg)
+        model.init_weights(std=0.02)
+    model.to(device).train()
+    LOG.info("model: %.1fM parameters on %s", cfg.num_parameters / 1e6, device)
+    train_stream, valid_stream = load_stream(Path(args.data), "train"), load_stream(Path(args.data), "valid")
+    val_examples = validation_set(valid_stream, tables, args.length, 256)
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
+                                  lr=args.lr, betas=(0.9, 0.95), fused=device.type == "cuda")
+    hidden_fn = torch.compile(model.hidden_states) if args.compile else model.hidden_states
+    progress = torch.multiprocessing.Value("d", state["minutes_done"] / args.total_minutes)
+    loader = torch.utils.data.DataLoader(
+        Batches(train_stream, tables, args.batch, args.length, args.seed + state["step"], progress),
+        batch_size=None, num_workers=args.workers, prefetch_factor=4 if args.workers else None,
+        persistent_workers=bool(args.workers))
+    started = time.time()
+    budget = args.minutes * 60
+    last_eval = time.time()
+    for examples in loader:
+        elapsed = time.time() - started
+        finished = elapsed > budget or state["step"] + 1 == args.max_steps
+        done = state["minutes_done"] + elapsed / 60
+        progress.value = min(1.0, done / args.total_minutes)
+        lr = lr_at(progress.value, args.lr, args.warmup)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        ids, targets, weights = collate(examples, device)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+            loss, accuracy = weighted_loss(model, hidden_fn, ids, targets, weights)
+        optimizer.zero_grad(set_to_none=True)
+        torch.autograd.backward(loss)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        state["step"] += 1
+        state["tokens"] += ids.numel()
+        if state["step"] % args.log_every == 0 or finished:
+            entry = {"step": state["step"], "minutes": round(done, 3), "tokens": state["tokens"], "lr": lr,
+                     "loss": float(loss.detach()), "masked_top1": float(accuracy),
+                     "tokens_per_s": round(ids.numel() * args.log_every / max(1e-9, time.time() - last_eval))
+                     if state["step"] % args.log_every == 0 else None}
+            if state["step"] % (args.log_every * 10) == 0 or finished:
+                entry.update(evaluate(model, val_examples, tables, device))
+            state["log"].append(entry)
+            LOG.info("%s", json.dumps(entry))
+            last_eval = time.time()
+        if finished:
+            break
+    state["minutes_done"] += (time.time() - started) / 60
+    save_checkpoint(model, tok, Path(args.out), state)
+    return state
+
+
+def build_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    parser.add_argument("--data", required=True, help="folder of packed token shards (train-*.bin, valid.bin)")
+    parser.add_argument("--tokenizer", required=True, help="folder with tokenizer.json + tokenizer_config.json")
+    parser.add_argument("--out", required=True, help="checkpoint folder to write")
+    parser.add_argument("--resume", help="checkpoint folder to continue from")
+    parser.add_argument("--minutes", type=float, default=9.0, help="wall-clock budget of this call")
+    parser.add_argument("--total-minutes", type=float, default=18.0, help="budget of the whole run (schedule)")
+    parser.add_argument("--max-steps", type=int, default=0, help="stop after this many steps (0: time only)")
+    parser.add_argument("--batch", type=int, default=128)
+    parser.add_argument("--length", type=int, default=DICE_TINY.max_position_embeddings)
+    parser.add_argument("--hidden", type=int, default=DICE_TINY.hidden_size)
+    parser.add_argument("--layers", type=int, default=DICE_TINY.num_hidden_layers)
+    parser.add_argument("--vocab", type=int, default=0, help="vocabulary size (default: the tokenizer's)")
+    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--warmup", type=float, default=0.03, help="share of the run spent warming up")
+    parser.add_argument("--workers", type=int, default=6)
+    parser.add_argument("--log-every", type=int, default=50)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--compile", action="store_true", help="torch.compile the backbone (GPU)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(message)s")
+    args = build_parser(argparse.ArgumentParser(description=__doc__.splitlines()[0])).parse_args(argv)
+    train(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,123 @@
+"""Training examples look like editor requests: holes on line/brace boundaries, canvases padded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dice_lsp.engine.tokenizer import Tokenizer
+from dice_lsp.training.holes import find_hole, hole_example, make_example, mode_weights, random_example
+from dice_lsp.training.train import token_tables
+
+from .conftest import CUDA_SNIPPETS, write_tokenizer
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Tokenizer, np.ndarray]:
+    folder = tmp_path_factory.mktemp("tok")
+    write_tokenizer(folder)
+    tok = Tokenizer(folder)
+    ids: list[int] = []
+    for _ in range(30):
+        for snippet in CUDA_SNIPPETS:
+            ids += [*tok.encode(snippet), tok.special.eos_id]
+    return tok, np.array(ids, dtype=np.uint16)
+
+
+@pytest.mark.parametrize("kind", ["line", "lines"])
+def test_line_holes_are_whole_lines(kind: str, setup: tuple[Tokenizer, np.ndarray]) -> None:
+    tok, stream = setup
+    tables = token_tables(tok)
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        span = find_hole(stream[:400], kind, tables, rng, margin=16)
+        if span is None:
+            continue
+        start, end = span
+        before, hole, after = (tok.decode(stream[a:b].tolist()) for a, b in ((0, start), (start, end), (end, 400)))
+        assert before.endswith(("\n", " ")), "a hole starts at the beginning of a line (after its indentation)"
+        assert after.startswith("\n")
+        if kind == "line":
+            assert "\n" not in hole
+        else:
+            assert 1 <= hole.count("\n") <= 4
+
+
+def test_block_holes_are_the_inside_of_a_brace_pair(setup: tuple[Tokenizer, np.ndarray]) -> None:
+    tok, stream = setup
+    tables = token_tables(tok)
+    rng = np.random.default_rng(1)
+    found = 0
+    for _ in range(50):
+        span = find_hole(stream[:400], "block", tables, rng, margin=16)
+        if span is None:
+            continue
+        found += 1
+        hole = tok.decode(stream[span[0]:span[1]].tolist())
+        assert hole.count("{") == hole.count("}")
+        assert tok.decode(stream[span[1]:span[1] + 1].tolist()).lstrip().startswith("}")
+    assert found > 10
+
+
+def test_hole_example_lays_out_prefix_canvas_suffix(setup: tuple[Tokenizer, np.ndarray]) -> None:
+    tok, stream = setup
+    tables = token_tables(tok)
+    rng = np.random.default_rng(2)
+    examples = [hole_example(stream[:600], "lines", 256, tables, rng) for _ in range(40)]
+    examples = [e for e in examples if e is not None]
+    assert examples
+    for example in examples:
+        assert example.ids.shape == example.targets.shape == example.weights.shape == (256,)
+        masked = example.ids == tables.mask_id
+        assert masked.any()
+        assert np.array_equal(example.weights > 0, masked), "loss only where the input was masked"
+        assert np.array_equal(example.ids[~masked], example.targets[~masked])
+        canvas = np.flatnonzero(masked)
+        assert (example.targets[canvas[0]:] == tables.pad_id).any(), "the canvas ends in pad tokens"
+
+
+def test_random_masking_weights_are_inverse_mask_rate(setup: tuple[Tokenizer, np.ndarray]) -> None:
+    tok, stream = setup
+    tables = token_tables(tok)
+    example = random_example(stream[:128], tables, np.random.default_rng(3))
+    masked = example.ids == tables.mask_id
+    weights = example.weights[masked]
+    assert np.allclose(weights, weights[0]) and weights[0] >= 1 / 128
+
+
+def test_curriculum_moves_from_random_masking_to_larger_holes(setup: tuple[Tokenizer, np.ndarray]) -> None:
+    early, late = mode_weights(0.0), mode_weights(1.0)
+    assert early["random"] > late["random"] and early["block"] < late["block"]
+    assert abs(sum(early.values()) - 1) < 1e-9 and abs(sum(late.values()) - 1) < 1e-9
+    tok, stream = setup
+    rng = np.random.default_rng(4)
+    kinds = {make_example(stream, 128, 1.0, token_tables(tok), rng).kind for _ in range(60)}
+    assert {"random", "line", "block"} <= kinds
+
+
+def test_a_short_training_run_learns_and_its_checkpoint_completes(setup: tuple[Tokenizer, np.ndarray],
+                                                                  tmp_path: Path) -> None:
+    from dice_lsp.cli import main
+    from dice_lsp.engine import FillRequest, SamplerConfig, fill, load_model
+
+    tok, stream = setup
+    data = tmp_path / "pack"
+    data.mkdir()
+    stream.tofile(data / "train-00.bin")
+    stream.tofile(data / "valid.bin")
+    out = tmp_path / "run"
+    args = ["train", "--data", str(data), "--tokenizer", str(tok.folder), "--out", str(out), "--minutes", "5",
+            "--total-minutes", "5", "--max-steps", "80", "--batch", "16", "--length", "128", "--hidden", "64",
+            "--layers", "2", "--workers", "0", "--log-every", "10", "--lr", "3e-3"]
+    assert main(args) == 0
+    import json
+
+    log = json.loads((out / "train_log.json").read_text())["log"]
+    first, last = (sum(e["loss"] for e in part) / len(part) for part in (log[:3], log[-3:]))
+    assert last < first * 0.8
+    assert log[-1]["val_top1"] > 10 / tok.vocab_size, "ten times better than chance at filling held-out holes"
+    model = load_model(out, device="cpu")
+    result = fill(model, FillRequest("__global__ void add(", ")", max_tokens=8, sampler=SamplerConfig(steps=4)))
+    assert result.model_calls == 4 and isinstance(result.texts[0], str)

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import torch
 
 from dice_lsp.engine import FillRequest, SamplerConfig, fill, load_model, save_native
+from dice_lsp.engine.config import read_config
 from dice_lsp.engine.sampling import Denoiser, fill_in_place, generate_blocks
+from dice_lsp.engine.transformer import Transformer
 from dice_lsp.errors import Cancelled, ModelLoadError
 
 PREFIX = "__global__ void add(const float* a, float* c, int n) {\n    int i = "
@@ -203,3 +206,17 @@ def test_folder_without_config_or_mask_token_is_refused(native_dir: Path, tmp_pa
     (copy / "tokenizer_config.json").write_text(json.dumps({"eos_token": "<|eos|>"}))
     with pytest.raises(ModelLoadError, match="no mask token"):
         load_model(copy, device="cpu")
+
+
+def test_context_cache_is_exact_for_one_layer(native_dir: Path, tmp_path: Path) -> None:
+    """With one layer the context's keys/values cannot depend on the canvas: reuse must change nothing."""
+    cfg, _ = read_config(native_dir)
+    model = Transformer(replace(cfg, num_hidden_layers=1))
+    model.init_weights(std=0.3, generator=torch.Generator().manual_seed(1))
+    loaded = load_model(native_dir, device="cpu")
+    save_native(model, loaded.tokenizer, tmp_path / "one")
+    one = load_model(tmp_path / "one", device="cpu")
+    for block_length in (None, 4):
+        cached, exact = (fill(one, FillRequest(PREFIX, SUFFIX, max_tokens=12, sampler=SamplerConfig(
+            steps=6, block_length=block_length, context_cache=flag))) for flag in (True, False))
+        assert cached == exact

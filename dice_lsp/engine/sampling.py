@@ -38,6 +38,9 @@ class SamplerConfig:
     block_length: decode a bidirectional model's region in blocks of this many tokens, left to right
         (semi-autoregressive). Block-diffusion models always use their own block size.
     temperature: 0 is greedy; above 0 samples (needed for distinct candidates).
+    context_cache: bidirectional models compute the context's keys/values once per window (with the
+        window all masks) and reuse them while the window is denoised (Fast-dLLM's dual cache): later
+        steps run the window's tokens only. Approximate, as the context would see the window change.
     """
 
     strategy: Strategy = "low_confidence"
@@ -47,6 +50,7 @@ class SamplerConfig:
     temperature: float = 0.0
     top_k: int = 0
     seed: int = 0
+    context_cache: bool = True
 
     def __post_init__(self) -> None:
         if self.strategy not in ("low_confidence", "threshold"):
@@ -133,8 +137,28 @@ def fill_in_place(lm: DiffusionLM, x: Tensor, lo: int, hi: int, denoiser: Denois
     block = denoiser.cfg.block_length or (hi - lo)
     for start in range(lo, hi, block):
         end = min(start + block, hi)
-        denoiser.denoise(x, start, end, partial(_window_logits, lm, start, end))
+        if denoiser.cfg.context_cache:
+            denoiser.denoise(x, start, end, partial(_ContextCache(lm).logits, start, end))
+        else:
+            denoiser.denoise(x, start, end, partial(_window_logits, lm, start, end))
     return x
+
+
+class _ContextCache:
+    """Bidirectional denoising that runs the whole sequence once, then the window alone."""
+
+    def __init__(self, lm: DiffusionLM) -> None:
+        self.lm = lm
+        self.cache: object = None
+
+    def logits(self, lo: int, hi: int, ids: Tensor) -> Tensor:
+        if self.cache is None:
+            cache = self.lm.new_cache()
+            out = self.lm(ids, 0, cache, keep=ids.shape[1], only=slice(lo, hi))
+            cache.drop(lo, hi)
+            self.cache = cache
+            return out
+        return self.lm(ids[:, lo:hi], lo, self.cache)
 
 
 def _window_logits(lm: DiffusionLM, lo: int, hi: int, ids: Tensor) -> Tensor:

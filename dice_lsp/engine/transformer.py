@@ -65,6 +65,13 @@ class KVCache:
             self.keys[layer], self.values[layer] = k[:, :, :end], v[:, :, :end]
         return k, v
 
+    def drop(self, lo: int, hi: int) -> None:
+        """Forget cached positions lo..hi (a canvas whose tokens are about to change)."""
+        for layer, (k, v) in enumerate(zip(self.keys, self.values, strict=True)):
+            if k is not None and v is not None:
+                self.keys[layer] = torch.cat((k[:, :, :lo], k[:, :, hi:]), dim=2)
+                self.values[layer] = torch.cat((v[:, :, :lo], v[:, :, hi:]), dim=2)
+
 
 def block_causal_mask(start: int, length: int, block_size: int, device: torch.device) -> Tensor | None:
     """Boolean [length, start+length] mask: query block sees key blocks up to its own.
@@ -157,8 +164,9 @@ class Transformer(nn.Module):
                 only: slice | None = None) -> Tensor:
         """Logits for `ids` placed at absolute positions start..start+T-1.
 
-        With a cache, `start` must equal the cached length: the new positions attend to the cache and to
-        each other (block layout permitting); the keys/values of the first `keep` of them stay in the cache.
+        With a cache the new positions attend to the cached ones and to each other (block layout permitting;
+        block models need `start` to equal the cached length, bidirectional ones attend to whatever context
+        is cached); the keys/values of the first `keep` of them stay in the cache.
         `only` selects the input columns whose logits are wanted (the output head is the costliest layer
         of a small model, and a denoising step needs it for the canvas alone).
         """
@@ -171,7 +179,7 @@ class Transformer(nn.Module):
     def hidden_states(self, ids: Tensor, start: int = 0, cache: KVCache | None = None, keep: int = 0) -> Tensor:
         """Final normalised hidden states; training applies the output head to masked positions only."""
         cfg = self.config
-        if cache is not None and cache.length != start:
+        if cfg.attention == "block" and cache is not None and cache.length != start:
             raise ValueError(f"cache holds {cache.length} positions but the input starts at {start}")
         t = ids.shape[1]
         if start + t > cfg.max_position_embeddings:

@@ -47,6 +47,7 @@ def cpu_rows(repeats: int, context: int, canvas: int) -> list[dict[str, Any]]:
     model.init_weights()
     device = torch.device("cpu")
     samplers = {
+        "low-confidence, 8 steps, full recompute": SamplerConfig(steps=8, context_cache=False),
         "low-confidence, 8 steps": SamplerConfig(steps=8),
         "low-confidence, 4 steps": SamplerConfig(steps=4),
         "threshold 0.9, <= 8 steps": SamplerConfig(strategy="threshold", steps=8),
@@ -148,7 +149,6 @@ def main() -> None:
     parser.add_argument("--json", help="write the raw numbers here")
     args = parser.parse_args()
     if args.target == "cpu":
-        torch.set_num_threads(torch.get_num_threads())
         rows, meta = cpu_rows(args.repeats, context=448, canvas=64), {"threads": torch.get_num_threads()}
     else:
         rows, meta = gpu_rows(args.repeats, prompt_len=512, region=128)

@@ -73,3 +73,14 @@ def test_bad_input_is_one_line_on_stderr_and_exit_2(args: tuple[str, ...], messa
     assert proc.stdout == ""
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], proc.stderr
+
+
+def test_the_embedded_model_is_the_default_and_fills_the_example() -> None:
+    example = Path(__file__).resolve().parent.parent / "examples" / "vector_add.cu"
+    proc = run("complete", str(example), "--line", "7", "--character", "4", "--json", "--max-tokens", "16")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["model"] == "dice-tiny" and data["device"] == "cpu"
+    text = data["items"][0]["text"]
+    assert text.strip(), "the embedded model writes code into an empty kernel line"
+    assert "<|" not in text, "no special token leaks into the completion"

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import torch
 
 from dice_lsp.engine.model import LoadedModel
+from dice_lsp.engine.tokenizer import Tokenizer
 from dice_lsp.engine.sampling import CancelCheck, Denoiser, Progress, SamplerConfig, fill_in_place, generate_blocks
 from dice_lsp.errors import DiceError, ModelLoadError
 
@@ -46,13 +47,35 @@ def _fit_context(prefix: list[int], suffix: list[int], budget: int) -> tuple[lis
     return prefix[len(prefix) - keep_prefix:], suffix[:keep_suffix]
 
 
-def _decode(model: LoadedModel, rows: torch.Tensor) -> list[str]:
-    """Cut each row at its first pad/EOS and decode it."""
+HEALING_SENTINEL = "x"
+
+
+def heal_prefix(tok: Tokenizer, prefix: str) -> tuple[list[int], str]:
+    """Tokens for `prefix` as the model saw such text in training, and the text they leave uncovered.
+
+    A prefix that ends inside a token (an indentation run, half an identifier) tokenizes differently from
+    the same text followed by code: `"\n    "` alone is one token, but before `if` it is `"\n   "` + `" if"`.
+    Encoding the prefix with a word after it and dropping the tokens that reach past the prefix gives
+    the tokens the model knows; the uncovered tail (`" "`) must then open the fill, and is cut from it.
+    """
+    ids = tok.encode(prefix + HEALING_SENTINEL)
+    text = ""
+    for count, token in enumerate(ids):
+        piece = tok.decode([token])
+        if len(text) + len(piece) > len(prefix) or not prefix.startswith(piece, len(text)):
+            return ids[:count], prefix[len(text):]
+        text += piece
+    return tok.encode(prefix), ""
+
+
+def _decode(model: LoadedModel, rows: torch.Tensor, overlap: str = "") -> list[str]:
+    """Cut each row at its first pad/EOS, decode it, and drop the healed prefix tail it repeats."""
     stops = model.special.stop_ids
     texts = []
     for row in rows.tolist():
         cut = next((i for i, tok in enumerate(row) if tok in stops), len(row))
-        texts.append(model.tokenizer.decode(row[:cut]))
+        text = model.tokenizer.decode(row[:cut])
+        texts.append(text[len(overlap):] if text.startswith(overlap) else text)
     return texts
 
 
@@ -61,14 +84,14 @@ def fill(model: LoadedModel, request: FillRequest, cancel: CancelCheck | None = 
     tok, special = model.tokenizer, model.special
     denoiser = Denoiser(request.sampler, special, model.device, cancel, progress)
     region = min(request.max_tokens, model.window // 2)
-    prefix, suffix = tok.encode(request.prefix), tok.encode(request.suffix)
+    (prefix, overlap), suffix = heal_prefix(tok, request.prefix), tok.encode(request.suffix)
     if model.attention == "bidirectional":
         prefix, suffix = _fit_context(prefix, suffix, model.window - region)
         row = [*prefix, *([special.mask_id] * region), *suffix]
         x = torch.tensor([row] * request.candidates, dtype=torch.long, device=model.device)
         lo = len(prefix)
         fill_in_place(model.lm, x, lo, lo + region, denoiser)
-        return FillResult(_decode(model, x[:, lo:lo + region]), denoiser.model_calls)
+        return FillResult(_decode(model, x[:, lo:lo + region], overlap), denoiser.model_calls)
     fim_prefix, fim_suffix, fim_middle = special.fim_prefix_id, special.fim_suffix_id, special.fim_middle_id
     if fim_prefix is None or fim_suffix is None or fim_middle is None:
         raise ModelLoadError(f"{model.name}: its tokenizer has no fill-in-the-middle tokens")
@@ -76,4 +99,4 @@ def fill(model: LoadedModel, request: FillRequest, cancel: CancelCheck | None = 
     prefix, suffix = _fit_context(prefix, suffix, model.window - region - 3 - block)
     prompt = [fim_prefix, *prefix, fim_suffix, *suffix, fim_middle]
     ids = generate_blocks(model.lm, prompt, request.candidates, region, denoiser, special.stop_ids)
-    return FillResult(_decode(model, ids), denoiser.model_calls)
+    return FillResult(_decode(model, ids, overlap), denoiser.model_calls)

@@ -73,6 +73,7 @@ class Denoiser:
         self.cfg = cfg
         self.mask_id = special.mask_id
         self.banned = torch.tensor(special.never_generated, dtype=torch.long, device=device)
+        self.stops = torch.tensor(sorted(special.stop_ids), dtype=torch.long, device=device)
         self.generator = torch.Generator(device=device).manual_seed(cfg.seed)
         self.cancel = cancel
         self.progress = progress
@@ -105,8 +106,13 @@ class Denoiser:
         tokens = flat.view(probs.shape[:-1])
         return tokens, probs.gather(-1, tokens[..., None])[..., 0]
 
-    def choose(self, confidence: Tensor, masked: Tensor, steps_left: int) -> Tensor:
-        """Which masked positions to commit now: per row, at least ceil(remaining / steps_left)."""
+    def choose(self, tokens: Tensor, confidence: Tensor, masked: Tensor, steps_left: int) -> Tensor:
+        """Which masked positions to commit now: per row, at least ceil(remaining / steps_left).
+
+        Pad/EOS predictions rank below every other token: they are the easiest guess at the end of a
+        canvas, and committing them first shrinks the region step by step until nothing is left.
+        """
+        confidence = torch.where(torch.isin(tokens, self.stops), confidence - 1.0, confidence)
         remaining = masked.sum(dim=1, keepdim=True)
         quota = torch.div(remaining + steps_left - 1, steps_left, rounding_mode="floor")
         confidence = confidence.masked_fill(~masked, -math.inf)
@@ -127,7 +133,7 @@ class Denoiser:
             logits = logits_of(x)
             self.count_call()
             tokens, confidence = self.sample(logits)
-            chosen = self.choose(confidence, masked, steps - step)
+            chosen = self.choose(tokens, confidence, masked, steps - step)
             x[:, lo:hi] = torch.where(chosen, tokens, x[:, lo:hi])
 
 

@@ -34,7 +34,7 @@ from dice_lsp.engine.transformer import Transformer
 from dice_lsp.training.holes import Example, TokenTables, hole_example, make_example
 
 LOG = logging.getLogger("dice_lsp.train")
-SHARD_BYTES = 14 * 1024**2
+SHARD_BYTES = 15 * 1024**2
 SEPARATOR = "<|file_sep|>"
 
 

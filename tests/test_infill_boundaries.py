@@ -1,0 +1,48 @@
+"""Where a fill meets the text around it: token healing at the prefix, pad tokens committed last."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from dice_lsp.engine import EMBEDDED_MODEL, SamplerConfig
+from dice_lsp.engine.infill import heal_prefix
+from dice_lsp.engine.sampling import Denoiser
+from dice_lsp.engine.tokenizer import SpecialTokens, Tokenizer
+
+
+@pytest.fixture(scope="module")
+def tok() -> Tokenizer:
+    return Tokenizer(EMBEDDED_MODEL)
+
+
+@pytest.mark.parametrize(("prefix", "overlap"), [
+    ("    int i = threadIdx.x;\n    ", " "),  # an indented empty line: the last space opens the next token
+    ("    int i = blockId", " blockId"),  # half an identifier is rewritten whole by the model
+    ("    foo(a, ", " "),
+    ("    foo(", ""),
+    ("", ""),
+    ("__global__ void k() {\n", ""),
+])
+def test_heal_prefix_leaves_the_text_the_model_rewrites(tok: Tokenizer, prefix: str, overlap: str) -> None:
+    ids, tail = heal_prefix(tok, prefix)
+    assert tail == overlap
+    assert tok.decode(ids) + tail == prefix
+
+
+def test_healed_tokens_are_those_of_the_text_followed_by_code(tok: Tokenizer) -> None:
+    prefix = "int i = threadIdx.x;\n    "
+    ids, tail = heal_prefix(tok, prefix)
+    assert tok.encode(prefix + "if (i < n) {}")[: len(ids)] == ids
+    assert tok.encode(prefix) != ids, "plain encoding ends in a whitespace token never seen before code"
+
+
+def test_pad_is_committed_after_every_other_token() -> None:
+    special = SpecialTokens(mask_id=2, pad_id=0, eos_id=1)
+    denoiser = Denoiser(SamplerConfig(steps=4), special, torch.device("cpu"))
+    tokens = torch.tensor([[7, 0, 0, 9]])
+    confidence = torch.tensor([[0.2, 0.99, 0.98, 0.3]])
+    masked = torch.ones_like(tokens, dtype=torch.bool)
+    chosen = denoiser.choose(tokens, confidence, masked, steps_left=2)  # quota: 2 of 4
+    assert chosen.tolist() == [[True, False, False, True]]
+    assert denoiser.choose(tokens, confidence, masked, steps_left=1).all(), "the last step commits everything"

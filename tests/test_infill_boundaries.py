@@ -32,7 +32,7 @@ def test_heal_prefix_leaves_the_text_the_model_rewrites(tok: Tokenizer, prefix: 
 
 def test_healed_tokens_are_those_of_the_text_followed_by_code(tok: Tokenizer) -> None:
     prefix = "int i = threadIdx.x;\n    "
-    ids, tail = heal_prefix(tok, prefix)
+    ids, _ = heal_prefix(tok, prefix)
     assert tok.encode(prefix + "if (i < n) {}")[: len(ids)] == ids
     assert tok.encode(prefix) != ids, "plain encoding ends in a whitespace token never seen before code"
 

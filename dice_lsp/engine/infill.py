@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 import torch
 
 from dice_lsp.engine.model import LoadedModel
-from dice_lsp.engine.tokenizer import Tokenizer
 from dice_lsp.engine.sampling import CancelCheck, Denoiser, Progress, SamplerConfig, fill_in_place, generate_blocks
+from dice_lsp.engine.tokenizer import Tokenizer
 from dice_lsp.errors import DiceError, ModelLoadError
 
 

@@ -534,10 +534,7 @@ def _locate(src: Source, offline: bool) -> list[Path]:
         return fetch(src)
     if src.kind == "local":
         return [CUDA_INCLUDE.resolve()]
-    if src.kind == "pypi":
-        found = _find_pypi(src, DOWNLOADS / "pypi")
-    else:
-        found = _find_debian(src, DOWNLOADS / "debian")
+    found = _find_pypi(src, DOWNLOADS / "pypi") if src.kind == "pypi" else _find_debian(src, DOWNLOADS / "debian")
     if not found:
         raise RuntimeError("not downloaded (offline)")
     return found
@@ -662,12 +659,23 @@ def render_markdown(manifest: dict[str, Any]) -> str:
 
 # ---------------------------------------------------------------- pack
 
+# Sources under these licenses are kept in the corpus (counted, searchable) but never packed for training:
+# the embedded model ships inside an Apache-2.0 package.
+UNTRAINED_LICENSES = frozenset({
+    "GPL-2.0-only", "AGPL-3.0-only", "GPL-2.0-or-later AND Apache-2.0", "LicenseRef-NVIDIA-Source-Code-License",
+})
+
+
 def read_split(corpus: Path, split: str) -> Iterator[dict[str, Any]]:
     """Records of one jsonl split."""
     with (corpus / f"{split}.jsonl").open(encoding="utf-8") as fh:
         for line in fh:
             record: dict[str, Any] = json.loads(line)
             yield record
+
+
+def trainable(records: Iterator[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for r in records if r["license"] not in UNTRAINED_LICENSES]
 
 
 def _encode_all(tokenizer: Any, texts: list[str], batch: int = 256) -> Iterator[list[int]]:
@@ -707,7 +715,7 @@ def pack(corpus: Path, tokenizer_dir: Path, out: Path, max_train_tokens: int, ma
 
 def _pack_train(tokenizer: Any, corpus: Path, out: Path, sep: int, budget: int,
                 shard_tokens: int) -> dict[str, Any]:
-    records = _pack_order(list(read_split(corpus, "train")))
+    records = _pack_order(trainable(read_split(corpus, "train")))
     info: dict[str, Any] = {"shards": [], "files": defaultdict(int), "tokens": defaultdict(int),
                             "skipped_files": defaultdict(int)}
     buffer: list[int] = []
@@ -744,7 +752,7 @@ def _pack_train(tokenizer: Any, corpus: Path, out: Path, sep: int, budget: int,
 
 
 def _pack_valid(tokenizer: Any, corpus: Path, out: Path, sep: int, budget: int) -> dict[str, Any]:
-    records = _pack_order(list(read_split(corpus, "valid")))
+    records = _pack_order(trainable(read_split(corpus, "valid")))
     ids_out: list[int] = []
     files: list[dict[str, Any]] = []
     for record, ids in zip(records, _encode_all(tokenizer, [r["text"] for r in records]), strict=True):

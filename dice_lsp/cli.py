@@ -11,6 +11,7 @@ import json
 import logging
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from dice_lsp.errors import DiceError
@@ -116,6 +117,27 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_eval_infill(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from dice_lsp.engine import load_model
+    from dice_lsp.training import evaluate
+
+    heldout = Path(args.heldout)
+    if not heldout.is_file():
+        raise DiceError(f"{heldout}: no such held-out file")
+    model = load_model(args.model, args.device, args.dtype, args.trust_remote_code)
+    with tqdm(desc="holes", unit="hole", file=sys.stderr, disable=None, leave=False) as bar:
+        report = evaluate.run_eval(model, heldout, args.holes, args.seed, progress=bar.update)
+    if args.json:
+        print(json.dumps(report))
+    else:
+        print(f"{report['model']} on {report['files']} held-out files "
+              f"({report['files_compiling_as_is']} compile as they are)")
+        print(evaluate.markdown(report["kinds"]))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineErrors(prog="dice-lsp", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineErrors)
@@ -130,7 +152,17 @@ def build_parser() -> argparse.ArgumentParser:
     add_sampler_arguments(complete)
     complete.set_defaults(handler=cmd_complete)
 
-    from dice_lsp.training import train
+    from dice_lsp.training import evaluate, train
+
+    evaluation = sub.add_parser("eval", help="measure the model")
+    eval_sub = evaluation.add_subparsers(dest="what", metavar="WHAT", required=True, parser_class=OneLineErrors)
+    infill = eval_sub.add_parser("infill", help="fill holes cut from held-out CUDA kernels and score the fills")
+    infill.add_argument("--heldout", default=str(evaluate.DEFAULT_HELDOUT), help="jsonl of held-out files")
+    infill.add_argument("--holes", type=_positive, default=100, help="holes per kind (line, lines, body)")
+    infill.add_argument("--seed", type=int, default=0)
+    infill.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_model_arguments(infill)
+    infill.set_defaults(handler=cmd_eval_infill)
 
     trainer = sub.add_parser("train", help="train the embedded masked-diffusion model on a packed corpus")
     train.build_parser(trainer)

@@ -1,0 +1,1 @@
+"""CUDA source understanding with tree-sitter-cuda: functions, kernels and their bodies."""

@@ -1,0 +1,1 @@
+"""The CUDA toolchain: finding nvcc and compiling sources in a scratch directory."""

@@ -1,0 +1,48 @@
+"""Compile-only nvcc runs in a temporary directory, never in the user's tree."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from dice_lsp.errors import DiceError
+
+
+def find_nvcc() -> Path:
+    """nvcc from CUDA_HOME / CUDA_PATH, then PATH, then the usual install folder."""
+    for variable in ("CUDA_HOME", "CUDA_PATH"):
+        root = os.environ.get(variable)
+        if root and (Path(root) / "bin" / "nvcc").is_file():
+            return Path(root) / "bin" / "nvcc"
+    found = shutil.which("nvcc")
+    if found:
+        return Path(found)
+    default = Path("/usr/local/cuda/bin/nvcc")
+    if default.is_file():
+        return default
+    raise DiceError("nvcc not found (set CUDA_HOME or put nvcc on PATH)")
+
+
+@dataclass(frozen=True)
+class CompileResult:
+    ok: bool
+    output: str
+
+
+def compile_source(source: str, arch: str = "sm_90", include_dirs: tuple[Path, ...] = (),
+                   timeout: float = 120.0) -> CompileResult:
+    """Compile `source` as a .cu translation unit to an object file that is thrown away."""
+    with tempfile.TemporaryDirectory(prefix="dice-nvcc-") as scratch:
+        path = Path(scratch) / "source.cu"
+        path.write_text(source, encoding="utf-8")
+        command = [str(find_nvcc()), "-std=c++17", f"-arch={arch}", "-c", str(path), "-o", str(path.with_suffix(".o"))]
+        command += [f"-I{d}" for d in include_dirs]
+        try:
+            proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=scratch)
+        except subprocess.TimeoutExpired:
+            return CompileResult(False, f"nvcc timed out after {timeout:.0f} s")
+        return CompileResult(proc.returncode == 0, proc.stderr + proc.stdout)

@@ -64,21 +64,22 @@ class Tokenizer:
             config = json.loads(config_path.read_text(encoding="utf-8"))
         self.special = self._special_tokens(config, folder)
 
-    def _id(self, text: str | None) -> int | None:
+    def token_id(self, text: str | None) -> int | None:
+        """The id of a whole token (a special token, say), or None if the vocabulary lacks it."""
         return None if text is None else self._tok.token_to_id(text)
 
     def _special_tokens(self, config: dict[str, Any], folder: Path) -> SpecialTokens:
-        mask = self._id(_token_text(config.get("mask_token")))
+        mask = self.token_id(_token_text(config.get("mask_token")))
         if mask is None:
             raise ModelLoadError(f"{folder}: the tokenizer defines no mask token (mask_token)")
-        eos = self._id(_token_text(config.get("eos_token")))
-        pad = self._id(_token_text(config.get("pad_token")))
+        eos = self.token_id(_token_text(config.get("eos_token")))
+        pad = self.token_id(_token_text(config.get("pad_token")))
         if eos is None and pad is None:
             raise ModelLoadError(f"{folder}: the tokenizer defines neither eos_token nor pad_token")
         pad_id = pad if pad is not None else eos
         eos_id = eos if eos is not None else pad
         assert pad_id is not None and eos_id is not None
-        fim = {key: self._id(_token_text(config.get(f"{key}_token")) or text) for key, text in FIM_TOKENS.items()}
+        fim = {key: self.token_id(_token_text(config.get(f"{key}_token")) or text) for key, text in FIM_TOKENS.items()}
         return SpecialTokens(
             mask_id=mask,
             pad_id=pad_id,

@@ -47,7 +47,7 @@ def load_stream(data: Path, split: str) -> np.ndarray:
 
 def token_tables(tok: Tokenizer) -> TokenTables:
     pieces = [tok.decode([i]) for i in range(tok.vocab_size)]
-    separator = tok._tok.token_to_id(SEPARATOR)
+    separator = tok.token_id(SEPARATOR)
     return TokenTables.from_vocab(pieces, tok.special.mask_id, tok.special.pad_id,
                                   separator if separator is not None else tok.special.eos_id)
 

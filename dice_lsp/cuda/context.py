@@ -1,0 +1,175 @@
+"""The text the model sees around a hole: a prefix ending right before it and a suffix starting right after.
+
+A small model fills best when the code it needs is close, and its context is short, so the budget goes,
+in this order, to: the enclosing function (whole if it fits, else its lines nearest the hole); the file's
+`#include` lines; the `#define` macros the function uses; the `__device__` functions it calls; the
+statements launching it (`name<<<...>>>(...)`, for a kernel); then the code nearest the hole, before and
+after. Pieces keep their source order; a `// ...` line stands for code left out. Extra pieces only ever go
+at the start of the prefix or the end of the suffix, so the prefix still ends with the text right before
+the hole and the suffix starts with the text right after it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from dice_lsp.cuda.functions import (
+    Function,
+    directives,
+    enclosing_function,
+    launch_sites,
+    names_used,
+    parse_functions,
+)
+from dice_lsp.cuda.holes import Hole
+
+Span = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class _Lines:
+    """Line boundaries of a text, to grow a window around the hole a line at a time."""
+
+    text: str
+    starts: list[int]
+
+    @classmethod
+    def of(cls, text: str) -> _Lines:
+        return cls(text, [0, *(m.end() for m in re.finditer("\n", text))])
+
+    def index(self, offset: int) -> int:
+        return bisect.bisect_right(self.starts, offset) - 1
+
+    def start(self, line: int) -> int:
+        return self.starts[line]
+
+    def end(self, line: int) -> int:
+        """Past the line's line break."""
+        return self.starts[line + 1] if line + 1 < len(self.starts) else len(self.text)
+
+    def full(self, span: Span) -> Span:
+        """A span widened to whole lines."""
+        return self.start(self.index(span[0])), self.end(self.index(max(span[0], span[1] - 1)))
+
+
+@dataclass(frozen=True)
+class _Window:
+    """Lines first..last around the hole (the hole itself excluded) and extra pieces outside them."""
+
+    first: int
+    last: int
+    extras: tuple[Span, ...] = ()
+
+
+class _Builder:
+    def __init__(self, text: str, hole: Hole, budget: int, count_tokens: Callable[[str], int]) -> None:
+        self.text, self.hole, self.budget, self.count = text, hole, budget, count_tokens
+        self.lines = _Lines.of(text)
+        self.newline = "\r\n" if "\r\n" in text else "\n"
+
+    def render(self, window: _Window) -> tuple[str, str]:
+        left = (self.lines.start(window.first), self.hole.start)
+        right = (self.hole.end, self.lines.end(window.last))
+        before = [(s, min(e, left[0])) for s, e in window.extras if s < left[0]]
+        after = [(max(s, right[1]), e) for s, e in window.extras if e > right[1]]
+        return (self._join([*before, left], 0, self.hole.start),
+                self._join([right, *after], self.hole.end, len(self.text)))
+
+    def _join(self, spans: list[Span], start: int, end: int) -> str:
+        """The spans' text in source order; a `// ...` line for each stretch of skipped code."""
+        parts: list[str] = []
+        position = start
+        for first, last in sorted(spans):
+            if first > position:
+                parts.append(self._gap(position, first, parts))
+            if last > position:
+                parts.append(self.text[max(first, position):last])
+                position = last
+        if position < end:
+            parts.append(self._gap(position, end, parts))
+        return "".join(parts)
+
+    def _gap(self, start: int, end: int, parts: list[str]) -> str:
+        skipped = self.text[start:end]
+        if not skipped.strip():
+            return skipped
+        at_line_start = not parts or parts[-1].endswith("\n")
+        return ("" if at_line_start else self.newline) + "// ..." + self.newline
+
+    def fits(self, window: _Window) -> bool:
+        prefix, suffix = self.render(window)
+        return self.count(prefix) + self.count(suffix) <= self.budget
+
+    def grow(self, window: _Window, steps: int, top: int, bottom: int) -> _Window:
+        """The window after `steps` more lines, taken alternately above and below, within top..bottom."""
+        above, below = window.first - top, bottom - window.last
+        up, down = min(above, (steps + 1) // 2), min(below, steps // 2)
+        up, down = min(above, steps - down), min(below, steps - up)
+        return _Window(window.first - up, window.last + down, window.extras)
+
+    def widest(self, window: _Window, top: int, bottom: int) -> _Window:
+        """The most lines around `window` (which fits) that still fit the budget."""
+        low, high = 0, (window.first - top) + (bottom - window.last)
+        while low < high:
+            middle = (low + high + 1) // 2
+            if self.fits(self.grow(window, middle, top, bottom)):
+                low = middle
+            else:
+                high = middle - 1
+        return self.grow(window, low, top, bottom)
+
+    def trimmed(self) -> tuple[str, str]:
+        """When not even the hole's own lines fit: the most characters either side that do."""
+        before, after = self.text[:self.hole.start], self.text[self.hole.end:]
+        low, high = 0, max(len(before), len(after))
+        while low < high:
+            middle = (low + high + 1) // 2
+            if self.count(before[len(before) - middle:]) + self.count(after[:middle]) <= self.budget:
+                low = middle
+            else:
+                high = middle - 1
+        return before[len(before) - low:], after[:low]
+
+
+def build_context(text: str, hole: Hole, budget_tokens: int, count_tokens: Callable[[str], int]) -> tuple[str, str]:
+    """(prefix, suffix) for the model: at most `budget_tokens` together, as counted by `count_tokens`."""
+    builder = _Builder(text, hole, budget_tokens, count_tokens)
+    lines = builder.lines
+    window = _Window(lines.index(hole.start), lines.index(hole.end))
+    if not builder.fits(window):
+        return builder.trimmed()
+    function = enclosing_function(text, hole.start)
+    if function is not None:
+        top = min(window.first, lines.index(function.head))
+        bottom = max(window.last, lines.index(max(function.head, _function_end(function) - 1)))
+        whole = _Window(top, bottom)
+        window = whole if builder.fits(whole) else builder.widest(window, top, bottom)
+    extras: tuple[Span, ...] = ()
+    for piece in _related(text, function):
+        candidate = _Window(window.first, window.last, (*extras, lines.full(piece)))
+        if builder.fits(candidate):
+            extras = candidate.extras
+    window = builder.widest(_Window(window.first, window.last, extras), 0, len(lines.starts) - 1)
+    return builder.render(window)
+
+
+def _function_end(function: Function) -> int:
+    return function.body_close + 1 if function.closed else function.body_close
+
+
+def _related(text: str, function: Function | None) -> list[Span]:
+    """Pieces of the file the function depends on, most useful first."""
+    found = directives(text)
+    pieces = [(d.start, d.end) for d in found if d.kind == "include"]
+    if function is None:
+        return pieces
+    used = names_used(text, function.head, _function_end(function))
+    pieces += [(d.start, d.end) for d in found if d.kind == "define" and d.name in used]
+    pieces += [(f.head, f.body_close + 1) for f in parse_functions(text)
+               if "__device__" in f.qualifiers and f.name in used and f.head != function.head]
+    if function.is_kernel:
+        pieces += launch_sites(text, function.name)
+    return pieces

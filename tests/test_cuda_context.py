@@ -100,7 +100,7 @@ def test_a_tiny_budget_keeps_the_nearest_characters() -> None:
     assert HOLE is not None
     prefix, suffix = build_context(TEXT, HOLE, 3, quarter)
     assert (prefix, suffix) == ("x;\n    ", "\n    if")  # 7 characters each side: 1 + 1 tokens
-    assert build_context(TEXT, HOLE, 0, quarter) == ("", "")
+    assert build_context(TEXT, HOLE, 0, len) == ("", "")
 
 
 def test_a_function_too_long_keeps_its_lines_nearest_the_hole() -> None:

@@ -29,7 +29,9 @@ DOCUMENTS = {  # `‸` is the cursor; each gives a real hole
     "body": KERNEL + "    ‸",
     "body same line": KERNEL[:-1] + "‸",
     "body in if": KERNEL + "    if (n) {\n        ‸",
+    "body signature": "__global__ void k(const float* a,\n                  float* c) {‸",
     "body in namespace": "namespace ops {\n    __device__ float f(float* a) {\n        ‸",
+    "two spaces": "__global__ void k(float* a) {\n  int i = 0;\n  ‸\n  a[i] = 1;\n}\n",
     "tabs": "__global__ void k(float* a) {\n\tint i = 0;\n\t‸\n\ta[i] = 1;\n}\n",
     "crlf": KERNEL.replace("\n", "\r\n") + "    int i = 0;\r\n    ‸\r\n    c[i] = 1;\r\n}\r\n",
     "crlf body": KERNEL.replace("\n", "\r\n") + "    ‸",
@@ -89,6 +91,7 @@ BALANCE_BRACES = [
     ("body in if", "c[0] = 1;\n    }\n}", "c[0] = 1;\n    }\n}"),
     ("body in if", "c[0] = 1;\n    }", "c[0] = 1;\n    }\n}"),
     ("body in namespace", "return a[0];\n}\n}", "return a[0];\n    }"),
+    ("body signature", "c[0] = 1;\n}", "c[0] = 1;\n}"),
     ("crlf body", "c[0] = 1;\r\n}", "c[0] = 1;\r\n}"),
 ]
 
@@ -110,6 +113,7 @@ FIX_INDENTATION = [
     ("column 0", "\n    c[i] = 0;", "\n    c[i] = 0;"),
     ("column 0", "    c[i] = 0;  ", "    c[i] = 0;"),
     ("tabs", "a[i] = 0;\n    a[i] += 1;", "a[i] = 0;\n\ta[i] += 1;"),
+    ("two spaces", "if (i) {\na[i] = 0;\n}", "if (i) {\n    a[i] = 0;\n  }"),
     ("crlf", "c[i] = 0;\r\n    c[i] += 1;\r\n", "c[i] = 0;\r\n    c[i] += 1;"),
     ("crlf", "c[i] = 0;\nc[i] += 1;", "c[i] = 0;\r\n    c[i] += 1;"),
     ("marker call", "a[0],  ", "a[0],"),
@@ -118,6 +122,8 @@ FIX_INDENTATION = [
     ("body same line", "\n    int i = 0;\n}", "\n    int i = 0;\n}"),
     ("body same line", "\nint i = 0;\nc[i] = 0;\n}", "\n    int i = 0;\n    c[i] = 0;\n}"),
     ("body", "int i = 0;\nif (i) {\nc[i] = 0;\n}\n}", "int i = 0;\n    if (i) {\n        c[i] = 0;\n    }\n}"),
+    ("body signature", "\n  int i = 0;\n  c[i] = 0;\n}", "\n    int i = 0;\n    c[i] = 0;\n}"),  # not the ')' line's
+    ("body in namespace", "\nreturn a[0];\n    }", "return a[0];\n    }"),
     ("empty", " \n\n ", ""),
 ]
 
@@ -129,8 +135,10 @@ DROP_DEGENERATE = [
     ("empty", "__syncthreads();\n    x = 1;\n    __syncthreads();",
      "__syncthreads();\n    x = 1;\n    __syncthreads();"),
     ("empty", "}\n    }\n}", "}\n    }\n}"),  # closing braces repeat by nature
-    ("empty", "a = a = a = a = a = a = a", None),
-    ("empty", "c[i] = ((((((((((((((", None),
+    ("empty", "a = a = a = a = a = a = a = a = a", None),
+    ("empty", "f(a, b, c, c, c, c, c, c, c, c, c, c);", None),  # the loop need not reach the end
+    ("empty", "c[i] = ((((((((((((((((((", None),
+    ("empty", "x = a = b = c = d;", "x = a = b = c = d;"),
     ("empty", "float w[8] = {0, 0, 0, 0, 0, 0, 0, 0};", "float w[8] = {0, 0, 0, 0, 0, 0, 0, 0};"),
 ]
 

@@ -20,7 +20,7 @@ SUFFIX_LINES = 3  # how many of the suffix's first non-blank lines a fill may re
 DISTINCT_LINE_CHARS = 8  # a suffix line this long is rare enough to cut at on its own
 REPEATED_LINES = 3  # the same line this often in one fill is a loop, not code
 MAX_NGRAM = 4  # tokens in a repeated n-gram ...
-REPEATED_NGRAM_TOKENS = 12  # ... that covers this many tokens at the end of a fill
+REPEATED_NGRAM_TOKENS = 16  # ... that runs this many tokens (eight zeros in an initialiser stay under it)
 
 _END = re.compile(r"<\|(?:pad|eos|endoftext)\|>")
 _SPECIAL = re.compile(r"<\|[^|<>\s]{1,40}\|>")
@@ -60,12 +60,14 @@ class FillContext:
 
     @cached_property
     def unit(self) -> str:
-        """One level of indentation, as the document before the hole writes it."""
+        """One level of indentation, as the document before the hole writes it after a '{'."""
         lines = [line for line in self.before.split("\n")[-200:] if line.strip()]
         if sum(line.startswith("\t") for line in lines) > sum(line.startswith(" ") for line in lines):
             return "\t"
         widths = [len(line) - len(line.lstrip(" ")) for line in lines]
-        return " " * min(8, min((w for w in widths if w >= 2), default=4))
+        steps = [inner - outer for line, outer, inner in zip(lines, widths, widths[1:], strict=False)
+                 if line.rstrip().endswith("{") and inner > outer]
+        return " " * min(8, min(steps, default=4))
 
 
 Filter = Callable[[str, FillContext], str | None]
@@ -162,29 +164,35 @@ def fix_indentation(fill: str, ctx: FillContext) -> str | None:
     return ctx.newline.join(lines)
 
 
-def _levels(lines: list[str], ctx: FillContext) -> list[int]:
-    """Brace depth of each line below the hole's line (a closing line is one level up); the first is 0."""
-    depth = lowest = 0
-    for _, brace in braces(ctx.line_before + lines[0]):  # '} else {' opens a level for the next line
-        depth += 1 if brace == "{" else -1
-        lowest = min(lowest, depth)
-    depth -= lowest
+def _levels(lines: list[str], ctx: FillContext) -> tuple[str, list[int]]:
+    """The indentation of level 0, and each line's brace level below the hole's line (a closing line is
+    one level up; the first line gets 0). A body counts from its function's indentation, since the hole
+    may sit on the last line of a multi-line signature."""
+    if ctx.hole.close_brace:
+        base, depth = ctx.function[0], ctx.function[1] + _depth(lines[0])
+    else:
+        base, depth, lowest = ctx.hole.indent, 0, 0
+        for _, brace in braces(ctx.line_before + lines[0]):  # '} else {' opens a level for the next line
+            depth += 1 if brace == "{" else -1
+            lowest = min(lowest, depth)
+        depth -= lowest
     levels = [0]
     for line in lines[1:]:
         code = line.lstrip()
         levels.append(depth - code.startswith("}"))
         depth += _depth(code)
-    return levels
+    return base, levels
 
 
 def _inconsistent(lines: list[str], ctx: FillContext) -> bool:
     """A continuation line (not blank, preprocessor or closing) shallower than its braces say, or in the
     other indentation character."""
     foreign = " " if ctx.unit == "\t" else "\t"
-    for line, level in zip(lines[1:], _levels(lines, ctx)[1:], strict=True):
+    base, levels = _levels(lines, ctx)
+    for line, level in zip(lines[1:], levels[1:], strict=True):
         indent = line[:len(line) - len(line.lstrip())]
         code = line.lstrip()
-        if code and not code.startswith(("#", "}")) and (not indent.startswith(_indent_at(ctx, level))
+        if code and not code.startswith(("#", "}")) and (not indent.startswith(_indent_at(base, level, ctx.unit))
                                                           or foreign in indent):
             return True
     return False
@@ -194,31 +202,32 @@ def _reindent(lines: list[str], ctx: FillContext) -> list[str]:
     """Indent each continuation line by its brace depth below the hole's line."""
     last = len(lines) - 1 if ctx.hole.close_brace else len(lines)  # the body's '}' is already placed
     fixed = [lines[0]]
-    for index, level in enumerate(_levels(lines, ctx)[1:], start=1):
+    base, levels = _levels(lines, ctx)
+    for index, level in enumerate(levels[1:], start=1):
         code = lines[index].lstrip()
         keep = index >= last or not code or code.startswith("#")
-        fixed.append(lines[index] if keep else _indent_at(ctx, level) + code)
+        fixed.append(lines[index] if keep else _indent_at(base, level, ctx.unit) + code)
     return fixed
 
 
-def _indent_at(ctx: FillContext, depth: int) -> str:
-    if depth >= 0:
-        return ctx.hole.indent + ctx.unit * depth
-    return ctx.hole.indent[:max(0, len(ctx.hole.indent) + depth * len(ctx.unit))]
+def _indent_at(base: str, level: int, unit: str) -> str:
+    if level >= 0:
+        return base + unit * level
+    return base[:max(0, len(base) + level * len(unit))]
 
 
 def _repetitive(fill: str) -> bool:
-    """The same line again and again, or a short n-gram repeated up to the end of the canvas."""
+    """The same line again and again, or a short n-gram repeated over a long stretch (filling the canvas)."""
     lines = Counter(line.strip() for line in fill.split("\n") if any(c.isalnum() for c in line))
     if lines and lines.most_common(1)[0][1] >= REPEATED_LINES:
         return True
     tokens = re.findall(r"\w+|[^\w\s]", fill)
     for n in range(1, MAX_NGRAM + 1):
         run = n
-        while run < len(tokens) and tokens[-run - 1] == tokens[-run - 1 + n]:
-            run += 1
-        if run >= REPEATED_NGRAM_TOKENS and run >= 3 * n:
-            return True
+        for at in range(n, len(tokens)):
+            run = run + 1 if tokens[at] == tokens[at - n] else n
+            if run >= REPEATED_NGRAM_TOKENS and run >= 4 * n:
+                return True
     return False
 
 

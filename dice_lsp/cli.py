@@ -109,6 +109,28 @@ class OneLineErrors(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
 
 
+def _host_port(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit():
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {text!r}")
+    return host, int(port)
+
+
+def cmd_lsp(args: argparse.Namespace) -> int:
+    """Serve LSP on stdio (the default), TCP or WebSocket; logs go to stderr."""
+    from dice_lsp.lsp.server import server
+
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s dice-lsp %(message)s")
+    logging.getLogger("pygls").setLevel(logging.WARNING)
+    if getattr(args, "tcp", None):
+        server.start_tcp(*args.tcp)
+    elif getattr(args, "ws", None):
+        server.start_ws(*args.ws)
+    else:
+        server.start_io()
+    return 0
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from dice_lsp.training import train
 
@@ -142,6 +164,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineErrors(prog="dice-lsp", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineErrors)
 
+    lsp = sub.add_parser("lsp", help="serve the language server protocol (stdio unless --tcp/--ws)")
+    transport = lsp.add_mutually_exclusive_group()
+    transport.add_argument("--tcp", type=_host_port, metavar="HOST:PORT", help="listen on TCP")
+    transport.add_argument("--ws", type=_host_port, metavar="HOST:PORT", help="listen for WebSocket clients")
+    lsp.set_defaults(handler=cmd_lsp)
+
     complete = sub.add_parser("complete", help="fill the region at a cursor in a CUDA file")
     complete.add_argument("file", help="source file (.cu, .cuh, ...)")
     complete.add_argument("--line", type=_non_negative, required=True, help="0-based line, as in LSP")
@@ -173,10 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
-    if handler is None:
-        parser.print_help(sys.stderr)
-        return EXIT_BAD_INPUT
+    handler: Callable[[argparse.Namespace], int] = getattr(args, "handler", cmd_lsp)
     try:
         return handler(args)
     except DiceError as exc:

@@ -82,7 +82,7 @@ class Denoiser:
     def checkpoint(self) -> None:
         """Called before every model call: stop here if the caller cancelled."""
         if self.cancel is not None and self.cancel():
-            raise Cancelled("generation cancelled")
+            raise Cancelled(f"cancelled after {self.model_calls} model calls")
 
     def count_call(self) -> None:
         self.model_calls += 1

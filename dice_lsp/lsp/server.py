@@ -1,0 +1,180 @@
+"""The language server: thin LSP handlers over `dice_lsp.complete` and the model host.
+
+Model work runs on the host's thread; handlers only await it, so the event loop stays free for other
+requests. `$/cancelRequest` cancels the handler's task, which cancels its ticket; a newer request on the
+same document cancels the older one's ticket the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any, TypeVar
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+
+from dice_lsp import __version__
+from dice_lsp.complete import Completion, complete_at
+from dice_lsp.engine import LoadedModel
+from dice_lsp.errors import Cancelled, DiceError
+from dice_lsp.jobs.model_host import ModelHost
+from dice_lsp.settings import Settings
+from dice_lsp.textdoc import Position
+
+LOG = logging.getLogger("dice_lsp.server")
+STATUS_NOTIFICATION = "dice/status"
+FILL_COMMAND = "dice.fillHole"
+T = TypeVar("T")
+
+
+class DiceServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("dice-lsp", __version__)
+        self.settings = Settings()
+        self.init_options: Any = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.host = ModelHost(self._status_from_any_thread)
+
+    def _status_from_any_thread(self, status: dict[str, Any]) -> None:
+        """Model-host status changes arrive on its thread; notifications must leave from the loop."""
+        if self.loop is not None and not self.loop.is_closed():
+            self.loop.call_soon_threadsafe(self.protocol.notify, STATUS_NOTIFICATION, status)
+
+    def settings_from(self, raw: Any) -> tuple[Settings, list[str]]:
+        """Settings = defaults, then initializationOptions, then the client's current `dice` section.
+
+        Each configuration the client sends is its whole section, so a key it no longer sends returns to
+        its default instead of keeping an old value.
+        """
+        base, _ = Settings().updated(self.init_options)
+        return base.updated(raw)
+
+    async def apply_settings(self, raw: Any) -> None:
+        new, errors = self.settings_from(raw)
+        for error in errors:
+            self.window_show_message(types.ShowMessageParams(types.MessageType.Warning, error))
+        reload = new.model_changed(self.settings) or self.host.status.get("state") == "idle"
+        self.settings = new
+        if reload:
+            await self.load_model()
+
+    async def load_model(self) -> None:
+        """Load in the background with `$/progress` when the client supports it."""
+        token: str | None = None
+        capabilities = self.client_capabilities.window
+        if capabilities is not None and capabilities.work_done_progress:
+            token = f"dice-load-{uuid.uuid4().hex[:8]}"
+            try:
+                await self.work_done_progress.create_async(token)
+                self.work_done_progress.begin(token, types.WorkDoneProgressBegin(
+                    title="dice-lsp", message=f"loading {self.settings.model or 'dice-tiny'}"))
+            except Exception:  # a client may refuse the token; loading goes on without progress
+                token = None
+        await asyncio.wrap_future(self.host.load(self.settings))
+        if token is not None:
+            self.work_done_progress.end(token, types.WorkDoneProgressEnd(message=self.host.status["state"]))
+
+    async def run_model(self, key: str, job: Callable[[LoadedModel, Callable[[], bool]], T]) -> T | None:
+        """Run `job` on the model thread under a fresh ticket for `key`; None if cancelled or failing."""
+        ticket = self.host.ticket(key)
+        future = self.host.submit(lambda model: job(model, ticket))
+        future.add_done_callback(lambda done: self._log_cancellation(key, done))
+        try:
+            return await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            ticket.cancel()
+            raise
+        except Cancelled:
+            return None
+        except DiceError as exc:
+            LOG.warning("%s", exc)
+            self.window_log_message(types.LogMessageParams(types.MessageType.Warning, f"dice-lsp: {exc}"))
+            return None
+
+    def _log_cancellation(self, key: str, done: Future[Any]) -> None:
+        """Say in the client's log how far a cancelled generation got (also when its request is gone)."""
+        if done.cancelled() or not isinstance(done.exception(), Cancelled) or self.loop is None:
+            return
+        message = types.LogMessageParams(types.MessageType.Log, f"dice-lsp: {key}: {done.exception()}")
+        self.loop.call_soon_threadsafe(self.window_log_message, message)
+
+    async def complete(self, uri: str, position: types.Position) -> Completion | None:
+        document = self.workspace.get_text_document(uri)
+        text, settings = document.source, self.settings
+        where = Position(position.line, position.character)
+
+        def job(model: LoadedModel, cancel: Callable[[], bool]) -> Completion:
+            return complete_at(model, text, where, settings.sampler_config(), settings.max_canvas,
+                               settings.candidates, cancel=cancel)
+
+        return await self.run_model(uri, job)
+
+
+server = DiceServer()
+
+
+def lsp_range(completion: Completion) -> types.Range:
+    return types.Range(types.Position(completion.start.line, completion.start.character),
+                       types.Position(completion.end.line, completion.end.character))
+
+
+@server.feature(types.INITIALIZE)
+def initialize(ls: DiceServer, params: types.InitializeParams) -> None:
+    ls.init_options = params.initialization_options
+    ls.settings, errors = ls.settings_from(None)
+    for error in errors:
+        LOG.warning("%s", error)
+
+
+@server.feature(types.INITIALIZED)
+async def initialized(ls: DiceServer, params: types.InitializedParams) -> None:
+    ls.loop = asyncio.get_running_loop()
+    workspace = ls.client_capabilities.workspace
+    if workspace is not None and workspace.configuration:
+        values = await ls.workspace_configuration_async(
+            types.ConfigurationParams(items=[types.ConfigurationItem(section="dice")]))
+        ls.settings, errors = ls.settings_from(values[0] if values else None)
+        for error in errors:
+            ls.window_show_message(types.ShowMessageParams(types.MessageType.Warning, error))
+    await ls.load_model()
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+async def did_change_configuration(ls: DiceServer, params: types.DidChangeConfigurationParams) -> None:
+    raw = params.settings
+    workspace = ls.client_capabilities.workspace
+    if not (isinstance(raw, dict) and "dice" in raw) and workspace is not None and workspace.configuration:
+        values = await ls.workspace_configuration_async(
+            types.ConfigurationParams(items=[types.ConfigurationItem(section="dice")]))
+        raw = values[0] if values else None
+    await ls.apply_settings(raw)
+
+
+@server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
+async def inline_completion(ls: DiceServer, params: types.InlineCompletionParams) -> types.InlineCompletionList | None:
+    completion = await ls.complete(params.text_document.uri, params.position)
+    if completion is None:
+        return None
+    rng = lsp_range(completion)
+    return types.InlineCompletionList(
+        items=[types.InlineCompletionItem(insert_text=text, range=rng) for text in completion.texts if text.strip()])
+
+
+@server.feature(types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions(trigger_characters=["\n"]))
+async def completion(ls: DiceServer, params: types.CompletionParams) -> types.CompletionList | None:
+    completion = await ls.complete(params.text_document.uri, params.position)
+    if completion is None:
+        return None
+    rng = lsp_range(completion)
+    items = []
+    for index, text in enumerate(t for t in completion.texts if t.strip()):
+        label = text.strip().splitlines()[0][:60]
+        items.append(types.CompletionItem(
+            label=label, kind=types.CompletionItemKind.Snippet, detail="dice-lsp", sort_text=f"{index:03d}",
+            filter_text=text.strip(), text_edit=types.TextEdit(range=rng, new_text=text),
+            documentation=types.MarkupContent(types.MarkupKind.Markdown, f"```cuda\n{text}\n```")))
+    return types.CompletionList(is_incomplete=True, items=items)

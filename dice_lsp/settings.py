@@ -1,0 +1,91 @@
+"""The one settings schema, `dice.*`, shared by the language server, the CLI and the editor extension.
+
+Editors send it as `initializationOptions` (either `{"dice": {...}}` or the bare object) and answer
+`workspace/configuration` for the section `dice`; keys are camelCase there (`maxCanvas`) and snake_case
+here. A bad value is reported and ignored, never fatal: the previous value stays.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from dice_lsp.engine.sampling import SamplerConfig
+
+SAMPLERS = {"low-confidence": "low_confidence", "threshold": "threshold"}
+MODEL_KEYS = ("model", "device", "dtype", "trust_remote_code")
+
+
+@dataclass(frozen=True)
+class Settings:
+    model: str | None = None  # checkpoint folder; None = the embedded dice-tiny
+    device: str = "auto"
+    dtype: str = "auto"
+    trust_remote_code: bool = False
+    sampler: str = "low-confidence"
+    steps: int = 8
+    threshold: float = 0.9
+    block_length: int | None = None
+    temperature: float | None = None  # None: greedy for one candidate, 0.8 for several
+    top_k: int = 0
+    seed: int = 0
+    candidates: int = 1
+    max_canvas: int = 64  # largest region, in tokens, a completion may fill
+
+    def sampler_config(self) -> SamplerConfig:
+        temperature = self.temperature if self.temperature is not None else (0.0 if self.candidates == 1 else 0.8)
+        return SamplerConfig(strategy=SAMPLERS[self.sampler], steps=self.steps,  # type: ignore[arg-type]
+                             threshold=self.threshold, block_length=self.block_length,
+                             temperature=temperature, top_k=self.top_k, seed=self.seed)
+
+    def model_changed(self, other: Settings) -> bool:
+        return any(getattr(self, k) != getattr(other, k) for k in MODEL_KEYS)
+
+    def updated(self, raw: Any) -> tuple[Settings, list[str]]:
+        """These settings with the valid values of `raw` applied, and one message per rejected value."""
+        if not isinstance(raw, dict):
+            return self, [] if raw is None else ["dice settings must be an object"]
+        raw = raw.get("dice", raw) if isinstance(raw.get("dice"), dict) else raw
+        changes: dict[str, Any] = {}
+        errors: list[str] = []
+        for f in fields(self):
+            camel = "".join(w.capitalize() if i else w for i, w in enumerate(f.name.split("_")))
+            key = camel if camel in raw else f.name
+            if key not in raw:
+                continue
+            value, problem = _check(f.name, raw[key])
+            if problem:
+                errors.append(f"dice.{camel}: {problem}")
+            else:
+                changes[f.name] = value
+        return replace(self, **changes), errors
+
+
+def _check(name: str, value: Any) -> tuple[Any, str | None]:
+    """Validate one setting; returns (value, None) or (None, reason)."""
+    if name in ("model",) and (value is None or value == ""):
+        return None, None
+    if name in ("model", "device", "dtype", "sampler"):
+        if not isinstance(value, str):
+            return None, "must be a string"
+        if name == "sampler" and value not in SAMPLERS:
+            return None, f"must be one of {', '.join(SAMPLERS)}"
+        return value, None
+    if name == "trust_remote_code":
+        return (value, None) if isinstance(value, bool) else (None, "must be true or false")
+    if name in ("threshold", "temperature"):
+        if name == "temperature" and value is None:
+            return None, None
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            return None, "must be a non-negative number"
+        if name == "threshold" and not 0 < value <= 1:
+            return None, "must be in (0, 1]"
+        return float(value), None
+    if name == "block_length" and value is None:
+        return None, None
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None, "must be an integer"
+    minimum = 0 if name in ("top_k", "seed") else 1
+    if value < minimum:
+        return None, f"must be at least {minimum}"
+    return value, None

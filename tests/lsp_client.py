@@ -1,0 +1,73 @@
+"""A real LSP client (pytest-lsp) against the real `dice-lsp` process and the embedded model."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from typing import Any
+
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+SERVER = ClientServerConfig(server_command=[sys.executable, "-m", "dice_lsp.cli"],
+                            server_env={**os.environ, "HF_HUB_OFFLINE": "1"})
+URI = "file:///work/kernel.cu"
+KERNEL = (
+    "#include <cuda_runtime.h>\n\n"
+    "__global__ void scale(float* out, const float* in, float s, int n) {\n"
+    "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "    \n"  # the cursor goes here: line 4, character 4
+    "}\n"
+)
+
+
+FAST = {"steps": 4, "maxCanvas": 24}
+
+
+async def start(client: LanguageClient, options: dict[str, Any] | None = None,
+                configuration: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """initialize + initialized with VS Code's capabilities; returns the dice/status log, kept up to date.
+
+    `options` are the initializationOptions; `configuration` is what the client answers for the `dice`
+    section of workspace/configuration (it wins over the options, as in VS Code).
+    """
+    statuses: list[dict[str, Any]] = []
+
+    @client.feature("dice/status")
+    def on_status(params: Any) -> None:
+        statuses.append({k: getattr(params, k) for k in dir(params) if not k.startswith("_")}
+                        if not isinstance(params, dict) else params)
+
+    client.set_configuration(configuration if configuration is not None else FAST, section="dice")
+    await client.initialize_session(types.InitializeParams(
+        capabilities=client_capabilities("visual-studio-code"),
+        initialization_options=options if options is not None else {"dice": {"device": "cpu"}}))
+    return statuses
+
+
+def open_document(client: LanguageClient, text: str = KERNEL, uri: str = URI) -> None:
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id="cuda-cpp", version=1, text=text)))
+
+
+async def wait_status(statuses: list[dict[str, Any]], state: str, after: int = 0) -> dict[str, Any]:
+    """The first dice/status with `state` at index >= `after` (polling: notifications may already be in)."""
+    async def poll() -> dict[str, Any]:
+        while True:
+            found = [s for s in statuses[after:] if s["state"] == state]
+            if found:
+                return found[0]
+            await asyncio.sleep(0.05)
+
+    return await asyncio.wait_for(poll(), timeout=120)
+
+
+async def ready(statuses: list[dict[str, Any]], client: LanguageClient) -> dict[str, Any]:
+    """Wait for the model-load status to settle."""
+    async def poll() -> dict[str, Any]:
+        while not statuses or statuses[-1]["state"] in ("loading", "idle"):
+            await asyncio.sleep(0.05)
+        return statuses[-1]
+
+    return await asyncio.wait_for(poll(), timeout=120)

@@ -93,6 +93,11 @@ def cmd_complete(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result.to_json(model)))
         return 0
+    if result.hole is None:
+        print(f"dice-lsp: no region to fill at line {args.line}, character {args.character} "
+              "(an empty or unfinished line in a function, a selection, a /*@fill*/ marker, or after an open '{')",
+              file=sys.stderr)
+        return 0
     for index, completion in enumerate(result.texts):
         if len(result.texts) > 1:
             print(f"--- candidate {index + 1} ---")

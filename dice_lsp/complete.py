@@ -1,6 +1,8 @@
-"""A completion at a cursor: the text before it is the prefix, the text after it the suffix.
+"""A completion at a cursor: find the hole, build the context, fill it, clean the candidates.
 
-The region is an empty range at the cursor that the model fills with up to `max_tokens` tokens.
+The hole (`dice_lsp.cuda.holes`) says which region to replace and how large a canvas to give the
+model; the context (`dice_lsp.cuda.context`) keeps what matters inside the model window; the filters
+(`dice_lsp.cuda.postprocess`) turn raw fills into text that fits between what is before and after.
 """
 
 from __future__ import annotations
@@ -9,9 +11,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from dice_lsp.cuda.context import build_context
+from dice_lsp.cuda.holes import Hole, find_hole
+from dice_lsp.cuda.postprocess import FillContext, clean_candidates
 from dice_lsp.engine import FillRequest, LoadedModel, SamplerConfig, fill
 from dice_lsp.engine.sampling import CancelCheck, Progress
-from dice_lsp.textdoc import Position, offset_at
+from dice_lsp.textdoc import Position, offset_at, position_at
 
 
 @dataclass(frozen=True)
@@ -21,23 +26,39 @@ class Completion:
     end: Position
     latency_ms: float
     model_calls: int
+    hole: str | None  # the kind of region filled, None when the cursor is at no hole
 
     def to_json(self, model: LoadedModel) -> dict[str, Any]:
         rng = {"start": self.start.to_json(), "end": self.end.to_json()}
         return {
             "items": [{"text": text, "range": rng} for text in self.texts],
+            "hole": self.hole,
             "model": model.name,
             "device": str(model.device),
             "latency_ms": round(self.latency_ms, 1),
         }
 
 
+def fill_hole(model: LoadedModel, text: str, hole: Hole, sampler: SamplerConfig, max_tokens: int = 64,
+              candidates: int = 1, cancel: CancelCheck | None = None, progress: Progress | None = None
+              ) -> tuple[list[str], int]:
+    """Cleaned candidate texts for `hole` and the number of model calls spent."""
+    canvas = min(hole.canvas_tokens, max_tokens)
+    prefix, suffix = build_context(text, hole, model.window - canvas - 4, lambda s: len(model.tokenizer.encode(s)))
+    result = fill(model, FillRequest(prefix, suffix, canvas, candidates, sampler), cancel, progress)
+    context = FillContext(hole, text[:hole.start], text[hole.end:])
+    return clean_candidates(result.texts, context), result.model_calls
+
+
 def complete_at(model: LoadedModel, text: str, position: Position, sampler: SamplerConfig,
                 max_tokens: int = 64, candidates: int = 1, cancel: CancelCheck | None = None,
-                progress: Progress | None = None) -> Completion:
-    offset = offset_at(text, position)
-    request = FillRequest(text[:offset], text[offset:], max_tokens, candidates, sampler)
+                progress: Progress | None = None, selection: tuple[Position, Position] | None = None) -> Completion:
     started = time.perf_counter()
-    result = fill(model, request, cancel, progress)
+    cursor = offset_at(text, position)
+    span = None if selection is None else (offset_at(text, selection[0]), offset_at(text, selection[1]))
+    hole = find_hole(text, cursor, span)
+    if hole is None:
+        return Completion([], position, position, (time.perf_counter() - started) * 1000, 0, None)
+    texts, calls = fill_hole(model, text, hole, sampler, max_tokens, candidates, cancel, progress)
     elapsed = (time.perf_counter() - started) * 1000
-    return Completion(result.texts, position, position, elapsed, result.model_calls)
+    return Completion(texts, position_at(text, hole.start), position_at(text, hole.end), elapsed, calls, hole.kind)

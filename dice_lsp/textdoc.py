@@ -42,6 +42,14 @@ def offset_at(text: str, position: Position) -> int:
     )
 
 
+def position_at(text: str, offset: int) -> Position:
+    """The LSP position of a string index (the inverse of `offset_at`)."""
+    starts = line_starts(text)
+    line = max(i for i, start in enumerate(starts) if start <= offset)
+    column = text[starts[line]:offset]
+    return Position(line, sum(2 if ord(c) > 0xFFFF else 1 for c in column))
+
+
 def read_source(path: str) -> str:
     """A source file as text, with one-line errors for what a user can fix."""
     try:

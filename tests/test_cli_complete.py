@@ -84,3 +84,23 @@ def test_the_embedded_model_is_the_default_and_fills_the_example() -> None:
     text = data["items"][0]["text"]
     assert text.strip(), "the embedded model writes code into an empty kernel line"
     assert "<|" not in text, "no special token leaks into the completion"
+
+
+@pytest.mark.parametrize(("text", "line", "character", "hole", "end"), [
+    ("__global__ void k(float* x) {\n    x[0] = /*@fill*/;\n}\n", 1, 11, "marker", {"line": 1, "character": 20}),
+    ("__global__ void k(float* x) {\n    ", 1, 4, "body", {"line": 1, "character": 4}),
+    ("__global__ void k(float* x) {\n    x[0] = 1.0f;\n}\n", 1, 6, None, {"line": 1, "character": 6}),
+])
+def test_the_region_comes_from_the_hole_at_the_cursor(tmp_path: Path, native_dir: Path, text: str, line: int,
+                                                      character: int, hole: str | None, end: dict[str, int]) -> None:
+    path = tmp_path / "k.cu"
+    path.write_text(text)
+    proc = run("complete", str(path), "--line", str(line), "--character", str(character), "--json",
+               "--model", str(native_dir), "--steps", "2")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["hole"] == hole
+    if hole is None:
+        assert data["items"] == []
+    for item in data["items"]:
+        assert item["range"]["end"] == end

@@ -19,11 +19,12 @@ from pygls.lsp.server import LanguageServer
 
 from dice_lsp import __version__
 from dice_lsp.complete import Completion, complete_at
+from dice_lsp.cuda.holes import find_markers
 from dice_lsp.engine import LoadedModel
 from dice_lsp.errors import Cancelled, DiceError
 from dice_lsp.jobs.model_host import ModelHost
 from dice_lsp.settings import Settings
-from dice_lsp.textdoc import Position
+from dice_lsp.textdoc import Position, position_at
 
 LOG = logging.getLogger("dice_lsp.server")
 STATUS_NOTIFICATION = "dice/status"
@@ -113,6 +114,19 @@ class DiceServer(LanguageServer):
 
         return await self.run_model(uri, job)
 
+    async def fill_edit(self, uri: str, position: types.Position, version: int | None) -> types.WorkspaceEdit | None:
+        """The edit that fills the hole at `position` with the best candidate, for the document `version`."""
+        completion = await self.complete(uri, position)
+        if completion is None or not completion.texts:
+            return None
+        document = self.workspace.get_text_document(uri)
+        if version is not None and document.version != version:
+            return None  # the user kept typing: the fill was made for text that is gone
+        edit = types.TextEdit(range=lsp_range(completion), new_text=completion.texts[0])
+        return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(
+            text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=document.version),
+            edits=[edit])])
+
 
 server = DiceServer()
 
@@ -178,3 +192,40 @@ async def completion(ls: DiceServer, params: types.CompletionParams) -> types.Co
             filter_text=text.strip(), text_edit=types.TextEdit(range=rng, new_text=text),
             documentation=types.MarkupContent(types.MarkupKind.Markdown, f"```cuda\n{text}\n```")))
     return types.CompletionList(is_incomplete=True, items=items)
+
+
+@server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
+    code_action_kinds=[types.CodeActionKind.QuickFix], resolve_provider=True))
+def code_action(ls: DiceServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+    """One "Fill hole" action per `/*@fill*/` marker in the range; the model runs only on resolve."""
+    document = ls.workspace.get_text_document(params.text_document.uri)
+    text = document.source
+    first, last = params.range.start.line, params.range.end.line
+    actions = []
+    for start, _ in find_markers(text):
+        where = position_at(text, start)
+        if first <= where.line <= last:
+            actions.append(types.CodeAction(
+                title="Fill hole with DICE", kind=types.CodeActionKind.QuickFix,
+                data={"uri": document.uri, "line": where.line, "character": where.character,
+                      "version": document.version}))
+    return actions
+
+
+@server.feature(types.CODE_ACTION_RESOLVE)
+async def resolve_code_action(ls: DiceServer, action: types.CodeAction) -> types.CodeAction:
+    data = action.data if isinstance(action.data, dict) else {}
+    if {"uri", "line", "character"} <= data.keys():
+        action.edit = await ls.fill_edit(data["uri"], types.Position(data["line"], data["character"]),
+                                         data.get("version"))
+    return action
+
+
+@server.command(FILL_COMMAND)
+async def fill_command(ls: DiceServer, uri: str, position: dict[str, int]) -> bool:
+    """`dice.fillHole(uri, {line, character})`: fill the hole there and apply the edit."""
+    edit = await ls.fill_edit(uri, types.Position(position["line"], position["character"]), None)
+    if edit is None:
+        return False
+    result = await ls.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit=edit, label="DICE fill"))
+    return bool(result.applied)

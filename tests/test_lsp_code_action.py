@@ -1,0 +1,59 @@
+"""The "Fill hole with DICE" code action on a /*@fill*/ marker, its resolve, and the fill command."""
+
+from __future__ import annotations
+
+import pytest
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+from .lsp_client import URI, open_document, ready, start
+
+pytestmark = pytest.mark.asyncio
+MARKED = "__global__ void k(float* x, int n) {\n    int i = threadIdx.x;\n    x[i] = /*@fill*/;\n}\n"
+
+
+def whole_file() -> types.CodeActionParams:
+    return types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=URI),
+        range=types.Range(types.Position(0, 0), types.Position(4, 0)),
+        context=types.CodeActionContext(diagnostics=[]))
+
+
+async def test_a_marker_offers_an_action_whose_resolve_fills_it(client: LanguageClient) -> None:
+    statuses = await start(client)
+    await ready(statuses, client)
+    open_document(client, MARKED)
+    actions = await client.text_document_code_action_async(whole_file())
+    assert actions is not None and [a.title for a in actions] == ["Fill hole with DICE"]
+    action = actions[0]
+    assert isinstance(action, types.CodeAction) and action.edit is None, "the model runs only on resolve"
+    resolved = await client.code_action_resolve_async(action)
+    assert resolved.edit is not None and resolved.edit.document_changes
+    change = resolved.edit.document_changes[0]
+    assert isinstance(change, types.TextDocumentEdit)
+    edit = change.edits[0]
+    assert edit.range == types.Range(types.Position(2, 11), types.Position(2, 20)), "the marker is replaced"
+
+
+async def test_no_marker_no_action(client: LanguageClient) -> None:
+    statuses = await start(client)
+    await ready(statuses, client)
+    open_document(client)
+    assert not await client.text_document_code_action_async(whole_file())
+
+
+async def test_the_fill_command_applies_the_edit(client: LanguageClient) -> None:
+    statuses = await start(client)
+    await ready(statuses, client)
+    open_document(client, MARKED)
+    applied: list[types.ApplyWorkspaceEditParams] = []
+
+    @client.feature(types.WORKSPACE_APPLY_EDIT)
+    def on_apply(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+        applied.append(params)
+        return types.ApplyWorkspaceEditResult(applied=True)
+
+    result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="dice.fillHole", arguments=[URI, {"line": 2, "character": 11}]))
+    assert result is True
+    assert applied and applied[0].label == "DICE fill"

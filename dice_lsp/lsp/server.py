@@ -37,6 +37,7 @@ class DiceServer(LanguageServer):
         super().__init__("dice-lsp", __version__)
         self.settings = Settings()
         self.init_options: Any = None
+        self._load_submitted: asyncio.Event | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.host = ModelHost(self._status_from_any_thread)
 
@@ -65,6 +66,8 @@ class DiceServer(LanguageServer):
 
     async def load_model(self) -> None:
         """Load in the background with `$/progress` when the client supports it."""
+        loading = asyncio.wrap_future(self.host.load(self.settings))
+        self.load_submitted().set()
         token: str | None = None
         capabilities = self.client_capabilities.window
         if capabilities is not None and capabilities.work_done_progress:
@@ -75,12 +78,19 @@ class DiceServer(LanguageServer):
                     title="dice-lsp", message=f"loading {self.settings.model or 'dice-tiny'}"))
             except Exception:  # a client may refuse the token; loading goes on without progress
                 token = None
-        await asyncio.wrap_future(self.host.load(self.settings))
+        await loading
         if token is not None:
             self.work_done_progress.end(token, types.WorkDoneProgressEnd(message=self.host.status["state"]))
 
+    def load_submitted(self) -> asyncio.Event:
+        """Set once the first load is queued: requests that arrive earlier wait for it, not fail."""
+        if self._load_submitted is None:
+            self._load_submitted = asyncio.Event()
+        return self._load_submitted
+
     async def run_model(self, key: str, job: Callable[[LoadedModel, Callable[[], bool]], T]) -> T | None:
         """Run `job` on the model thread under a fresh ticket for `key`; None if cancelled or failing."""
+        await self.load_submitted().wait()
         ticket = self.host.ticket(key)
         future = self.host.submit(lambda model: job(model, ticket))
         future.add_done_callback(lambda done: self._log_cancellation(key, done))

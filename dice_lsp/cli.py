@@ -57,18 +57,15 @@ def add_sampler_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def sampler_from_args(args: argparse.Namespace) -> Any:
-    from dice_lsp.engine import SamplerConfig
+    """The sampler flags read through the same `dice.*` schema as the editor settings."""
+    from dice_lsp.settings import Settings
 
-    temperature = args.temperature if args.temperature is not None else (0.0 if args.candidates == 1 else 0.8)
-    return SamplerConfig(
-        strategy="threshold" if args.sampler == "threshold" else "low_confidence",
-        steps=args.steps,
-        threshold=args.threshold,
-        block_length=args.block_length,
-        temperature=temperature,
-        top_k=args.top_k,
-        seed=args.seed,
-    )
+    settings, errors = Settings().updated({
+        "sampler": args.sampler, "steps": args.steps, "threshold": args.threshold, "block_length": args.block_length,
+        "temperature": args.temperature, "top_k": args.top_k, "seed": args.seed, "candidates": args.candidates})
+    if errors:
+        raise DiceError(errors[0])
+    return settings.sampler_config()
 
 
 def step_bar(description: str) -> Any:

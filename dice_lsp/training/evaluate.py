@@ -23,6 +23,7 @@ from typing import Any
 
 from dice_lsp.cuda.functions import parse_functions
 from dice_lsp.engine import FillRequest, LoadedModel, SamplerConfig, fill
+from dice_lsp.toolchain.nvcc import compile_source
 
 DEFAULT_HELDOUT = Path(__file__).resolve().parents[2] / "bench" / "heldout" / "kernels.jsonl"
 
@@ -113,8 +114,6 @@ def sample_holes(texts: list[str], per_kind: int, seed: int) -> list[Hole]:
 
 
 def score_hole(model: LoadedModel, text: str, hole: Hole, compiles_as_is: bool) -> Score:
-    from dice_lsp.toolchain.nvcc import compile_source
-
     kind = next(k for k in KINDS if k.name == hole.kind)
     prefix, truth, suffix = text[:hole.start], text[hole.start:hole.end], text[hole.end:]
     sampler = SamplerConfig(steps=kind.steps)
@@ -161,8 +160,6 @@ def markdown(table: dict[str, dict[str, Any]]) -> str:
 
 
 def run_eval(model: LoadedModel, heldout: Path, per_kind: int, seed: int, progress: Any = None) -> dict[str, Any]:
-    from dice_lsp.toolchain.nvcc import compile_source
-
     records = [json.loads(line) for line in heldout.read_text(encoding="utf-8").splitlines() if line.strip()]
     texts = [r["text"] for r in records]
     holes = sample_holes(texts, per_kind, seed)

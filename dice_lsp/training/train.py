@@ -14,7 +14,6 @@ import argparse
 import json
 import logging
 import math
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import replace
@@ -248,13 +247,3 @@ def build_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--device", default="auto")
     parser.add_argument("--compile", action="store_true", help="torch.compile the backbone (GPU)")
     return parser
-
-
-def main(argv: list[str] | None = None) -> None:
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(message)s")
-    args = build_parser(argparse.ArgumentParser(description=__doc__.splitlines()[0])).parse_args(argv)
-    train(args)
-
-
-if __name__ == "__main__":
-    main()

@@ -44,7 +44,8 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
 def add_sampler_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sampler", choices=["low-confidence", "threshold"], default="low-confidence",
                         help="commit the k most confident tokens per step, or all above --threshold")
-    parser.add_argument("--steps", type=_positive, default=8, help="denoising steps per region or block")
+    parser.add_argument("--steps", type=_positive, default=8,
+                        help="denoising steps per 32 tokens of region (per block with --block-length)")
     parser.add_argument("--threshold", type=float, default=0.9, help="confidence threshold (threshold sampler)")
     parser.add_argument("--block-length", type=_positive, default=None,
                         help="decode the region in blocks of this many tokens, left to right")
@@ -53,19 +54,22 @@ def add_sampler_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--top-k", type=_non_negative, default=0, help="sample among the k likeliest tokens")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--candidates", type=_positive, default=1, help="candidates generated as one batch")
-    parser.add_argument("--max-tokens", type=_positive, default=64, help="size of the region's canvas")
+    parser.add_argument("--max-tokens", type=_positive, default=64, help="largest canvas for the region, in tokens")
+    parser.add_argument("--context-tokens", type=_positive, default=None,
+                        help="tokens of code around the region (default: as many as the model window holds)")
 
 
-def sampler_from_args(args: argparse.Namespace) -> Any:
+def settings_from_args(args: argparse.Namespace) -> Any:
     """The sampler flags read through the same `dice.*` schema as the editor settings."""
     from dice_lsp.settings import Settings
 
     settings, errors = Settings().updated({
         "sampler": args.sampler, "steps": args.steps, "threshold": args.threshold, "block_length": args.block_length,
-        "temperature": args.temperature, "top_k": args.top_k, "seed": args.seed, "candidates": args.candidates})
+        "temperature": args.temperature, "top_k": args.top_k, "seed": args.seed, "candidates": args.candidates,
+        "max_canvas": args.max_tokens, "context_tokens": args.context_tokens})
     if errors:
         raise DiceError(errors[0])
-    return settings.sampler_config()
+    return settings
 
 
 def step_bar(description: str) -> Any:
@@ -82,11 +86,10 @@ def cmd_complete(args: argparse.Namespace) -> int:
 
     text = read_source(args.file)
     position = Position(args.line, args.character)
-    sampler = sampler_from_args(args)
+    settings = settings_from_args(args)
     model = load_model(args.model, args.device, args.dtype, args.trust_remote_code)
     with step_bar("denoising") as bar:
-        result = complete_at(model, text, position, sampler, args.max_tokens, args.candidates,
-                             progress=lambda _calls: bar.update(1))
+        result = complete_at(model, text, position, settings, progress=lambda _calls: bar.update(1))
     if args.json:
         print(json.dumps(result.to_json(model)))
         return 0
@@ -150,9 +153,14 @@ def cmd_eval_infill(args: argparse.Namespace) -> int:
     heldout = Path(args.heldout)
     if not heldout.is_file():
         raise DiceError(f"{heldout}: no such held-out file")
+    from dice_lsp.settings import Settings
+
+    settings, errors = Settings().updated({"steps": args.steps, "context_tokens": args.context_tokens})
+    if errors:
+        raise DiceError(errors[0])
     model = load_model(args.model, args.device, args.dtype, args.trust_remote_code)
     with tqdm(desc="holes", unit="hole", file=sys.stderr, disable=None, leave=False) as bar:
-        report = evaluate.run_eval(model, heldout, args.holes, args.seed, progress=bar.update)
+        report = evaluate.run_eval(model, heldout, args.holes, args.seed, settings, progress=bar.update)
     if args.json:
         print(json.dumps(report))
     else:
@@ -182,6 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_sampler_arguments(complete)
     complete.set_defaults(handler=cmd_complete)
 
+    from dice_lsp.settings import Settings
     from dice_lsp.training import evaluate, train
 
     evaluation = sub.add_parser("eval", help="measure the model")
@@ -191,6 +200,9 @@ def build_parser() -> argparse.ArgumentParser:
     infill.add_argument("--holes", type=_positive, default=100, help="holes per kind (line, lines, body)")
     infill.add_argument("--seed", type=int, default=0)
     infill.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    infill.add_argument("--steps", type=_positive, default=Settings.steps, help="denoising steps per 32 canvas tokens")
+    infill.add_argument("--context-tokens", type=_positive, default=None,
+                        help="tokens of code around each hole (default: as many as the model window holds)")
     add_model_arguments(infill)
     infill.set_defaults(handler=cmd_eval_infill)
 

@@ -7,6 +7,7 @@ here. A bad value is reported and ignored, never fatal: the previous value stays
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -14,6 +15,7 @@ from dice_lsp.engine.sampling import SamplerConfig
 
 SAMPLERS = {"low-confidence": "low_confidence", "threshold": "threshold"}
 MODEL_KEYS = ("model", "device", "dtype", "trust_remote_code")
+STEP_TOKENS = 32  # `steps` is the budget of a canvas up to this size (a line or two); larger ones get more
 
 
 @dataclass(frozen=True)
@@ -23,7 +25,7 @@ class Settings:
     dtype: str = "auto"
     trust_remote_code: bool = False
     sampler: str = "low-confidence"
-    steps: int = 8
+    steps: int = 8  # denoising steps per 32 canvas tokens
     threshold: float = 0.9
     block_length: int | None = None
     temperature: float | None = None  # None: greedy for one candidate, 0.8 for several
@@ -31,10 +33,14 @@ class Settings:
     seed: int = 0
     candidates: int = 1
     max_canvas: int = 64  # largest region, in tokens, a completion may fill
+    context_tokens: int | None = None  # tokens of code around the hole; None: as many as the model window holds
 
-    def sampler_config(self) -> SamplerConfig:
+    def sampler_config(self, canvas: int = STEP_TOKENS) -> SamplerConfig:
+        """The sampler for a canvas of `canvas` tokens: `steps` per started 32 tokens (per block when decoding
+        in blocks), so a kernel body gets as many tokens per step as a line does."""
         temperature = self.temperature if self.temperature is not None else (0.0 if self.candidates == 1 else 0.8)
-        return SamplerConfig(strategy=SAMPLERS[self.sampler], steps=self.steps,  # type: ignore[arg-type]
+        steps = self.steps if self.block_length else self.steps * max(1, math.ceil(canvas / STEP_TOKENS))
+        return SamplerConfig(strategy=SAMPLERS[self.sampler], steps=steps,  # type: ignore[arg-type]
                              threshold=self.threshold, block_length=self.block_length,
                              temperature=temperature, top_k=self.top_k, seed=self.seed)
 
@@ -81,7 +87,7 @@ def _check(name: str, value: Any) -> tuple[Any, str | None]:
         if name == "threshold" and not 0 < value <= 1:
             return None, "must be in (0, 1]"
         return float(value), None
-    if name == "block_length" and value is None:
+    if name in ("block_length", "context_tokens") and value is None:
         return None, None
     if isinstance(value, bool) or not isinstance(value, int):
         return None, "must be an integer"

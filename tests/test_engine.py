@@ -12,7 +12,7 @@ import torch
 
 from dice_lsp.engine import FillRequest, SamplerConfig, fill, load_model, save_native
 from dice_lsp.engine.config import read_config
-from dice_lsp.engine.sampling import Denoiser, fill_in_place, generate_blocks
+from dice_lsp.engine.sampling import Denoiser, fill_in_place, generate_blocks, generate_causal
 from dice_lsp.engine.transformer import Transformer
 from dice_lsp.errors import Cancelled, ModelLoadError
 
@@ -220,3 +220,26 @@ def test_context_cache_is_exact_for_one_layer(native_dir: Path, tmp_path: Path) 
         cached, exact = (fill(one, FillRequest(PREFIX, SUFFIX, max_tokens=12, sampler=SamplerConfig(
             steps=6, block_length=block_length, context_cache=flag))) for flag in (True, False))
         assert cached == exact
+
+
+def test_causal_generation_with_cache_equals_greedy_recompute(native_dir: Path, tmp_path: Path) -> None:
+    """The autoregressive baseline: cached one-token steps reproduce argmax over full recomputes."""
+    folder = tmp_path / "causal"
+    shutil.copytree(native_dir, folder)
+    config = json.loads((folder / "config.json").read_text())
+    config["attention"] = "causal"
+    (folder / "config.json").write_text(json.dumps(config))
+    model = load_model(folder, device="cpu")
+    prompt = model.tokenizer.encode(PREFIX)
+    denoiser = Denoiser(SamplerConfig(), model.special, model.device)
+    generated = generate_causal(model.lm, prompt, 1, 12, denoiser, set())
+    assert generated.shape == (1, 12) and denoiser.model_calls == 12
+    ids = torch.tensor([prompt])
+    for _ in range(12):
+        logits = model.lm(ids)[:, -1]
+        logits[:, model.special.never_generated] = -float("inf")
+        ids = torch.cat((ids, logits.argmax(-1, keepdim=True)), dim=1)
+    assert torch.equal(generated, ids[:, len(prompt):])
+    # and the causal layout is what Qwen3 computes: no position sees a later one
+    full = model.lm(ids)
+    assert torch.allclose(model.lm(ids[:, :20]), full[:, :20], atol=1e-5)

@@ -33,6 +33,13 @@ def test_holes_are_statement_lines_runs_and_kernel_bodies() -> None:
     assert "// bounds check" not in texts["line"]
 
 
+def test_holes_in_templates_are_not_compile_checked() -> None:
+    text = KERNEL + "\ntemplate <typename T>\n__global__ void copy(T* out, const T* in) {\n    out[0] = in[0];\n}\n"
+    holes = holes_in(text, 0)["line"]
+    checkable = {text[h.start:h.end]: h.checkable for h in holes}
+    assert checkable["out[i] = twice(in[i]);"] and not checkable["out[0] = in[0];"]
+
+
 def test_normalise_ignores_whitespace_only() -> None:
     assert normalise("  a  =\tb;\n") == normalise("a = b;") != normalise("a=b;")
 

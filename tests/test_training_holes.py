@@ -10,7 +10,14 @@ import numpy as np
 import pytest
 
 from dice_lsp.engine.tokenizer import Tokenizer
-from dice_lsp.training.holes import find_hole, hole_example, make_example, mode_weights, random_example
+from dice_lsp.training.holes import (
+    fim_example,
+    find_hole,
+    hole_example,
+    make_example,
+    mode_weights,
+    random_example,
+)
 from dice_lsp.training.train import token_tables
 
 from .conftest import CUDA_SNIPPETS, write_tokenizer
@@ -99,8 +106,9 @@ def test_curriculum_moves_from_random_masking_to_larger_holes(setup: tuple[Token
     assert {"random", "line", "block"} <= kinds
 
 
+@pytest.mark.parametrize("objective", ["diffusion", "ar"])
 def test_a_short_training_run_learns_and_its_checkpoint_completes(setup: tuple[Tokenizer, np.ndarray],
-                                                                  tmp_path: Path) -> None:
+                                                                  tmp_path: Path, objective: str) -> None:
     from dice_lsp.cli import main
     from dice_lsp.engine import FillRequest, SamplerConfig, fill, load_model
 
@@ -111,15 +119,36 @@ def test_a_short_training_run_learns_and_its_checkpoint_completes(setup: tuple[T
     stream.tofile(data / "valid.bin")
     out = tmp_path / "run"
     args = ["train", "--data", str(data), "--tokenizer", str(tok.folder), "--out", str(out), "--minutes", "5",
-            "--total-minutes", "5", "--max-steps", "80", "--batch", "16", "--length", "128", "--hidden", "64",
-            "--layers", "2", "--workers", "0", "--log-every", "10", "--lr", "3e-3"]
+            "--steps", "80", "--batch", "16", "--length", "128", "--hidden", "64", "--layers", "2",
+            "--workers", "0", "--log-every", "10", "--lr", "3e-3", "--objective", objective]
     assert main(args) == 0
 
     log = json.loads((out / "train_log.json").read_text())["log"]
+    assert log[-1]["step"] == 80
     first, last = (sum(e["loss"] for e in part) / len(part) for part in (log[:3], log[-3:]))
-    assert last < first * 0.8
+    assert last < first
     chance = math.log(tok.vocab_size)
     assert log[-1]["val_nats"] < 0.8 * chance, "held-out holes are predicted far better than by chance"
     model = load_model(out, device="cpu")
+    assert model.attention == ("causal" if objective == "ar" else "bidirectional")
     result = fill(model, FillRequest("__global__ void add(", ")", max_tokens=8, sampler=SamplerConfig(steps=4)))
-    assert result.model_calls == 4 and isinstance(result.texts[0], str)
+    assert isinstance(result.texts[0], str)
+    # diffusion: the step budget; autoregressive: one call per token until EOS, at most the region
+    assert result.model_calls == 4 if objective == "diffusion" else 1 <= result.model_calls <= 8
+
+
+def test_fim_examples_hold_the_hole_the_diffusion_canvas_gets(setup: tuple[Tokenizer, np.ndarray]) -> None:
+    tok, stream = setup
+    tables = token_tables(tok)
+    window = stream[:600]
+    span = find_hole(window, "line", tables, np.random.default_rng(9), margin=16)
+    ar = fim_example(window, "line", 256, tables, np.random.default_rng(9))
+    assert span is not None and ar is not None
+    hole = window[span[0]:span[1]]
+    sequence = np.concatenate(([ar.ids[0]], ar.targets[ar.weights > 0]))
+    prefix_id, suffix_id, middle_id = tables.fim_ids
+    assert sequence[0] == prefix_id and list(sequence).count(suffix_id) == 1
+    middle = sequence[list(sequence).index(middle_id) + 1:]
+    assert list(middle) == [*hole, tables.eos_id]
+    n = len(sequence) - 1
+    assert (ar.ids[1:n] == ar.targets[:n - 1]).all(), "targets are the next tokens"

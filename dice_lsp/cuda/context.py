@@ -7,6 +7,9 @@ statements launching it (`name<<<...>>>(...)`, for a kernel); then the code near
 after. Pieces keep their source order; a `// ...` line stands for code left out. Extra pieces only ever go
 at the start of the prefix or the end of the suffix, so the prefix still ends with the text right before
 the hole and the suffix starts with the text right after it.
+
+Tokens are counted from one encoding of the whole file (where each token starts), so trying a window
+costs a few bisections instead of a tokenizer run: a completion tries dozens of windows.
 """
 
 from __future__ import annotations
@@ -64,13 +67,26 @@ class _Window:
     extras: tuple[Span, ...] = ()
 
 
-class _Builder:
-    def __init__(self, text: str, hole: Hole, budget: int, count_tokens: Callable[[str], int]) -> None:
-        self.text, self.hole, self.budget, self.count = text, hole, budget, count_tokens
-        self.lines = _Lines.of(text)
-        self.newline = "\r\n" if "\r\n" in text else "\n"
+Segment = Span | str  # text of the file, or a `// ...` line standing for code left out
 
-    def render(self, window: _Window) -> tuple[str, str]:
+
+class _Builder:
+    def __init__(self, text: str, hole: Hole, budget: int, token_starts: Callable[[str], list[int]]) -> None:
+        self.text, self.hole, self.budget = text, hole, budget
+        self.starts = token_starts(text)
+        self.marker_tokens = {marker: len(token_starts(marker)) for marker in self._markers(text)}
+        self.lines = _Lines.of(text)
+
+    @staticmethod
+    def _markers(text: str) -> tuple[str, str]:
+        newline = "\r\n" if "\r\n" in text else "\n"
+        return "// ..." + newline, newline + "// ..." + newline
+
+    def tokens(self, span: Span) -> int:
+        """Tokens starting inside `span` of the file."""
+        return bisect.bisect_left(self.starts, span[1]) - bisect.bisect_left(self.starts, span[0])
+
+    def segments(self, window: _Window) -> tuple[list[Segment], list[Segment]]:
         left = (self.lines.start(window.first), self.hole.start)
         right = (self.hole.end, self.lines.end(window.last))
         before = [(s, min(e, left[0])) for s, e in window.extras if s < left[0]]
@@ -78,30 +94,38 @@ class _Builder:
         return (self._join([*before, left], 0, self.hole.start),
                 self._join([right, *after], self.hole.end, len(self.text)))
 
-    def _join(self, spans: list[Span], start: int, end: int) -> str:
-        """The spans' text in source order; a `// ...` line for each stretch of skipped code."""
-        parts: list[str] = []
+    def render(self, window: _Window) -> tuple[str, str]:
+        prefix, suffix = self.segments(window)
+        return self._text(prefix), self._text(suffix)
+
+    def _text(self, segments: list[Segment]) -> str:
+        return "".join(s if isinstance(s, str) else self.text[s[0]:s[1]] for s in segments)
+
+    def _join(self, spans: list[Span], start: int, end: int) -> list[Segment]:
+        """The spans in source order; a `// ...` line for each stretch of skipped code."""
+        parts: list[Segment] = []
         position = start
         for first, last in sorted(spans):
             if first > position:
                 parts.append(self._gap(position, first, parts))
             if last > position:
-                parts.append(self.text[max(first, position):last])
+                parts.append((max(first, position), last))
                 position = last
         if position < end:
             parts.append(self._gap(position, end, parts))
-        return "".join(parts)
+        return parts
 
-    def _gap(self, start: int, end: int, parts: list[str]) -> str:
-        skipped = self.text[start:end]
-        if not skipped.strip():
-            return skipped
-        at_line_start = not parts or parts[-1].endswith("\n")
-        return ("" if at_line_start else self.newline) + "// ..." + self.newline
+    def _gap(self, start: int, end: int, parts: list[Segment]) -> Segment:
+        if not self.text[start:end].strip():
+            return start, end
+        previous = parts[-1] if parts else None
+        at_line_start = previous is None or (self._text([previous]).endswith("\n"))
+        return self._markers(self.text)[0 if at_line_start else 1]
 
     def fits(self, window: _Window) -> bool:
-        prefix, suffix = self.render(window)
-        return self.count(prefix) + self.count(suffix) <= self.budget
+        prefix, suffix = self.segments(window)
+        size = sum(self.marker_tokens[s] if isinstance(s, str) else self.tokens(s) for s in (*prefix, *suffix))
+        return size <= self.budget
 
     def grow(self, window: _Window, steps: int, top: int, bottom: int) -> _Window:
         """The window after `steps` more lines, taken alternately above and below, within top..bottom."""
@@ -123,20 +147,22 @@ class _Builder:
 
     def trimmed(self) -> tuple[str, str]:
         """When not even the hole's own lines fit: the most characters either side that do."""
-        before, after = self.text[:self.hole.start], self.text[self.hole.end:]
-        low, high = 0, max(len(before), len(after))
+        start, end = self.hole.start, self.hole.end
+        low, high = 0, max(start, len(self.text) - end)
         while low < high:
             middle = (low + high + 1) // 2
-            if self.count(before[len(before) - middle:]) + self.count(after[:middle]) <= self.budget:
+            if self.tokens((max(0, start - middle), start)) + self.tokens((end, end + middle)) <= self.budget:
                 low = middle
             else:
                 high = middle - 1
-        return before[len(before) - low:], after[:low]
+        return self.text[max(0, start - low):start], self.text[end:end + low]
 
 
-def build_context(text: str, hole: Hole, budget_tokens: int, count_tokens: Callable[[str], int]) -> tuple[str, str]:
-    """(prefix, suffix) for the model: at most `budget_tokens` together, as counted by `count_tokens`."""
-    builder = _Builder(text, hole, budget_tokens, count_tokens)
+def build_context(text: str, hole: Hole, budget_tokens: int,
+                  token_starts: Callable[[str], list[int]]) -> tuple[str, str]:
+    """(prefix, suffix) for the model: about `budget_tokens` together, counted with `token_starts` (the
+    tokenizer's token start offsets of a text)."""
+    builder = _Builder(text, hole, budget_tokens, token_starts)
     lines = builder.lines
     window = _Window(lines.index(hole.start), lines.index(hole.end))
     if not builder.fits(window):

@@ -1,7 +1,9 @@
 """Model configuration shared by both checkpoint families.
 
 The embedded `dice-tiny` model and SDAR/DICE checkpoints are both Qwen3-shaped transformers; they differ
-only in how attention is laid out (fully bidirectional vs. block-causal). One dataclass describes both,
+only in how attention is laid out (fully bidirectional vs. block-causal). A native checkpoint may also be
+`causal`: an autoregressive fill-in-the-middle model of the same shape, the baseline the diffusion model
+is measured against. One dataclass describes both,
 read from the `config.json` of a checkpoint folder with clear errors for anything missing or wrong.
 """
 
@@ -14,7 +16,7 @@ from typing import Any, Literal
 
 from dice_lsp.errors import ModelLoadError
 
-Attention = Literal["bidirectional", "block"]
+Attention = Literal["bidirectional", "block", "causal"]
 
 NATIVE_MODEL_TYPE = "dice"
 BLOCK_MODEL_TYPES = ("sdar", "qwen3")
@@ -48,7 +50,7 @@ class ModelConfig:
             raise ModelLoadError("config.json: num_attention_heads must be a multiple of num_key_value_heads")
         if self.head_dim % 2:
             raise ModelLoadError("config.json: head_dim must be even (rotary embeddings)")
-        if self.attention not in ("bidirectional", "block"):
+        if self.attention not in ("bidirectional", "block", "causal"):
             raise ModelLoadError(f"config.json: unknown attention layout {self.attention!r}")
 
     @property

@@ -3,7 +3,8 @@
 Bidirectional models fill in place: prefix + a canvas of masks + suffix in one sequence; pad/EOS tokens
 let the fill end before the canvas does. Block-diffusion models cannot see a suffix that comes after
 the canvas, so the prefix and suffix go into a fill-in-the-middle prompt and the middle is generated
-block by block until a stop token (how DICE fills kernels).
+block by block until a stop token (how DICE fills kernels); causal (autoregressive) models take the same
+prompt and generate the middle a token at a time.
 """
 
 from __future__ import annotations
@@ -13,7 +14,15 @@ from dataclasses import dataclass, field
 import torch
 
 from dice_lsp.engine.model import LoadedModel
-from dice_lsp.engine.sampling import CancelCheck, Denoiser, Progress, SamplerConfig, fill_in_place, generate_blocks
+from dice_lsp.engine.sampling import (
+    CancelCheck,
+    Denoiser,
+    Progress,
+    SamplerConfig,
+    fill_in_place,
+    generate_blocks,
+    generate_causal,
+)
 from dice_lsp.engine.tokenizer import Tokenizer
 from dice_lsp.errors import DiceError, ModelLoadError
 
@@ -95,8 +104,10 @@ def fill(model: LoadedModel, request: FillRequest, cancel: CancelCheck | None = 
     fim_prefix, fim_suffix, fim_middle = special.fim_prefix_id, special.fim_suffix_id, special.fim_middle_id
     if fim_prefix is None or fim_suffix is None or fim_middle is None:
         raise ModelLoadError(f"{model.name}: its tokenizer has no fill-in-the-middle tokens")
-    block = model.lm.config.block_size
+    causal = model.attention == "causal"
+    block = 1 if causal else model.lm.config.block_size
     prefix, suffix = _fit_context(prefix, suffix, model.window - region - 3 - block)
     prompt = [fim_prefix, *prefix, fim_suffix, *suffix, fim_middle]
-    ids = generate_blocks(model.lm, prompt, request.candidates, region, denoiser, special.stop_ids)
+    generate = generate_causal if causal else generate_blocks
+    ids = generate(model.lm, prompt, request.candidates, region, denoiser, special.stop_ids)
     return FillResult(_decode(model, ids, overlap), denoiser.model_calls)

@@ -222,3 +222,33 @@ def generate_blocks(lm: DiffusionLM, prompt: list[int], candidates: int, max_new
         if bool(torch.isin(x[:, n_prompt:end], stops).any(dim=1).all()):
             break
     return x[:, n_prompt:end]
+
+
+@torch.inference_mode()
+def generate_causal(lm: DiffusionLM, prompt: list[int], candidates: int, max_new_tokens: int,
+                    denoiser: Denoiser, stop_ids: set[int]) -> Tensor:
+    """Autoregressive models: one token per model call behind the prompt, with a KV cache.
+
+    Position i's logits predict token i+1 (the usual shift). Stops once every candidate has produced a
+    stop token; the rows keep whatever follows a candidate's stop (the decoder cuts there).
+    """
+    device = denoiser.banned.device
+    if len(prompt) + max_new_tokens > lm.config.max_position_embeddings:
+        raise DiceError(f"prompt and region ({len(prompt) + max_new_tokens} tokens) exceed the model window")
+    cache = lm.new_cache()
+    step_input = torch.tensor([prompt] * candidates, dtype=torch.long, device=device)
+    stops = torch.tensor(sorted(stop_ids), device=device)
+    out = torch.empty((candidates, 0), dtype=torch.long, device=device)
+    position = 0
+    for _ in range(max_new_tokens):
+        denoiser.checkpoint()
+        length = step_input.shape[1]
+        logits = lm(step_input, position, cache, keep=length, only=slice(length - 1, length))
+        denoiser.count_call()
+        position += length
+        tokens, _ = denoiser.sample(logits)
+        out = torch.cat((out, tokens), dim=1)
+        if bool(torch.isin(out, stops).any(dim=1).all()):
+            break
+        step_input = tokens
+    return out

@@ -96,6 +96,10 @@ class Tokenizer:
     def encode(self, text: str) -> list[int]:
         return list(self._tok.encode(text, add_special_tokens=False).ids)
 
+    def token_starts(self, text: str) -> list[int]:
+        """Where each token of `text` starts (string offsets): counts tokens in any span after one encoding."""
+        return [start for start, _ in self._tok.encode(text, add_special_tokens=False).offsets]
+
     def decode(self, ids: list[int]) -> str:
         return str(self._tok.decode(ids, skip_special_tokens=False))
 

@@ -3,8 +3,8 @@
 RMSNorm, rotary embeddings, SwiGLU and grouped-query attention with per-head q/k norms, with parameter
 names identical to Hugging Face's Qwen3 so that SDAR/DICE safetensors load without renaming. The only
 difference between the families is the attention layout: `bidirectional` (every position sees every
-other: in-place masked infilling) or `block` (bidirectional inside a block, causal across blocks, with a
-cache of finished blocks' keys and values).
+other: in-place masked infilling), `block` (bidirectional inside a block, causal across blocks, with a
+cache of finished blocks' keys and values) or `causal` (blocks of one token: an autoregressive model).
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ class Attention(nn.Module):
         self.q_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps)
         self.k_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps)
 
-    def forward(self, x: Tensor, rope: tuple[Tensor, Tensor], mask: Tensor | None,
+    def forward(self, x: Tensor, rope: tuple[Tensor, Tensor], mask: Tensor | bool | None,
                 cache: KVCache | None, layer: int, keep: int) -> Tensor:
         b, t, _ = x.shape
         q = self.q_norm(self.q_proj(x).view(b, t, self.n_heads, self.head_dim)).transpose(1, 2)
@@ -106,7 +106,9 @@ class Attention(nn.Module):
         q, k = apply_rotary(q, *rope), apply_rotary(k, *rope)
         if cache is not None:
             k, v = cache.extend(layer, k, v, keep)
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=self.n_kv != self.n_heads)
+        causal = mask is True  # `True`: plain causal attention of a sequence starting at 0 (the fast kernels)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask if isinstance(mask, Tensor) else None,
+                                             is_causal=causal, enable_gqa=self.n_kv != self.n_heads)
         projected: Tensor = self.o_proj(out.transpose(1, 2).reshape(b, t, -1))
         return projected
 
@@ -131,7 +133,7 @@ class DecoderLayer(nn.Module):
         self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.mlp = MLP(cfg)
 
-    def forward(self, x: Tensor, rope: tuple[Tensor, Tensor], mask: Tensor | None,
+    def forward(self, x: Tensor, rope: tuple[Tensor, Tensor], mask: Tensor | bool | None,
                 cache: KVCache | None, layer: int, keep: int) -> Tensor:
         x = x + self.self_attn(self.input_layernorm(x), rope, mask, cache, layer, keep)
         out: Tensor = x + self.mlp(self.post_attention_layernorm(x))
@@ -179,16 +181,18 @@ class Transformer(nn.Module):
     def hidden_states(self, ids: Tensor, start: int = 0, cache: KVCache | None = None, keep: int = 0) -> Tensor:
         """Final normalised hidden states; training applies the output head to masked positions only."""
         cfg = self.config
-        if cfg.attention == "block" and cache is not None and cache.length != start:
+        if cfg.attention != "bidirectional" and cache is not None and cache.length != start:
             raise ValueError(f"cache holds {cache.length} positions but the input starts at {start}")
         t = ids.shape[1]
         if start + t > cfg.max_position_embeddings:
             raise ValueError(f"{start + t} positions exceed the model window of {cfg.max_position_embeddings}")
         positions = torch.arange(start, start + t, device=ids.device)
         rope = rotary(positions, cfg.head_dim, cfg.rope_theta)
-        mask = None
+        mask: Tensor | bool | None = None
         if cfg.attention == "block":
             mask = block_causal_mask(start, t, cfg.block_size, ids.device)
+        elif cfg.attention == "causal":
+            mask = True if start == 0 else block_causal_mask(start, t, 1, ids.device)
         x = self.model.embed_tokens(ids)
         for i, layer in enumerate(self.model.layers):
             x = layer(x, rope, mask, cache, i, keep)

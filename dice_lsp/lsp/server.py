@@ -119,8 +119,7 @@ class DiceServer(LanguageServer):
         where = Position(position.line, position.character)
 
         def job(model: LoadedModel, cancel: Callable[[], bool]) -> Completion:
-            return complete_at(model, text, where, settings.sampler_config(), settings.max_canvas,
-                               settings.candidates, cancel=cancel)
+            return complete_at(model, text, where, settings, cancel=cancel)
 
         return await self.run_model(uri, job)
 

@@ -20,7 +20,7 @@ import sys
 import tarfile
 import zipfile
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -393,21 +393,21 @@ def _wanted(path: str) -> bool:
     return os.path.splitext(path)[1].lower() in CUDA_EXTS | CPP_EXTS
 
 
-def iter_files(location: Path) -> Iterator[tuple[str, bytes]]:
-    """(relative path, raw bytes) of candidate source files in a tarball, zip/wheel or folder."""
+def iter_files(location: Path, wanted: Callable[[str], bool] = _wanted) -> Iterator[tuple[str, bytes]]:
+    """(relative path, raw bytes) of the `wanted` files (C/C++/CUDA sources) in a tarball, zip/wheel or folder."""
     if location.is_dir():
         for path in sorted(location.rglob("*")):
-            if path.is_file() and _wanted(path.name) and path.stat().st_size <= MAX_FILE_BYTES:
+            if path.is_file() and wanted(path.name) and path.stat().st_size <= MAX_FILE_BYTES:
                 yield str(path.relative_to(location)), path.read_bytes()
     elif location.suffix in {".whl", ".zip"}:
         with zipfile.ZipFile(location) as archive:
             for info in sorted(archive.infolist(), key=lambda i: i.filename):
-                if not info.is_dir() and _wanted(info.filename) and info.file_size <= MAX_FILE_BYTES:
+                if not info.is_dir() and wanted(info.filename) and info.file_size <= MAX_FILE_BYTES:
                     yield info.filename, archive.read(info)
     else:
         with tarfile.open(location, mode="r:*") as archive:
             for member in archive:
-                if member.isfile() and _wanted(member.name) and member.size <= MAX_FILE_BYTES:
+                if member.isfile() and wanted(member.name) and member.size <= MAX_FILE_BYTES:
                     handle = archive.extractfile(member)
                     if handle is not None:
                         yield member.name, handle.read()

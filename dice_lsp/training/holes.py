@@ -8,6 +8,10 @@ Each example is a window of `length` tokens from the packed corpus, in one of th
   at inference (`pad` means "nothing more here").
 The loss weight of a masked token is 1/t (the diffusion ELBO), normalised by the positions that could
 have been masked. A curriculum moves weight from random masking and short holes to larger ones.
+
+The autoregressive baseline (`objective="ar"`) sees the same windows and holes as fill-in-the-middle
+sequences, `<|fim_prefix|> prefix <|fim_suffix|> suffix <|fim_middle|> hole <|eos|>`, with the usual
+next-token loss on every position (plain left-to-right text where the diffusion model gets random masks).
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-CANVAS_BUCKETS = (8, 16, 32, 64, 128, 192)
+# The canvas sizes the editor and the evaluation decode with (dice_lsp.cuda.holes), and a few between.
+CANVAS_BUCKETS = (8, 16, 24, 32, 48, 64, 96, 128, 192)
 MAX_HOLE = CANVAS_BUCKETS[-1]
 EARLY = {"random": 0.45, "line": 0.3, "lines": 0.15, "block": 0.1}
 LATE = {"random": 0.15, "line": 0.3, "lines": 0.3, "block": 0.25}
@@ -30,13 +35,16 @@ class TokenTables:
     brace: np.ndarray  # int8: count('{') - count('}')
     mask_id: int
     pad_id: int
+    eos_id: int
     separator_id: int  # between files in the packed stream
+    fim_ids: tuple[int, int, int]  # <|fim_prefix|>, <|fim_suffix|>, <|fim_middle|>
 
     @classmethod
-    def from_vocab(cls, pieces: list[str], mask_id: int, pad_id: int, separator_id: int) -> TokenTables:
+    def from_vocab(cls, pieces: list[str], mask_id: int, pad_id: int, eos_id: int, separator_id: int,
+                   fim_ids: tuple[int, int, int]) -> TokenTables:
         newline = np.array(["\n" in p for p in pieces], dtype=bool)
         brace = np.array([p.count("{") - p.count("}") for p in pieces], dtype=np.int8)
-        return cls(newline, brace, mask_id, pad_id, separator_id)
+        return cls(newline, brace, mask_id, pad_id, eos_id, separator_id, fim_ids)
 
 
 @dataclass
@@ -96,6 +104,15 @@ def find_hole(window: np.ndarray, kind: str, tables: TokenTables, rng: np.random
     return start, end
 
 
+def _context_split(window: np.ndarray, start: int, end: int, context: int,
+                   rng: np.random.Generator) -> tuple[int, int] | None:
+    """How many tokens before and after the hole fill `context` (10-50% after), or None if too few."""
+    suffix_len = min(len(window) - end, int(context * rng.uniform(0.1, 0.5)))
+    prefix_len = min(start, context - suffix_len)
+    suffix_len = context - prefix_len
+    return None if suffix_len > len(window) - end else (prefix_len, suffix_len)
+
+
 def hole_example(window: np.ndarray, kind: str, length: int, tables: TokenTables,
                  rng: np.random.Generator) -> Example | None:
     """Cut a hole from `window` (longer than `length`) and lay out prefix + canvas + suffix."""
@@ -108,12 +125,10 @@ def hole_example(window: np.ndarray, kind: str, length: int, tables: TokenTables
     if not fits:
         return None
     canvas_len = fits[0] if len(fits) == 1 or rng.random() < 0.7 else fits[1]
-    context = length - canvas_len
-    suffix_len = min(len(window) - end, int(context * rng.uniform(0.1, 0.5)))
-    prefix_len = min(start, context - suffix_len)
-    suffix_len = context - prefix_len
-    if suffix_len > len(window) - end:
+    split = _context_split(window, start, end, length - canvas_len, rng)
+    if split is None:
         return None
+    prefix_len, suffix_len = split
     canvas = np.full(canvas_len, tables.pad_id, dtype=np.int64)
     canvas[: len(hole)] = hole
     masked, t = _mask(canvas_len, rng)
@@ -127,8 +142,39 @@ def hole_example(window: np.ndarray, kind: str, length: int, tables: TokenTables
     return Example(ids, targets, weights, kind)
 
 
+def fim_example(window: np.ndarray, kind: str, length: int, tables: TokenTables,
+                rng: np.random.Generator) -> Example | None:
+    """The autoregressive twin of `hole_example`: the same kind of hole as a fill-in-the-middle sequence.
+
+    `ids[i]` is the input and `targets[i]` the token after it; every real position carries loss.
+    """
+    span = find_hole(window, kind, tables, rng, margin=16)
+    if span is None:
+        return None
+    start, end = span
+    middle = window[start:end].astype(np.int64)
+    split = _context_split(window, start, end, length - len(middle) - 4, rng)
+    if split is None:
+        return None
+    prefix_len, suffix_len = split
+    prefix, suffix = tables.fim_ids[0], tables.fim_ids[1]
+    sequence = np.concatenate(([prefix], window[start - prefix_len:start], [suffix], window[end:end + suffix_len],
+                               [tables.fim_ids[2]], middle, [tables.eos_id])).astype(np.int64)
+    return _next_token_example(sequence, length, kind)
+
+
+def _next_token_example(sequence: np.ndarray, length: int, kind: str) -> Example:
+    """Inputs sequence[:-1] and targets sequence[1:], padded to `length`, loss on every real position."""
+    ids = np.full(length, 0, dtype=np.int64)
+    targets = np.zeros(length, dtype=np.int64)
+    weights = np.zeros(length, dtype=np.float32)
+    n = min(length, len(sequence) - 1)
+    ids[:n], targets[:n], weights[:n] = sequence[:n], sequence[1:n + 1], 1.0 / length
+    return Example(ids, targets, weights, kind)
+
+
 def make_example(stream: np.ndarray, length: int, progress: float, tables: TokenTables,
-                 rng: np.random.Generator) -> Example:
+                 rng: np.random.Generator, objective: str = "diffusion") -> Example:
     """One training example from a random place in `stream`, shaped by the curriculum."""
     weights = mode_weights(progress)
     kinds = list(weights)
@@ -136,9 +182,12 @@ def make_example(stream: np.ndarray, length: int, progress: float, tables: Token
     span = length + MAX_HOLE + 64
     offset = int(rng.integers(0, len(stream) - span))
     window = stream[offset:offset + span]
+    shaped = fim_example if objective == "ar" else hole_example
     if kind != "random":
         for _ in range(4):
-            example = hole_example(window, kind, length, tables, rng)
+            example = shaped(window, kind, length, tables, rng)
             if example is not None:
                 return example
+    if objective == "ar":
+        return _next_token_example(window[:length + 1].astype(np.int64), length, "random")
     return random_example(window[:length], tables, rng)

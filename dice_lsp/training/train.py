@@ -1,11 +1,13 @@
 """Train the embedded masked-diffusion model on the packed corpus, in time-boxed calls that resume.
 
-    dice-lsp train --data data/pack --tokenizer data/tokenizer --out runs/tiny --minutes 9 --total-minutes 18
+    dice-lsp train --data data/pack --tokenizer data/tokenizer --out runs/tiny --steps 20000 --minutes 9
     dice-lsp train ... --resume runs/tiny          # the next call continues the same schedule
+    dice-lsp train ... --objective ar              # the autoregressive fill-in-the-middle baseline
 
-The learning-rate schedule and the infilling curriculum follow training *time* (`--total-minutes` across
-all calls), so a run split over several machine sessions is the same run. Checkpoints are native folders
-whose weights are bf16 safetensors shards small enough to bring back from a remote GPU machine.
+The learning-rate schedule and the infilling curriculum follow the step count (`--steps` for the whole
+run), so a run split over several calls is the same run, and a baseline trained for as many steps sees
+the same schedule. A checkpoint is written at every validation and at the end: native folders whose
+weights are bf16 safetensors shards small enough to bring back from a remote GPU machine.
 """
 
 from __future__ import annotations
@@ -26,11 +28,11 @@ import torch.nn.functional as F
 from safetensors.torch import save_file
 
 from dice_lsp.engine.checkpoint import build_transformer, load_state
-from dice_lsp.engine.config import read_config
+from dice_lsp.engine.config import Attention, read_config
 from dice_lsp.engine.presets import DICE_TINY
 from dice_lsp.engine.tokenizer import Tokenizer
 from dice_lsp.engine.transformer import Transformer
-from dice_lsp.training.holes import Example, TokenTables, hole_example, make_example
+from dice_lsp.training.holes import Example, TokenTables, fim_example, hole_example, make_example
 
 LOG = logging.getLogger("dice_lsp.train")
 SHARD_BYTES = 15 * 1024**2
@@ -46,9 +48,13 @@ def load_stream(data: Path, split: str) -> np.ndarray:
 
 def token_tables(tok: Tokenizer) -> TokenTables:
     pieces = [tok.decode([i]) for i in range(tok.vocab_size)]
+    special = tok.special
     separator = tok.token_id(SEPARATOR)
-    return TokenTables.from_vocab(pieces, tok.special.mask_id, tok.special.pad_id,
-                                  separator if separator is not None else tok.special.eos_id)
+    fim = (special.fim_prefix_id, special.fim_suffix_id, special.fim_middle_id)
+    if None in fim:
+        raise SystemExit(f"{tok.folder}: the tokenizer needs <|fim_prefix|>, <|fim_suffix|> and <|fim_middle|>")
+    return TokenTables.from_vocab(pieces, special.mask_id, special.pad_id, special.eos_id,
+                                  separator if separator is not None else special.eos_id, fim)  # type: ignore[arg-type]
 
 
 def collate(examples: list[Example], device: torch.device) -> tuple[torch.Tensor, ...]:
@@ -62,16 +68,17 @@ class Batches(torch.utils.data.IterableDataset[list[Example]]):
     """Endless batches built in worker processes; `progress` (shared) steers the curriculum."""
 
     def __init__(self, stream: np.ndarray, tables: TokenTables, batch: int, length: int, seed: int,
-                 progress: Any) -> None:
+                 progress: Any, objective: str) -> None:
         self.stream, self.tables, self.batch, self.length, self.seed = stream, tables, batch, length, seed
-        self.progress = progress
+        self.progress, self.objective = progress, objective
 
     def __iter__(self) -> Iterator[list[Example]]:
         info = torch.utils.data.get_worker_info()
         rng = np.random.default_rng((self.seed, info.id if info else 0))
         while True:
             p = self.progress.value
-            yield [make_example(self.stream, self.length, p, self.tables, rng) for _ in range(self.batch)]
+            yield [make_example(self.stream, self.length, p, self.tables, rng, self.objective)
+                   for _ in range(self.batch)]
 
 
 def weighted_loss(model: Transformer, hidden_fn: Any, ids: torch.Tensor, targets: torch.Tensor,
@@ -86,17 +93,31 @@ def weighted_loss(model: Transformer, hidden_fn: Any, ids: torch.Tensor, targets
     return loss, accuracy
 
 
-def validation_set(stream: np.ndarray, tables: TokenTables, length: int, count: int) -> list[Example]:
-    """Fixed held-out examples: one-line holes and multi-line holes, always fully masked canvases."""
+def validation_set(stream: np.ndarray, tables: TokenTables, length: int, count: int,
+                   objective: str) -> list[Example]:
+    """Fixed held-out one-line and multi-line holes; scored positions get weight > 0.
+
+    Diffusion: the canvas fully masked, every canvas position scored. Autoregressive: the hole after
+    `<|fim_middle|>` and its EOS scored (teacher-forced).
+    """
     rng = np.random.default_rng(1234)
     examples: list[Example] = []
     while len(examples) < count:
         kind = "line" if len(examples) % 2 == 0 else "lines"
         offset = int(rng.integers(0, len(stream) - length - 300))
-        example = hole_example(stream[offset:offset + length + 256], kind, length, tables, rng)
+        window = stream[offset:offset + length + 256]
+        if objective == "ar":
+            example = fim_example(window, kind, length, tables, rng)
+            if example is not None:
+                after_middle = np.cumsum(example.ids == tables.fim_ids[2]) > 0
+                example.weights = np.where(after_middle & (example.weights > 0), 1.0, 0.0).astype(np.float32)
+        else:
+            example = hole_example(window, kind, length, tables, rng)
+            if example is not None:
+                canvas = example.weights > 0
+                example.ids[(example.ids != example.targets) | canvas] = tables.mask_id
+                example.weights = canvas.astype(np.float32)
         if example is not None:
-            canvas = example.weights > 0
-            example.ids[(example.ids != example.targets) | canvas] = tables.mask_id
             examples.append(example)
     return examples
 
@@ -104,14 +125,14 @@ def validation_set(stream: np.ndarray, tables: TokenTables, length: int, count: 
 @torch.no_grad()
 def evaluate(model: Transformer, examples: list[Example], tables: TokenTables,
              device: torch.device) -> dict[str, float]:
-    """On fully masked hole canvases: loss (nats) over the canvas, top-1 accuracy on the hole's own tokens."""
+    """Loss (nats) over the scored positions; top-1 accuracy on the hole's own tokens (no pad/EOS)."""
     model.eval()
-    ids, targets, _ = collate(examples, device)
+    ids, targets, weights = collate(examples, device)
     with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
         logits = model(ids).float()
-    canvas = ids == tables.mask_id
-    code = canvas & (targets != tables.pad_id)
-    ce = F.cross_entropy(logits[canvas], targets[canvas])
+    scored = weights > 0
+    code = scored & (targets != tables.pad_id) & (targets != tables.eos_id)
+    ce = F.cross_entropy(logits[scored], targets[scored])
     accuracy = (logits[code].argmax(-1) == targets[code]).float().mean()
     model.train()
     return {"val_nats": float(ce), "val_top1": float(accuracy)}
@@ -161,6 +182,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     tok = Tokenizer(Path(args.tokenizer))
     tables = token_tables(tok)
     state: dict[str, Any] = {"minutes_done": 0.0, "step": 0, "tokens": 0, "log": [], "args": _settings(args)}
+    attention: Attention = "causal" if args.objective == "ar" else "bidirectional"
     if args.resume:
         folder = Path(args.resume)
         cfg, _ = read_config(folder)
@@ -169,7 +191,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         state["args"] = _settings(args)
     else:
         cfg = replace(DICE_TINY, vocab_size=args.vocab or tok.vocab_size, hidden_size=args.hidden,
-                      num_hidden_layers=args.layers, max_position_embeddings=args.length)
+                      num_hidden_layers=args.layers, max_position_embeddings=args.length, attention=attention)
         if args.hidden != DICE_TINY.hidden_size:
             cfg = replace(cfg, intermediate_size=args.hidden * 11 // 4, num_attention_heads=max(1, args.hidden // 64),
                           num_key_value_heads=max(1, args.hidden // 128), head_dim=64)
@@ -178,15 +200,17 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     model.to(device).train()
     LOG.info("model: %.1fM parameters on %s", cfg.num_parameters / 1e6, device)
     train_stream, valid_stream = load_stream(Path(args.data), "train"), load_stream(Path(args.data), "valid")
-    val_examples = validation_set(valid_stream, tables, args.length, 256)
+    if cfg.attention != attention:
+        raise SystemExit(f"{args.resume}: a {cfg.attention} model cannot continue with --objective {args.objective}")
+    val_examples = validation_set(valid_stream, tables, args.length, 256, args.objective)
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
     optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
                                   lr=args.lr, betas=(0.9, 0.95), fused=device.type == "cuda")
     hidden_fn = torch.compile(model.hidden_states) if args.compile else model.hidden_states
-    progress = torch.multiprocessing.Value("d", state["minutes_done"] / args.total_minutes)
+    progress = torch.multiprocessing.Value("d", state["step"] / args.steps)
     loader = torch.utils.data.DataLoader(
-        Batches(train_stream, tables, args.batch, args.length, args.seed + state["step"], progress),
+        Batches(train_stream, tables, args.batch, args.length, args.seed + state["step"], progress, args.objective),
         batch_size=None, num_workers=args.workers, prefetch_factor=4 if args.workers else None,
         persistent_workers=bool(args.workers))
     started = time.time()
@@ -194,9 +218,9 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     last_eval = time.time()
     for examples in loader:
         elapsed = time.time() - started
-        finished = elapsed > budget or state["step"] + 1 == args.max_steps
+        finished = elapsed > budget or state["step"] + 1 >= args.steps
         done = state["minutes_done"] + elapsed / 60
-        progress.value = min(1.0, done / args.total_minutes)
+        progress.value = min(1.0, state["step"] / args.steps)
         lr = lr_at(progress.value, args.lr, args.warmup)
         for group in optimizer.param_groups:
             group["lr"] = lr
@@ -214,10 +238,13 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
                      "loss": float(loss.detach()), "masked_top1": float(accuracy),
                      "tokens_per_s": round(ids.numel() * args.log_every / max(1e-9, time.time() - last_eval))
                      if state["step"] % args.log_every == 0 else None}
-            if state["step"] % (args.log_every * 10) == 0 or finished:
+            validate = state["step"] % (args.log_every * 10) == 0 or finished
+            if validate:
                 entry.update(evaluate(model, val_examples, tables, device))
             state["log"].append(entry)
             LOG.info("%s", json.dumps(entry))
+            if validate:
+                save_checkpoint(model, tok, Path(args.out), {**state, "minutes_done": done})
             last_eval = time.time()
         if finished:
             break
@@ -231,9 +258,10 @@ def build_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--tokenizer", required=True, help="folder with tokenizer.json + tokenizer_config.json")
     parser.add_argument("--out", required=True, help="checkpoint folder to write")
     parser.add_argument("--resume", help="checkpoint folder to continue from")
+    parser.add_argument("--objective", choices=("diffusion", "ar"), default="diffusion",
+                        help="masked diffusion (the product) or the autoregressive fill-in-the-middle baseline")
+    parser.add_argument("--steps", type=int, default=20_000, help="optimizer steps of the whole run (schedule)")
     parser.add_argument("--minutes", type=float, default=9.0, help="wall-clock budget of this call")
-    parser.add_argument("--total-minutes", type=float, default=18.0, help="budget of the whole run (schedule)")
-    parser.add_argument("--max-steps", type=int, default=0, help="stop after this many steps (0: time only)")
     parser.add_argument("--batch", type=int, default=128)
     parser.add_argument("--length", type=int, default=DICE_TINY.max_position_embeddings)
     parser.add_argument("--hidden", type=int, default=DICE_TINY.hidden_size)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from dice_lsp.errors import DiceError
+from dice_lsp.settings import Settings
 
 EXIT_BAD_INPUT = 2
 
@@ -44,7 +45,7 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
 def add_sampler_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sampler", choices=["low-confidence", "threshold"], default="low-confidence",
                         help="commit the k most confident tokens per step, or all above --threshold")
-    parser.add_argument("--steps", type=_positive, default=8,
+    parser.add_argument("--steps", type=_positive, default=Settings.steps,
                         help="denoising steps per 32 tokens of region (per block with --block-length)")
     parser.add_argument("--threshold", type=float, default=0.9, help="confidence threshold (threshold sampler)")
     parser.add_argument("--block-length", type=_positive, default=None,
@@ -55,14 +56,12 @@ def add_sampler_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--candidates", type=_positive, default=1, help="candidates generated as one batch")
     parser.add_argument("--max-tokens", type=_positive, default=64, help="largest canvas for the region, in tokens")
-    parser.add_argument("--context-tokens", type=_positive, default=None,
-                        help="tokens of code around the region (default: as many as the model window holds)")
+    parser.add_argument("--context-tokens", type=_positive, default=Settings.context_tokens,
+                        help="tokens of code around the region (default: %(default)s)")
 
 
 def settings_from_args(args: argparse.Namespace) -> Any:
     """The sampler flags read through the same `dice.*` schema as the editor settings."""
-    from dice_lsp.settings import Settings
-
     settings, errors = Settings().updated({
         "sampler": args.sampler, "steps": args.steps, "threshold": args.threshold, "block_length": args.block_length,
         "temperature": args.temperature, "top_k": args.top_k, "seed": args.seed, "candidates": args.candidates,
@@ -153,8 +152,6 @@ def cmd_eval_infill(args: argparse.Namespace) -> int:
     heldout = Path(args.heldout)
     if not heldout.is_file():
         raise DiceError(f"{heldout}: no such held-out file")
-    from dice_lsp.settings import Settings
-
     settings, errors = Settings().updated({"steps": args.steps, "context_tokens": args.context_tokens})
     if errors:
         raise DiceError(errors[0])
@@ -190,7 +187,6 @@ def build_parser() -> argparse.ArgumentParser:
     add_sampler_arguments(complete)
     complete.set_defaults(handler=cmd_complete)
 
-    from dice_lsp.settings import Settings
     from dice_lsp.training import evaluate, train
 
     evaluation = sub.add_parser("eval", help="measure the model")
@@ -201,8 +197,8 @@ def build_parser() -> argparse.ArgumentParser:
     infill.add_argument("--seed", type=int, default=0)
     infill.add_argument("--json", action="store_true", help="print JSON instead of a table")
     infill.add_argument("--steps", type=_positive, default=Settings.steps, help="denoising steps per 32 canvas tokens")
-    infill.add_argument("--context-tokens", type=_positive, default=None,
-                        help="tokens of code around each hole (default: as many as the model window holds)")
+    infill.add_argument("--context-tokens", type=_positive, default=Settings.context_tokens,
+                        help="tokens of code around each hole (default: %(default)s)")
     add_model_arguments(infill)
     infill.set_defaults(handler=cmd_eval_infill)
 

@@ -28,7 +28,7 @@ def canvas(model, region: int, rows: int = 2) -> tuple[torch.Tensor, int]:
 
 
 def test_in_place_fill_changes_only_masked_positions(native_dir: Path) -> None:
-    model = load_model(native_dir, device="cpu")
+    model = load_model(native_dir, device="cpu", dtype="float32")
     x, lo = canvas(model, region=12)
     before = x.clone()
     fill_in_place(model.lm, x, lo, lo + 12, Denoiser(SamplerConfig(steps=4), model.special, model.device))
@@ -40,7 +40,7 @@ def test_in_place_fill_changes_only_masked_positions(native_dir: Path) -> None:
 
 
 def test_block_generation_keeps_the_prompt_and_leaves_no_mask(sdar_dir: Path) -> None:
-    model = load_model(sdar_dir, device="cpu")
+    model = load_model(sdar_dir, device="cpu", dtype="float32")
     prompt = model.tokenizer.encode(PREFIX)
     denoiser = Denoiser(SamplerConfig(steps=4), model.special, model.device)
     out = generate_blocks(model.lm, prompt, 2, 10, denoiser, stop_ids=set())
@@ -50,26 +50,26 @@ def test_block_generation_keeps_the_prompt_and_leaves_no_mask(sdar_dir: Path) ->
 
 
 def test_low_confidence_runs_its_step_budget(native_dir: Path) -> None:
-    model = load_model(native_dir, device="cpu")
+    model = load_model(native_dir, device="cpu", dtype="float32")
     result = fill(model, FillRequest(PREFIX, SUFFIX, max_tokens=16, sampler=SamplerConfig(steps=4)))
     assert result.model_calls == 4
 
 
 def test_threshold_commits_all_confident_tokens_at_once(native_dir: Path) -> None:
-    model = load_model(native_dir, device="cpu")
+    model = load_model(native_dir, device="cpu", dtype="float32")
     sampler = SamplerConfig(strategy="threshold", steps=8, threshold=1e-9)
     assert fill(model, FillRequest(PREFIX, SUFFIX, max_tokens=16, sampler=sampler)).model_calls == 1
 
 
 def test_blockwise_decoding_spends_the_budget_per_block(native_dir: Path) -> None:
-    model = load_model(native_dir, device="cpu")
+    model = load_model(native_dir, device="cpu", dtype="float32")
     sampler = SamplerConfig(steps=2, block_length=4)
     assert fill(model, FillRequest(PREFIX, SUFFIX, max_tokens=16, sampler=sampler)).model_calls == 8
 
 
 @pytest.mark.parametrize("family", ["native", "sdar"])
 def test_cancel_stops_within_one_step(family: str, native_dir: Path, sdar_dir: Path) -> None:
-    model = load_model(native_dir if family == "native" else sdar_dir, device="cpu")
+    model = load_model(native_dir if family == "native" else sdar_dir, device="cpu", dtype="float32")
     calls: list[int] = []
     request = FillRequest(PREFIX, SUFFIX, max_tokens=32, sampler=SamplerConfig(steps=16))
     with pytest.raises(Cancelled):
@@ -79,7 +79,7 @@ def test_cancel_stops_within_one_step(family: str, native_dir: Path, sdar_dir: P
 
 @pytest.mark.parametrize("family", ["native", "sdar"])
 def test_same_seed_same_text_other_seed_other_text(family: str, native_dir: Path, sdar_dir: Path) -> None:
-    model = load_model(native_dir if family == "native" else sdar_dir, device="cpu")
+    model = load_model(native_dir if family == "native" else sdar_dir, device="cpu", dtype="float32")
 
     def texts(seed: int) -> list[str]:
         sampler = SamplerConfig(steps=4, temperature=1.0, seed=seed)
@@ -92,16 +92,16 @@ def test_same_seed_same_text_other_seed_other_text(family: str, native_dir: Path
 
 
 def test_save_load_round_trip_keeps_logits(native_dir: Path, tmp_path: Path) -> None:
-    model = load_model(native_dir, device="cpu")
+    model = load_model(native_dir, device="cpu", dtype="float32")
     save_native(model.lm, model.tokenizer, tmp_path / "copy")  # type: ignore[arg-type]
-    again = load_model(tmp_path / "copy", device="cpu")
+    again = load_model(tmp_path / "copy", device="cpu", dtype="float32")
     x, _ = canvas(model, region=8, rows=1)
     assert torch.equal(model.lm(x), again.lm(x))
     assert again.special == model.special
 
 
 def test_sdar_kv_cache_gives_the_same_logits(sdar_dir: Path) -> None:
-    model = load_model(sdar_dir, device="cpu")
+    model = load_model(sdar_dir, device="cpu", dtype="float32")
     ids = torch.randint(10, 300, (2, 14))
     full = model.lm(ids)
     cache = model.lm.new_cache()
@@ -116,7 +116,7 @@ def test_sdar_kv_cache_gives_the_same_logits(sdar_dir: Path) -> None:
 
 
 def test_sdar_generation_is_identical_with_and_without_cache(sdar_dir: Path) -> None:
-    model = load_model(sdar_dir, device="cpu")
+    model = load_model(sdar_dir, device="cpu", dtype="float32")
     prompt = model.tokenizer.encode(PREFIX)
 
     def run(use_cache: bool) -> torch.Tensor:
@@ -135,7 +135,7 @@ def test_block_layout_with_block_one_matches_transformers_qwen3(sdar_dir: Path, 
     config = json.loads((folder / "config.json").read_text())
     config.update(model_type="qwen3", block_size=1)
     (folder / "config.json").write_text(json.dumps(config))
-    ours = load_model(folder, device="cpu")
+    ours = load_model(folder, device="cpu", dtype="float32")
     config["model_type"] = "qwen3"
     reference = Qwen3ForCausalLM.from_pretrained(str(sdar_dir), dtype=torch.float32, local_files_only=True).eval()
     ids = torch.randint(10, 300, (2, 20))
@@ -157,8 +157,8 @@ def test_remote_code_folder_is_used_when_trusted(sdar_dir: Path, tmp_path: Path)
     config = json.loads((folder / "config.json").read_text())
     config["auto_map"] = {"AutoConfig": "modeling_toy.ToyConfig", "AutoModelForCausalLM": "modeling_toy.ToySDAR"}
     (folder / "config.json").write_text(json.dumps(config))
-    remote = load_model(folder, device="cpu", trust_remote_code=True)
-    native = load_model(folder, device="cpu")
+    remote = load_model(folder, device="cpu", dtype="float32", trust_remote_code=True)
+    native = load_model(folder, device="cpu", dtype="float32")
     assert type(remote.lm).__name__ == "RemoteCodeLM"
     ids = torch.randint(10, 300, (1, 10))
     with torch.no_grad():
@@ -195,17 +195,17 @@ def edit_config(folder: Path, tmp_path: Path, **changes: object) -> Path:
 def test_wrong_config_fails_with_a_clear_error(native_dir: Path, tmp_path: Path, changes: dict[str, object],
                                                message: str) -> None:
     with pytest.raises(ModelLoadError, match=message):
-        load_model(edit_config(native_dir, tmp_path, **changes), device="cpu")
+        load_model(edit_config(native_dir, tmp_path, **changes), device="cpu", dtype="float32")
 
 
 def test_folder_without_config_or_mask_token_is_refused(native_dir: Path, tmp_path: Path) -> None:
     with pytest.raises(ModelLoadError, match=r"no config\.json"):
-        load_model(tmp_path, device="cpu")
+        load_model(tmp_path, device="cpu", dtype="float32")
     copy = tmp_path / "nomask"
     shutil.copytree(native_dir, copy)
     (copy / "tokenizer_config.json").write_text(json.dumps({"eos_token": "<|eos|>"}))
     with pytest.raises(ModelLoadError, match="no mask token"):
-        load_model(copy, device="cpu")
+        load_model(copy, device="cpu", dtype="float32")
 
 
 def test_context_cache_is_exact_for_one_layer(native_dir: Path, tmp_path: Path) -> None:
@@ -213,9 +213,9 @@ def test_context_cache_is_exact_for_one_layer(native_dir: Path, tmp_path: Path) 
     cfg, _ = read_config(native_dir)
     model = Transformer(replace(cfg, num_hidden_layers=1))
     model.init_weights(std=0.3, generator=torch.Generator().manual_seed(1))
-    loaded = load_model(native_dir, device="cpu")
+    loaded = load_model(native_dir, device="cpu", dtype="float32")
     save_native(model, loaded.tokenizer, tmp_path / "one")
-    one = load_model(tmp_path / "one", device="cpu")
+    one = load_model(tmp_path / "one", device="cpu", dtype="float32")
     for block_length in (None, 4):
         cached, exact = (fill(one, FillRequest(PREFIX, SUFFIX, max_tokens=12, sampler=SamplerConfig(
             steps=6, block_length=block_length, context_cache=flag))) for flag in (True, False))
@@ -229,7 +229,7 @@ def test_causal_generation_with_cache_equals_greedy_recompute(native_dir: Path, 
     config = json.loads((folder / "config.json").read_text())
     config["attention"] = "causal"
     (folder / "config.json").write_text(json.dumps(config))
-    model = load_model(folder, device="cpu")
+    model = load_model(folder, device="cpu", dtype="float32")
     prompt = model.tokenizer.encode(PREFIX)
     denoiser = Denoiser(SamplerConfig(), model.special, model.device)
     generated = generate_causal(model.lm, prompt, 1, 12, denoiser, set())
@@ -243,3 +243,14 @@ def test_causal_generation_with_cache_equals_greedy_recompute(native_dir: Path, 
     # and the causal layout is what Qwen3 computes: no position sees a later one
     full = model.lm(ids)
     assert torch.allclose(model.lm(ids[:, :20]), full[:, :20], atol=1e-5)
+
+
+@pytest.mark.parametrize(("flags", "native"), [("fpu sse2 avx2", False), ("avx512f avx512_bf16", True),
+                                               ("amx_bf16 amx_tile", True), ("fp asimd bf16 i8mm", True)])
+def test_cpu_bf16_is_detected_from_cpuinfo(tmp_path: Path, flags: str, native: bool) -> None:
+    from dice_lsp.engine.device import cpu_has_native_bf16
+
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(f"processor\t: 0\nflags\t\t: {flags}\n")
+    assert cpu_has_native_bf16(cpuinfo) is native
+    assert cpu_has_native_bf16(tmp_path / "absent") is False

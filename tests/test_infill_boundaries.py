@@ -1,4 +1,4 @@
-"""Where a fill meets the text around it: token healing at the prefix, pad tokens committed last."""
+"""Where a fill meets the text around it: token healing at the prefix, pads ending a region early."""
 
 from __future__ import annotations
 
@@ -37,12 +37,12 @@ def test_healed_tokens_are_those_of_the_text_followed_by_code(tok: Tokenizer) ->
     assert tok.encode(prefix) != ids, "plain encoding ends in a whitespace token never seen before code"
 
 
-def test_pad_is_committed_after_every_other_token() -> None:
+def test_a_confident_pad_is_committed_before_a_doubtful_token() -> None:
     special = SpecialTokens(mask_id=2, pad_id=0, eos_id=1)
     denoiser = Denoiser(SamplerConfig(steps=4), special, torch.device("cpu"))
     tokens = torch.tensor([[7, 0, 0, 9]])
     confidence = torch.tensor([[0.2, 0.99, 0.98, 0.3]])
     masked = torch.ones_like(tokens, dtype=torch.bool)
     chosen = denoiser.choose(tokens, confidence, masked, steps_left=2)  # quota: 2 of 4
-    assert chosen.tolist() == [[True, False, False, True]]
+    assert chosen.tolist() == [[False, True, True, False]]
     assert denoiser.choose(tokens, confidence, masked, steps_left=1).all(), "the last step commits everything"

@@ -1,6 +1,10 @@
-"""Where the model runs: CUDA in bf16 when there is a GPU, else the CPU in fp32; both overridable."""
+"""Where the model runs: CUDA in bf16 when there is a GPU, else the CPU, in bf16 where the processor computes
+it natively (about twice as fast as fp32 for the embedded model) and fp32 elsewhere; both overridable."""
 
 from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
 
 import torch
 
@@ -24,9 +28,20 @@ def resolve_device(name: str | None = None) -> torch.device:
     return device
 
 
+@cache
+def cpu_has_native_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
+    """x86 with AVX512-BF16 or AMX, or Arm with the BF16 extension (Linux; elsewhere: assume not)."""
+    try:
+        words = set(cpuinfo.read_text(errors="replace").split())
+    except OSError:
+        return False
+    return bool(words & {"avx512_bf16", "amx_bf16", "bf16"})
+
+
 def resolve_dtype(device: torch.device, name: str | None = None) -> torch.dtype:
     if name in (None, "", "auto"):
-        return torch.bfloat16 if device.type == "cuda" else torch.float32
+        native_bf16 = device.type == "cuda" or cpu_has_native_bf16()
+        return torch.bfloat16 if native_bf16 else torch.float32
     if name not in DTYPES:
         raise DiceError(f"unknown dtype {name!r} (use {', '.join(DTYPES)})")
     return DTYPES[name]

@@ -107,12 +107,12 @@ class Denoiser:
         return tokens, probs.gather(-1, tokens[..., None])[..., 0]
 
     def choose(self, tokens: Tensor, confidence: Tensor, masked: Tensor, steps_left: int) -> Tensor:
-        """Which masked positions to commit now: per row, at least ceil(remaining / steps_left).
+        """Which masked positions to commit now: per row, the ceil(remaining / steps_left) most confident.
 
-        Pad/EOS predictions rank below every other token: they are the easiest guess at the end of a
-        canvas, and committing them first shrinks the region step by step until nothing is left.
+        Pad/EOS predictions compete like any other token: a confident pad is how a region ends early.
+        (Ranking pads last made every low-confidence guess past the end of a line win over a confident
+        pad: one-line fills ran on into the next statement; docs/MODEL.md has the measurement.)
         """
-        confidence = torch.where(torch.isin(tokens, self.stops), confidence - 1.0, confidence)
         remaining = masked.sum(dim=1, keepdim=True)
         quota = torch.div(remaining + steps_left - 1, steps_left, rounding_mode="floor")
         confidence = confidence.masked_fill(~masked, -math.inf)

@@ -91,8 +91,14 @@ def test_same_seed_same_text_other_seed_other_text(family: str, native_dir: Path
     assert any(texts(seed) != first for seed in (8, 9, 10))
 
 
-def test_save_load_round_trip_keeps_logits(native_dir: Path, tmp_path: Path) -> None:
-    model = load_model(native_dir, device="cpu", dtype="float32")
+@pytest.mark.parametrize("tied", [False, True])
+def test_save_load_round_trip_keeps_logits(native_dir: Path, tmp_path: Path, tied: bool) -> None:
+    folder = tmp_path / "source"
+    shutil.copytree(native_dir, folder)
+    config = json.loads((folder / "config.json").read_text())
+    config["tie_word_embeddings"] = tied  # the embedded model ties its output head to the embedding
+    (folder / "config.json").write_text(json.dumps(config))
+    model = load_model(folder, device="cpu", dtype="float32")
     save_native(model.lm, model.tokenizer, tmp_path / "copy")  # type: ignore[arg-type]
     again = load_model(tmp_path / "copy", device="cpu", dtype="float32")
     x, _ = canvas(model, region=8, rows=1)

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import torch
-from safetensors.torch import load_file, save_model
+from safetensors.torch import load_file, save_file
 
 from dice_lsp.engine.config import ModelConfig, read_config
 from dice_lsp.engine.device import resolve_device, resolve_dtype
@@ -93,9 +93,16 @@ def load_model(path: Path | str | None = None, device: str | None = None, dtype:
     return LoadedModel(model, tokenizer, Path(name).name or folder.name, folder, torch_device, torch_dtype)
 
 
+def weights(model: Transformer, dtype: torch.dtype | None = None) -> dict[str, torch.Tensor]:
+    """The tensors a native checkpoint stores: tied output weights only once, as the embedding."""
+    return {k: (v if dtype is None else v.to(dtype)).detach().contiguous().cpu()
+            for k, v in model.state_dict().items()
+            if not (model.config.tie_word_embeddings and k == "lm_head.weight")}
+
+
 def save_native(model: Transformer, tokenizer: Tokenizer, folder: Path) -> None:
     """Write a native checkpoint folder that `load_model` reads back."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "config.json").write_text(json.dumps(model.config.to_json(), indent=2) + "\n", encoding="utf-8")
-    save_model(model, str(folder / "model.safetensors"))
+    save_file(weights(model), str(folder / "model.safetensors"))
     tokenizer.save(folder)

@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import save_file
 
-from dice_lsp.engine.checkpoint import build_transformer, load_state
+from dice_lsp.engine.checkpoint import build_transformer, load_state, weights
 from dice_lsp.engine.config import Attention, read_config
 from dice_lsp.engine.presets import DICE_TINY
 from dice_lsp.engine.tokenizer import Tokenizer
@@ -149,8 +149,7 @@ def save_checkpoint(model: Transformer, tok: Tokenizer, out: Path, state: dict[s
     out.mkdir(parents=True, exist_ok=True)
     for old in out.glob("model-*.safetensors"):
         old.unlink()
-    tensors = {k: v.detach().to(torch.bfloat16).contiguous().cpu() for k, v in model.state_dict().items()
-               if not (model.config.tie_word_embeddings and k == "lm_head.weight")}
+    tensors = weights(model, torch.bfloat16)
     shards: list[dict[str, torch.Tensor]] = [{}]
     size = 0
     for name, tensor in tensors.items():

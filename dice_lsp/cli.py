@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -25,6 +26,12 @@ def _positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
+
+
+def _arch(text: str) -> str:
+    if not re.fullmatch(r"(sm|compute)_\d+[a-z]?", text):
+        raise argparse.ArgumentTypeError(f"invalid architecture {text!r} (expected e.g. sm_90)")
+    return text
 
 
 def _non_negative(text: str) -> int:
@@ -104,6 +111,30 @@ def cmd_complete(args: argparse.Namespace) -> int:
     print(f"[{model.name} on {model.device}, {result.latency_ms:.0f} ms, {result.model_calls} model calls]",
           file=sys.stderr)
     return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from dice_lsp.textdoc import read_source
+    from dice_lsp.toolchain.report import check_source
+
+    path = Path(args.file)
+    text = read_source(args.file)
+    report = check_source(text, path.resolve().parent, args.arch)
+    if args.json:
+        print(json.dumps(report.to_json()))
+    else:
+        for d in report.diagnostics:
+            code = f" [{d.code}]" if d.code else ""
+            print(f"{args.file}:{d.line + 1}:{d.character + 1}: {d.severity}: {d.message}{code}")
+        if report.kernels:
+            print(f"{'kernel':40} {'line':>5} {'regs':>5} {'smem B':>8} {'stack B':>8} {'spill st/ld':>12}")
+            for k in report.kernels:
+                line = "" if k.line is None else str(k.line + 1)
+                print(f"{k.name[:40]:40} {line:>5} {k.registers:>5} {k.shared_bytes:>8} {k.stack_bytes:>8} "
+                      f"{f'{k.spill_stores}/{k.spill_loads}':>12}")
+        print(f"[{report.errors} errors, {len(report.diagnostics) - report.errors} warnings, "
+              f"{report.elapsed_ms:.0f} ms]", file=sys.stderr)
+    return 1 if report.errors else 0
 
 
 class OneLineErrors(argparse.ArgumentParser):
@@ -186,6 +217,12 @@ def build_parser() -> argparse.ArgumentParser:
     add_model_arguments(complete)
     add_sampler_arguments(complete)
     complete.set_defaults(handler=cmd_complete)
+
+    check = sub.add_parser("check", help="compile a CUDA file with nvcc: diagnostics and resources per kernel")
+    check.add_argument("file", help="source file (.cu, .cuh, ...)")
+    check.add_argument("--arch", default="sm_90", type=_arch, help="GPU architecture (default: sm_90)")
+    check.add_argument("--json", action="store_true", help="print JSON instead of text")
+    check.set_defaults(handler=cmd_check)
 
     from dice_lsp.training import evaluate, train
 

@@ -33,14 +33,20 @@ class CompileResult:
     output: str
 
 
+SOURCE_NAME = "source.cu"  # what the compiled text is called in nvcc's messages
+
+
 def compile_source(source: str, arch: str = "sm_90", include_dirs: tuple[Path, ...] = (),
-                   timeout: float = 120.0) -> CompileResult:
-    """Compile `source` as a .cu translation unit to an object file that is thrown away."""
+                   timeout: float = 120.0, ptxas_verbose: bool = False) -> CompileResult:
+    """Compile `source` as a .cu translation unit to an object file that is thrown away.
+
+    `ptxas_verbose` adds `-Xptxas -v`: registers, shared memory, stack and spills per kernel.
+    """
     with tempfile.TemporaryDirectory(prefix="dice-nvcc-") as scratch:
-        path = Path(scratch) / "source.cu"
+        path = Path(scratch) / SOURCE_NAME
         path.write_text(source, encoding="utf-8")
         command = [str(find_nvcc()), "-std=c++17", f"-arch={arch}", "-c", str(path), "-o", str(path.with_suffix(".o"))]
-        command += [f"-I{d}" for d in include_dirs]
+        command += [f"-I{d}" for d in include_dirs] + (["-Xptxas", "-v"] if ptxas_verbose else [])
         try:
             proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=scratch)
         except subprocess.TimeoutExpired:

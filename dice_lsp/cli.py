@@ -115,11 +115,12 @@ def cmd_complete(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     from dice_lsp.textdoc import read_source
+    from dice_lsp.toolchain.cache import CompileCache
     from dice_lsp.toolchain.report import check_source
 
     path = Path(args.file)
     text = read_source(args.file)
-    report = check_source(text, path.resolve().parent, args.arch)
+    report = check_source(text, path.resolve().parent, args.arch, cache=CompileCache())
     if args.json:
         print(json.dumps(report.to_json()))
     else:
@@ -133,7 +134,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                 print(f"{k.name[:40]:40} {line:>5} {k.registers:>5} {k.shared_bytes:>8} {k.stack_bytes:>8} "
                       f"{f'{k.spill_stores}/{k.spill_loads}':>12}")
         print(f"[{report.errors} errors, {len(report.diagnostics) - report.errors} warnings, "
-              f"{report.elapsed_ms:.0f} ms]", file=sys.stderr)
+              f"{report.elapsed_ms:.0f} ms{', cached' if report.cached else ''}]", file=sys.stderr)
     return 1 if report.errors else 0
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -107,3 +108,36 @@ def test_human_output_and_bad_input(tmp_path: Path) -> None:
         bad = subprocess.run([sys.executable, "-m", "dice_lsp.cli", *args], capture_output=True, text=True,
                              timeout=120)
         assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_second_check_is_cached_until_an_included_header_changes(tmp_path: Path) -> None:
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    (tmp_path / "helpers.h").write_text("inline __device__ float twice(float x) { return 2 * x; }\n")
+    path = tmp_path / "main.cu"
+    path.write_text('#include "helpers.h"\n__global__ void k(float* a) { a[0] = twice(a[1]); }\n')
+
+    def run() -> dict[str, Any]:
+        proc = subprocess.run([sys.executable, "-m", "dice_lsp.cli", "check", str(path), "--json"],
+                              capture_output=True, text=True, timeout=300, env=env)
+        assert proc.returncode in (0, 1), proc.stderr
+        return dict(json.loads(proc.stdout))
+
+    first, second = run(), run()
+    assert not first["cached"] and second["cached"]
+    assert second["kernels"] == first["kernels"] and second["diagnostics"] == first["diagnostics"]
+    (tmp_path / "helpers.h").write_text("inline __device__ float twice(float x) { return undefined_x; }\n")
+    third = run()
+    assert not third["cached"] and third["diagnostics"] and third["diagnostics"][0]["range"]["start"]["line"] == 0
+
+
+def test_a_torn_cache_file_counts_as_empty_and_is_replaced(tmp_path: Path) -> None:
+    from dice_lsp.toolchain.cache import CompileCache
+
+    cache = CompileCache(tmp_path / "c.msgpack", max_entries=2)
+    cache.put("a", {"x": 1})
+    (tmp_path / "c.msgpack").write_bytes((tmp_path / "c.msgpack").read_bytes()[:5])  # a write cut short
+    assert cache.get("a") is None
+    for key in ("b", "c", "d"):
+        cache.put(key, {"x": key})
+    assert cache.get("b") is None and cache.get("d") == {"x": "d"}, "the oldest entries go first"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.msgpack"], "no temporary files left behind"

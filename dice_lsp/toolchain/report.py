@@ -14,11 +14,12 @@ from __future__ import annotations
 import re
 import subprocess
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from dice_lsp.cuda.functions import parse_functions
+from dice_lsp.toolchain.cache import CompileCache, cache_key
 from dice_lsp.toolchain.nvcc import SOURCE_NAME, compile_source, find_nvcc
 
 Severity = Literal["error", "warning"]
@@ -73,7 +74,6 @@ class KernelResources:
     stack_bytes: int = 0
     spill_stores: int = 0
     spill_loads: int = 0
-    extra: dict[str, int] = field(default_factory=dict)
 
 
 def parse_diagnostics(output: str, text: str, source: Path) -> list[Diagnostic]:
@@ -216,20 +216,39 @@ class CheckReport:
     def errors(self) -> int:
         return sum(d.severity == "error" for d in self.diagnostics)
 
+    cached: bool = False
+
     def to_json(self) -> dict[str, Any]:
         return {"diagnostics": [d.to_json() for d in self.diagnostics],
-                "kernels": [{k: v for k, v in asdict(kernel).items() if k != "extra"} for kernel in self.kernels],
-                "cached": False, "elapsed_ms": round(self.elapsed_ms, 1)}
+                "kernels": [asdict(kernel) for kernel in self.kernels],
+                "cached": self.cached, "elapsed_ms": round(self.elapsed_ms, 1)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], elapsed_ms: float) -> CheckReport:
+        diagnostics = [Diagnostic(d["range"]["start"]["line"], d["range"]["start"]["character"],
+                                  d["range"]["end"]["line"], d["range"]["end"]["character"], d["severity"],
+                                  d["message"], d["code"], tuple(Related(**r) for r in d["related"]))
+                       for d in data["diagnostics"]]
+        return cls(diagnostics, [KernelResources(**k) for k in data["kernels"]], elapsed_ms, cached=True)
 
 
-def check_source(text: str, folder: Path, arch: str = "sm_90", include_dirs: tuple[Path, ...] = ()) -> CheckReport:
-    """Compile `text` (a file living in `folder`, whose local includes must resolve) and report on it."""
+def check_source(text: str, folder: Path, arch: str = "sm_90", include_dirs: tuple[Path, ...] = (),
+                 cache: CompileCache | None = None) -> CheckReport:
+    """Compile `text` (a file living in `folder`, whose local includes must resolve) and report on it;
+    with a cache, an unchanged file (includes, flags and nvcc too) is answered without compiling."""
     started = time.perf_counter()
-    result = compile_source(text, arch, (folder, *include_dirs), ptxas_verbose=True)
+    folders = (folder, *include_dirs)
+    key = cache_key(text, folders, (arch, "-Xptxas -v"), find_nvcc()) if cache is not None else ""
+    if cache is not None and (hit := cache.get(key)) is not None:
+        return CheckReport.from_json(hit, (time.perf_counter() - started) * 1000)
+    result = compile_source(text, arch, folders, ptxas_verbose=True)
     kernels = parse_resources(result.output, text, find_nvcc())
     diagnostics = [*parse_diagnostics(result.output, text, Path(SOURCE_NAME)),
                    *ptxas_diagnostics(result.output, kernels, text)]
     if not result.ok and not any(d.severity == "error" for d in diagnostics):
         last = result.output.strip().splitlines()[-1:] or ["nvcc failed"]
         diagnostics.append(Diagnostic(0, 0, 0, 0, "error", last[0], "nvcc"))
-    return CheckReport(diagnostics, kernels, (time.perf_counter() - started) * 1000)
+    report = CheckReport(diagnostics, kernels, (time.perf_counter() - started) * 1000)
+    if cache is not None:
+        cache.put(key, report.to_json())
+    return report

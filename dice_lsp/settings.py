@@ -8,6 +8,7 @@ here. A bad value is reported and ignored, never fatal: the previous value stays
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -33,6 +34,8 @@ class Settings:
     seed: int = 0
     candidates: int = 1
     max_canvas: int = 64  # largest region, in tokens, a completion may fill
+    diagnostics: bool = True  # compile .cu files with nvcc on open, save and typing pauses
+    arch: str = "sm_90"  # GPU architecture the background compile targets
     context_tokens: int | None = 256  # tokens of code around the hole; None: as many as the model window holds
 
     def sampler_config(self, canvas: int = STEP_TOKENS) -> SamplerConfig:
@@ -77,7 +80,10 @@ def _check(name: str, value: Any) -> tuple[Any, str | None]:
         if name == "sampler" and value not in SAMPLERS:
             return None, f"must be one of {', '.join(SAMPLERS)}"
         return value, None
-    if name == "trust_remote_code":
+    if name == "arch":
+        valid = isinstance(value, str) and re.fullmatch(r"(sm|compute)_\d+[a-z]?", value)
+        return (value, None) if valid else (None, "must be an architecture such as sm_90")
+    if name in ("trust_remote_code", "diagnostics"):
         return (value, None) if isinstance(value, bool) else (None, "must be true or false")
     if name in ("threshold", "temperature"):
         if name == "temperature" and value is None:

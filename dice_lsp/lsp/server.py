@@ -23,8 +23,10 @@ from dice_lsp.cuda.holes import find_markers
 from dice_lsp.engine import LoadedModel
 from dice_lsp.errors import Cancelled, DiceError
 from dice_lsp.jobs.model_host import ModelHost
+from dice_lsp.lsp.compile_checks import IDLE_SECONDS, CompileChecks
 from dice_lsp.settings import Settings
 from dice_lsp.textdoc import Position, position_at
+from dice_lsp.toolchain.nvcc import find_nvcc
 
 LOG = logging.getLogger("dice_lsp.server")
 STATUS_NOTIFICATION = "dice/status"
@@ -40,6 +42,25 @@ class DiceServer(LanguageServer):
         self._load_submitted: asyncio.Event | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.host = ModelHost(self._status_from_any_thread)
+        self.checks = CompileChecks(lambda uri, found: self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, diagnostics=found)))
+        self.nvcc_missing: bool | None = None  # None until the first compile is asked for
+
+    def check_document(self, uri: str, delay: float = 0.0) -> None:
+        """Compile an open .cu document in the background (diagnostics and kernel resources)."""
+        document = self.workspace.get_text_document(uri)
+        if not self.settings.diagnostics or not self.checks.wants(document.path):
+            return
+        if self.nvcc_missing is None:
+            try:
+                find_nvcc()
+                self.nvcc_missing = False
+            except DiceError as exc:
+                self.nvcc_missing = True
+                self.window_show_message(types.ShowMessageParams(
+                    types.MessageType.Warning, f"dice-lsp: {exc}; compile diagnostics are off"))
+        if not self.nvcc_missing:
+            self.checks.schedule(uri, document.path, document.source, self.settings.arch, delay)
 
     def _status_from_any_thread(self, status: dict[str, Any]) -> None:
         """Model-host status changes arrive on its thread; notifications must leave from the loop."""
@@ -238,3 +259,24 @@ async def fill_command(ls: DiceServer, uri: str, position: dict[str, int]) -> bo
         return False
     result = await ls.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit=edit, label="DICE fill"))
     return bool(result.applied)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+def did_open(ls: DiceServer, params: types.DidOpenTextDocumentParams) -> None:
+    ls.check_document(params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+def did_save(ls: DiceServer, params: types.DidSaveTextDocumentParams) -> None:
+    ls.check_document(params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+def did_change(ls: DiceServer, params: types.DidChangeTextDocumentParams) -> None:
+    ls.check_document(params.text_document.uri, delay=IDLE_SECONDS)
+
+
+@server.feature(types.TEXT_DOCUMENT_CODE_LENS)
+def code_lens(ls: DiceServer, params: types.CodeLensParams) -> list[types.CodeLens]:
+    """`regs · smem · spills` above each kernel of the last compile of the document."""
+    return ls.checks.lenses(params.text_document.uri)

@@ -36,6 +36,7 @@ class Settings:
     max_canvas: int = 64  # largest region, in tokens, a completion may fill
     diagnostics: bool = True  # compile .cu files with nvcc on open, save and typing pauses
     arch: str = "sm_90"  # GPU architecture the background compile targets
+    nvcc: str | None = None  # path of nvcc; None: CUDA_HOME / CUDA_PATH, PATH, /usr/local/cuda
     context_tokens: int | None = 256  # tokens of code around the hole; None: as many as the model window holds
 
     def sampler_config(self, canvas: int = STEP_TOKENS) -> SamplerConfig:
@@ -72,9 +73,9 @@ class Settings:
 
 def _check(name: str, value: Any) -> tuple[Any, str | None]:
     """Validate one setting; returns (value, None) or (None, reason)."""
-    if name in ("model",) and (value is None or value == ""):
+    if name in ("model", "nvcc") and (value is None or value == ""):
         return None, None
-    if name in ("model", "device", "dtype", "sampler"):
+    if name in ("model", "device", "dtype", "sampler", "nvcc"):
         if not isinstance(value, str):
             return None, "must be a string"
         if name == "sampler" and value not in SAMPLERS:

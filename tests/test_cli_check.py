@@ -141,3 +141,14 @@ def test_a_torn_cache_file_counts_as_empty_and_is_replaced(tmp_path: Path) -> No
         cache.put(key, {"x": key})
     assert cache.get("b") is None and cache.get("d") == {"x": "d"}, "the oldest entries go first"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.msgpack"], "no temporary files left behind"
+
+
+def test_a_configured_nvcc_that_is_not_there_is_a_clear_error(tmp_path: Path) -> None:
+    import pytest
+
+    from dice_lsp.errors import DiceError
+    from dice_lsp.toolchain.nvcc import find_nvcc
+
+    with pytest.raises(DiceError, match=r"nvcc not found at .*no-nvcc"):
+        find_nvcc(str(tmp_path / "no-nvcc"))
+    assert find_nvcc().name == "nvcc"

@@ -12,7 +12,7 @@ from pytest_lsp import LanguageClient
 from .lsp_client import URI, open_document, ready, start
 
 pytestmark = pytest.mark.asyncio
-SLOW = {"device": "cpu", "steps": 32, "maxCanvas": 32}
+SLOW = {"device": "cpu", "steps": 128, "maxCanvas": 32}  # ~2 s: long enough to cancel midway
 
 
 def inline_params(line: int = 4, character: int = 4) -> types.InlineCompletionParams:
@@ -45,7 +45,7 @@ async def test_a_newer_request_on_the_document_cancels_the_older(client: Languag
     assert await first is None, "the older request gives up instead of answering late"
     assert second is not None and second.items
     calls = await wait_for_cancel_log(client)
-    assert calls[0] < 32, "the older generation stopped before its step budget"
+    assert calls[0] < 128, "the older generation stopped before its step budget"
 
 
 async def test_cancel_request_stops_the_generation(client: LanguageClient) -> None:
@@ -58,4 +58,4 @@ async def test_cancel_request_stops_the_generation(client: LanguageClient) -> No
     with pytest.raises(Exception, match=r"(?i)cancel"):
         await asyncio.wait_for(asyncio.wrap_future(request), timeout=60)
     calls = await wait_for_cancel_log(client)
-    assert calls[0] < 32
+    assert calls[0] < 128

@@ -59,3 +59,4 @@ async def test_diagnostics_can_be_turned_off(client: LanguageClient, tmp_path: P
     lenses = await client.text_document_code_lens_async(types.CodeLensParams(
         text_document=types.TextDocumentIdentifier(uri=uri)))
     assert not lenses and uri not in client.diagnostics
+

@@ -49,17 +49,17 @@ class CompileChecks:
     def wants(self, path: str) -> bool:
         return path.endswith(CHECKED_SUFFIXES)
 
-    def schedule(self, uri: str, path: str, text: str, arch: str, delay: float = 0.0) -> None:
+    def schedule(self, uri: str, path: str, text: str, arch: str, nvcc: Path, delay: float = 0.0) -> None:
         """Compile `text` after `delay` seconds, cancelling a compile of `uri` not started or not finished."""
         old = self.tasks.pop(uri, None)
         if old is not None:
             old.cancel()
-        self.tasks[uri] = asyncio.create_task(self._run(uri, Path(path), text, arch, delay))
+        self.tasks[uri] = asyncio.create_task(self._run(uri, Path(path), text, arch, nvcc, delay))
 
-    async def _run(self, uri: str, path: Path, text: str, arch: str, delay: float) -> None:
+    async def _run(self, uri: str, path: Path, text: str, arch: str, nvcc: Path, delay: float) -> None:
         await asyncio.sleep(delay)
         try:
-            report = await asyncio.to_thread(check_source, text, path.parent, arch, (), self.cache)
+            report = await asyncio.to_thread(check_source, text, path.parent, arch, (), self.cache, nvcc)
         except (DiceError, OSError) as exc:
             LOG.warning("%s: compile failed: %s", path.name, exc)
             return

@@ -12,6 +12,7 @@ import logging
 import uuid
 from collections.abc import Callable
 from concurrent.futures import Future
+from pathlib import Path
 from typing import Any, TypeVar
 
 from lsprotocol import types
@@ -44,23 +45,24 @@ class DiceServer(LanguageServer):
         self.host = ModelHost(self._status_from_any_thread)
         self.checks = CompileChecks(lambda uri, found: self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=found)))
-        self.nvcc_missing: bool | None = None  # None until the first compile is asked for
+        self.nvcc: Path | None = None
+        self.nvcc_for: str | None = "unresolved"  # the dice.nvcc setting `self.nvcc` was found for
 
     def check_document(self, uri: str, delay: float = 0.0) -> None:
         """Compile an open .cu document in the background (diagnostics and kernel resources)."""
         document = self.workspace.get_text_document(uri)
         if not self.settings.diagnostics or not self.checks.wants(document.path):
             return
-        if self.nvcc_missing is None:
+        if self.nvcc_for != self.settings.nvcc:  # first compile, or the setting changed: look again, say once
+            self.nvcc_for = self.settings.nvcc
             try:
-                find_nvcc()
-                self.nvcc_missing = False
+                self.nvcc = find_nvcc(self.settings.nvcc)
             except DiceError as exc:
-                self.nvcc_missing = True
+                self.nvcc = None
                 self.window_show_message(types.ShowMessageParams(
                     types.MessageType.Warning, f"dice-lsp: {exc}; compile diagnostics are off"))
-        if not self.nvcc_missing:
-            self.checks.schedule(uri, document.path, document.source, self.settings.arch, delay)
+        if self.nvcc is not None:
+            self.checks.schedule(uri, document.path, document.source, self.settings.arch, self.nvcc, delay)
 
     def _status_from_any_thread(self, status: dict[str, Any]) -> None:
         """Model-host status changes arrive on its thread; notifications must leave from the loop."""

@@ -12,8 +12,12 @@ from pathlib import Path
 from dice_lsp.errors import DiceError
 
 
-def find_nvcc() -> Path:
-    """nvcc from CUDA_HOME / CUDA_PATH, then PATH, then the usual install folder."""
+def find_nvcc(configured: str | None = None) -> Path:
+    """The configured nvcc (`dice.nvcc`), else CUDA_HOME / CUDA_PATH, then PATH, then the usual install folder."""
+    if configured:
+        if not Path(configured).is_file():
+            raise DiceError(f"nvcc not found at {configured} (dice.nvcc)")
+        return Path(configured)
     for variable in ("CUDA_HOME", "CUDA_PATH"):
         root = os.environ.get(variable)
         if root and (Path(root) / "bin" / "nvcc").is_file():
@@ -37,7 +41,7 @@ SOURCE_NAME = "source.cu"  # what the compiled text is called in nvcc's messages
 
 
 def compile_source(source: str, arch: str = "sm_90", include_dirs: tuple[Path, ...] = (),
-                   timeout: float = 120.0, ptxas_verbose: bool = False) -> CompileResult:
+                   timeout: float = 120.0, ptxas_verbose: bool = False, nvcc: Path | None = None) -> CompileResult:
     """Compile `source` as a .cu translation unit to an object file that is thrown away.
 
     `ptxas_verbose` adds `-Xptxas -v`: registers, shared memory, stack and spills per kernel.
@@ -45,7 +49,8 @@ def compile_source(source: str, arch: str = "sm_90", include_dirs: tuple[Path, .
     with tempfile.TemporaryDirectory(prefix="dice-nvcc-") as scratch:
         path = Path(scratch) / SOURCE_NAME
         path.write_text(source, encoding="utf-8")
-        command = [str(find_nvcc()), "-std=c++17", f"-arch={arch}", "-c", str(path), "-o", str(path.with_suffix(".o"))]
+        command = [str(nvcc or find_nvcc()), "-std=c++17", f"-arch={arch}", "-c", str(path),
+                   "-o", str(path.with_suffix(".o"))]
         command += [f"-I{d}" for d in include_dirs] + (["-Xptxas", "-v"] if ptxas_verbose else [])
         try:
             proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=scratch)

@@ -233,16 +233,17 @@ class CheckReport:
 
 
 def check_source(text: str, folder: Path, arch: str = "sm_90", include_dirs: tuple[Path, ...] = (),
-                 cache: CompileCache | None = None) -> CheckReport:
+                 cache: CompileCache | None = None, nvcc: Path | None = None) -> CheckReport:
     """Compile `text` (a file living in `folder`, whose local includes must resolve) and report on it;
     with a cache, an unchanged file (includes, flags and nvcc too) is answered without compiling."""
     started = time.perf_counter()
+    nvcc = nvcc or find_nvcc()
     folders = (folder, *include_dirs)
-    key = cache_key(text, folders, (arch, "-Xptxas -v"), find_nvcc()) if cache is not None else ""
+    key = cache_key(text, folders, (arch, "-Xptxas -v"), nvcc) if cache is not None else ""
     if cache is not None and (hit := cache.get(key)) is not None:
         return CheckReport.from_json(hit, (time.perf_counter() - started) * 1000)
-    result = compile_source(text, arch, folders, ptxas_verbose=True)
-    kernels = parse_resources(result.output, text, find_nvcc())
+    result = compile_source(text, arch, folders, ptxas_verbose=True, nvcc=nvcc)
+    kernels = parse_resources(result.output, text, nvcc)
     diagnostics = [*parse_diagnostics(result.output, text, Path(SOURCE_NAME)),
                    *ptxas_diagnostics(result.output, kernels, text)]
     if not result.ok and not any(d.severity == "error" for d in diagnostics):

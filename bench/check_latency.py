@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from dice_lsp.toolchain.cache import CompileCache
-from dice_lsp.toolchain.nvcc import SOURCE_NAME, find_nvcc
+from dice_lsp.toolchain.nvcc import SOURCE_NAME, nvcc_command
 from dice_lsp.toolchain.report import check_source
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "vector_add.cu"
@@ -43,8 +43,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as scratch:
             path = Path(scratch) / SOURCE_NAME
             path.write_text(text)
-            subprocess.run([str(find_nvcc()), "-std=c++17", "-arch=sm_90", "-c", str(path), "-o",
-                            str(path.with_suffix(".o")), f"-I{folder}", "-Xptxas", "-v"], capture_output=True)
+            subprocess.run(nvcc_command(path, "sm_90", (folder,), ptxas_verbose=True), capture_output=True)
 
     with tempfile.TemporaryDirectory() as cache_dir:
         cache = CompileCache(Path(cache_dir) / "cache.msgpack")

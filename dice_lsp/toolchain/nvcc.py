@@ -40,6 +40,14 @@ class CompileResult:
 SOURCE_NAME = "source.cu"  # what the compiled text is called in nvcc's messages
 
 
+def nvcc_command(path: Path, arch: str = "sm_90", include_dirs: tuple[Path, ...] = (), ptxas_verbose: bool = False,
+                 nvcc: Path | None = None) -> list[str]:
+    """The compile-only command for the .cu file at `path`; the object lands next to it."""
+    command = [str(nvcc or find_nvcc()), "-std=c++17", f"-arch={arch}", "-c", str(path),
+               "-o", str(path.with_suffix(".o"))]
+    return command + [f"-I{d}" for d in include_dirs] + (["-Xptxas", "-v"] if ptxas_verbose else [])
+
+
 def compile_source(source: str, arch: str = "sm_90", include_dirs: tuple[Path, ...] = (),
                    timeout: float = 120.0, ptxas_verbose: bool = False, nvcc: Path | None = None) -> CompileResult:
     """Compile `source` as a .cu translation unit to an object file that is thrown away.
@@ -49,9 +57,7 @@ def compile_source(source: str, arch: str = "sm_90", include_dirs: tuple[Path, .
     with tempfile.TemporaryDirectory(prefix="dice-nvcc-") as scratch:
         path = Path(scratch) / SOURCE_NAME
         path.write_text(source, encoding="utf-8")
-        command = [str(nvcc or find_nvcc()), "-std=c++17", f"-arch={arch}", "-c", str(path),
-                   "-o", str(path.with_suffix(".o"))]
-        command += [f"-I{d}" for d in include_dirs] + (["-Xptxas", "-v"] if ptxas_verbose else [])
+        command = nvcc_command(path, arch, include_dirs, ptxas_verbose, nvcc)
         try:
             proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=scratch)
         except subprocess.TimeoutExpired:

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from dice_lsp.toolchain.cache import CompileCache
+from dice_lsp.toolchain.flags import DEFAULT_FLAGS
 from dice_lsp.toolchain.nvcc import SOURCE_NAME, nvcc_command
 from dice_lsp.toolchain.report import check_source
 
@@ -43,7 +44,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as scratch:
             path = Path(scratch) / SOURCE_NAME
             path.write_text(text)
-            subprocess.run(nvcc_command(path, "sm_90", (folder,), ptxas_verbose=True), capture_output=True)
+            subprocess.run(nvcc_command(path, DEFAULT_FLAGS, folder, ptxas_verbose=True), capture_output=True)
 
     with tempfile.TemporaryDirectory() as cache_dir:
         cache = CompileCache(Path(cache_dir) / "cache.msgpack")

@@ -9,14 +9,14 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import re
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from dice_lsp.errors import DiceError
-from dice_lsp.settings import Settings
+from dice_lsp.settings import Settings, check_value
 
 EXIT_BAD_INPUT = 2
 
@@ -28,10 +28,14 @@ def _positive(text: str) -> int:
     return value
 
 
-def _arch(text: str) -> str:
-    if not re.fullmatch(r"(sm|compute)_\d+[a-z]?", text):
-        raise argparse.ArgumentTypeError(f"invalid architecture {text!r} (expected e.g. sm_90)")
-    return text
+def _setting(name: str) -> Callable[[str], Any]:
+    """An argparse type that validates a string option as the `dice.*` setting `name` does."""
+    def parse(text: str) -> Any:
+        value, problem = check_value(name, text)
+        if problem:
+            raise argparse.ArgumentTypeError(f"{text!r} {problem}")
+        return value
+    return parse
 
 
 def _non_negative(text: str) -> int:
@@ -116,11 +120,16 @@ def cmd_complete(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     from dice_lsp.textdoc import read_source
     from dice_lsp.toolchain.cache import CompileCache
+    from dice_lsp.toolchain.flags import CompileFlags, flags_for
     from dice_lsp.toolchain.report import check_source
 
     path = Path(args.file)
     text = read_source(args.file)
-    report = check_source(text, path.resolve().parent, args.arch, cache=CompileCache())
+    flags = flags_for(path.resolve(), CompileFlags())
+    flags = replace(flags, arch=args.arch or flags.arch, std=args.std or flags.std,
+                    include_dirs=(*flags.include_dirs, *(Path(d).resolve() for d in args.include)),
+                    defines=(*flags.defines, *args.define))
+    report = check_source(text, path.resolve().parent, flags, cache=CompileCache())
     if args.json:
         print(json.dumps(report.to_json()))
     else:
@@ -221,7 +230,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     check = sub.add_parser("check", help="compile a CUDA file with nvcc: diagnostics and resources per kernel")
     check.add_argument("file", help="source file (.cu, .cuh, ...)")
-    check.add_argument("--arch", default="sm_90", type=_arch, help="GPU architecture (default: sm_90)")
+    check.add_argument("--arch", type=_setting("arch"), help="GPU architecture (default: the build's, else sm_90)")
+    check.add_argument("--std", type=_setting("std"), help="C++ standard (default: the build's, else c++17)")
+    check.add_argument("-I", dest="include", action="append", default=[], metavar="DIR", help="add an include folder")
+    check.add_argument("-D", dest="define", action="append", default=[], metavar="NAME[=VALUE]",
+                       help="define a macro")
     check.add_argument("--json", action="store_true", help="print JSON instead of text")
     check.set_defaults(handler=cmd_check)
 

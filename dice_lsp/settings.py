@@ -10,12 +10,16 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, fields, replace
+from pathlib import Path
 from typing import Any
 
 from dice_lsp.engine.sampling import SamplerConfig
+from dice_lsp.toolchain.flags import CompileFlags
 
 SAMPLERS = {"low-confidence": "low_confidence", "threshold": "threshold"}
 MODEL_KEYS = ("model", "device", "dtype", "trust_remote_code")
+PATTERNS = {"arch": (r"(sm|compute)_\d+[a-z]?", "an architecture such as sm_90"),
+            "std": (r"c\+\+\d\d", "a C++ standard such as c++17")}
 STEP_TOKENS = 32  # `steps` is the budget of a canvas up to this size (a line or two); larger ones get more
 
 
@@ -36,6 +40,9 @@ class Settings:
     max_canvas: int = 64  # largest region, in tokens, a completion may fill
     diagnostics: bool = True  # compile .cu files with nvcc on open, save and typing pauses
     arch: str = "sm_90"  # GPU architecture the background compile targets
+    include_dirs: tuple[str, ...] = ()  # extra -I folders (relative ones: to the workspace folder)
+    defines: tuple[str, ...] = ()  # -D NAME or NAME=VALUE
+    std: str = "c++17"  # C++ standard; a compile_commands.json in the workspace replaces these four
     nvcc: str | None = None  # path of nvcc; None: CUDA_HOME / CUDA_PATH, PATH, /usr/local/cuda
     context_tokens: int | None = 256  # tokens of code around the hole; None: as many as the model window holds
 
@@ -47,6 +54,11 @@ class Settings:
         return SamplerConfig(strategy=SAMPLERS[self.sampler], steps=steps,  # type: ignore[arg-type]
                              threshold=self.threshold, block_length=self.block_length,
                              temperature=temperature, top_k=self.top_k, seed=self.seed)
+
+    def compile_flags(self, base: Path) -> CompileFlags:
+        """The compile flags these settings give (relative include folders resolved against `base`)."""
+        folders = tuple((base / d).resolve() for d in self.include_dirs)
+        return CompileFlags(arch=self.arch, std=self.std, include_dirs=folders, defines=self.defines)
 
     def model_changed(self, other: Settings) -> bool:
         return any(getattr(self, k) != getattr(other, k) for k in MODEL_KEYS)
@@ -63,7 +75,7 @@ class Settings:
             key = camel if camel in raw else f.name
             if key not in raw:
                 continue
-            value, problem = _check(f.name, raw[key])
+            value, problem = check_value(f.name, raw[key])
             if problem:
                 errors.append(f"dice.{camel}: {problem}")
             else:
@@ -71,7 +83,7 @@ class Settings:
         return replace(self, **changes), errors
 
 
-def _check(name: str, value: Any) -> tuple[Any, str | None]:
+def check_value(name: str, value: Any) -> tuple[Any, str | None]:
     """Validate one setting; returns (value, None) or (None, reason)."""
     if name in ("model", "nvcc") and (value is None or value == ""):
         return None, None
@@ -81,9 +93,13 @@ def _check(name: str, value: Any) -> tuple[Any, str | None]:
         if name == "sampler" and value not in SAMPLERS:
             return None, f"must be one of {', '.join(SAMPLERS)}"
         return value, None
-    if name == "arch":
-        valid = isinstance(value, str) and re.fullmatch(r"(sm|compute)_\d+[a-z]?", value)
-        return (value, None) if valid else (None, "must be an architecture such as sm_90")
+    if name in ("include_dirs", "defines"):
+        valid = isinstance(value, list) and all(isinstance(v, str) and v != "" for v in value)
+        return (tuple(value), None) if valid else (None, "must be a list of strings")
+    if name in PATTERNS:
+        pattern, example = PATTERNS[name]
+        valid = isinstance(value, str) and re.fullmatch(pattern, value) is not None
+        return (value, None) if valid else (None, f"must be {example}")
     if name in ("trust_remote_code", "diagnostics"):
         return (value, None) if isinstance(value, bool) else (None, "must be true or false")
     if name in ("threshold", "temperature"):

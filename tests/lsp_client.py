@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
@@ -26,11 +27,12 @@ FAST = {"steps": 4, "maxCanvas": 24}
 
 
 async def start(client: LanguageClient, options: dict[str, Any] | None = None,
-                configuration: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+                configuration: dict[str, Any] | None = None, workspace: Path | None = None) -> list[dict[str, Any]]:
     """initialize + initialized with VS Code's capabilities; returns the dice/status log, kept up to date.
 
     `options` are the initializationOptions; `configuration` is what the client answers for the `dice`
-    section of workspace/configuration (it wins over the options, as in VS Code).
+    section of workspace/configuration (it wins over the options, as in VS Code); `workspace` is the
+    workspace folder the editor opened.
     """
     statuses: list[dict[str, Any]] = []
 
@@ -42,7 +44,8 @@ async def start(client: LanguageClient, options: dict[str, Any] | None = None,
     client.set_configuration(configuration if configuration is not None else FAST, section="dice")
     await client.initialize_session(types.InitializeParams(
         capabilities=client_capabilities("visual-studio-code"),
-        initialization_options=options if options is not None else {"dice": {"device": "cpu"}}))
+        initialization_options=options if options is not None else {"dice": {"device": "cpu"}},
+        workspace_folders=[types.WorkspaceFolder(uri=workspace.as_uri(), name=workspace.name)] if workspace else None))
     return statuses
 
 

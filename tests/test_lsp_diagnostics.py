@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from .lsp_client import open_document, start, wait_status
+from .lsp_client import FAST, URI, open_document, ready, start, wait_status
 
 pytestmark = pytest.mark.asyncio
 CLEAN = ("__global__ void tile(float* a) {\n    __shared__ float s[256];\n    s[threadIdx.x] = a[threadIdx.x];\n"
@@ -60,3 +61,38 @@ async def test_diagnostics_can_be_turned_off(client: LanguageClient, tmp_path: P
         text_document=types.TextDocumentIdentifier(uri=uri)))
     assert not lenses and uri not in client.diagnostics
 
+
+
+async def test_a_header_changed_outside_the_editor_recompiles_the_files_that_include_it(
+        client: LanguageClient, tmp_path: Path) -> None:
+    header = tmp_path / "include" / "helpers.cuh"
+    header.parent.mkdir()
+    header.write_text("__device__ inline float twice(float x) { return 2.0f * x; }\n")
+    (tmp_path / "src").mkdir()
+    main = tmp_path / "src" / "main.cu"
+    main.write_text('#include "helpers.cuh"\n__global__ void k(float* a) { a[threadIdx.x] = twice(a[0]); }\n')
+    (tmp_path / "compile_commands.json").write_text(json.dumps([{
+        "directory": str(tmp_path), "file": "src/main.cu", "arguments": ["nvcc", "-Iinclude", "-c", "src/main.cu"]}]))
+    await start(client, workspace=tmp_path)
+    open_document(client, main.read_text(), main.as_uri())
+    assert list(await diagnostics_for(client, main.as_uri())) == [], "the include folder comes from the build"
+    header.write_text("__device__ inline float twice(float x) { return 2.0f * y; }\n")  # e.g. a git checkout
+    [error] = await asyncio.wait_for(diagnostics_for(client, main.as_uri()), timeout=60)
+    assert error.range.start.line == 0 and "helpers.cuh" in error.message
+    assert error.related_information and '"y"' in error.related_information[0].message
+
+
+async def test_without_nvcc_one_message_and_everything_else_still_works(
+        client: LanguageClient, tmp_path: Path) -> None:
+    statuses = await start(client, configuration={"nvcc": str(tmp_path / "no" / "nvcc"), **FAST})
+    for name in ("a.cu", "b.cu"):
+        open_document(client, BROKEN, (tmp_path / name).as_uri())
+    await ready(statuses, client)
+    open_document(client)
+    result = await client.text_document_inline_completion_async(types.InlineCompletionParams(
+        text_document=types.TextDocumentIdentifier(uri=URI), position=types.Position(4, 4),
+        context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Invoked)))
+    assert result is not None and result.items, "completions do not need nvcc"
+    warnings = [m.message for m in client.messages if "nvcc" in m.message]
+    assert len(warnings) == 1 and "nvcc not found" in warnings[0] and "diagnostics are off" in warnings[0]
+    assert not client.diagnostics

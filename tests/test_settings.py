@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from dice_lsp.settings import Settings
 
 
@@ -30,3 +32,14 @@ def test_only_model_keys_require_a_reload() -> None:
     base = Settings()
     assert base.model_changed(base.updated({"device": "cpu"})[0])
     assert not base.model_changed(base.updated({"steps": 3})[0])
+
+
+def test_compile_flag_settings_become_nvcc_flags(tmp_path: Path) -> None:
+    settings, errors = Settings().updated({"arch": "sm_80", "std": "c++20", "includeDirs": ["third_party/cub"],
+                                           "defines": ["TILE=32", "NDEBUG"]})
+    assert errors == []
+    flags = settings.compile_flags(tmp_path)
+    assert flags.arguments() == ["-std=c++20", "-arch=sm_80", f"-I{tmp_path / 'third_party' / 'cub'}",
+                                 "-DTILE=32", "-DNDEBUG"]
+    kept, errors = settings.updated({"std": "gnu99", "includeDirs": "include", "defines": [""]})
+    assert kept == settings and len(errors) == 3

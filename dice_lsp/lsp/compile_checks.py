@@ -10,12 +10,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from lsprotocol import types
 
 from dice_lsp.errors import DiceError
-from dice_lsp.toolchain.cache import CompileCache
+from dice_lsp.toolchain.cache import CompileCache, include_dependencies
+from dice_lsp.toolchain.flags import CompileFlags, find_database, flags_for
 from dice_lsp.toolchain.report import CheckReport, Diagnostic, KernelResources, check_source
 
 LOG = logging.getLogger("dice_lsp.checks")
@@ -39,34 +41,70 @@ def lens_title(kernel: KernelResources) -> str:
             f"spills {kernel.spill_stores + kernel.spill_loads}")
 
 
+@dataclass(frozen=True)
+class CheckRequest:
+    """What one background compile needs: the document and where its flags come from."""
+    uri: str
+    path: Path
+    text: str
+    fallback: CompileFlags  # the dice.* flags, used when no compile_commands.json covers the file
+    root: Path | None  # the workspace folder: the compilation database is looked for up to here
+    nvcc: Path
+
+
 class CompileChecks:
     def __init__(self, publish: Callable[[str, list[types.Diagnostic]], None]) -> None:
         self.publish = publish
         self.cache = CompileCache()
         self.reports: dict[str, CheckReport] = {}
+        self.requests: dict[str, CheckRequest] = {}
+        self.dependencies: dict[str, set[Path]] = {}  # per document: local headers, and its flags' database
         self.tasks: dict[str, asyncio.Task[None]] = {}
 
     def wants(self, path: str) -> bool:
         return path.endswith(CHECKED_SUFFIXES)
 
-    def schedule(self, uri: str, path: str, text: str, arch: str, nvcc: Path, delay: float = 0.0) -> None:
-        """Compile `text` after `delay` seconds, cancelling a compile of `uri` not started or not finished."""
-        old = self.tasks.pop(uri, None)
+    def schedule(self, request: CheckRequest, delay: float = 0.0) -> None:
+        """Compile after `delay` seconds, cancelling a compile of the same document not started or not finished."""
+        old = self.tasks.pop(request.uri, None)
         if old is not None:
             old.cancel()
-        self.tasks[uri] = asyncio.create_task(self._run(uri, Path(path), text, arch, nvcc, delay))
+        self.requests[request.uri] = request
+        self.tasks[request.uri] = asyncio.create_task(self._run(request, delay))
 
-    async def _run(self, uri: str, path: Path, text: str, arch: str, nvcc: Path, delay: float) -> None:
+    def affected_by(self, changed: Path) -> list[CheckRequest]:
+        """The last requests of the open documents whose compile depends on the file `changed`."""
+        return [self.requests[uri] for uri, paths in self.dependencies.items()
+                if changed in paths and uri in self.requests]
+
+    def forget(self, uri: str) -> None:
+        """The document was closed: stop compiling and watching on its behalf."""
+        task = self.tasks.pop(uri, None)
+        if task is not None:
+            task.cancel()
+        for table in (self.reports, self.requests, self.dependencies):
+            table.pop(uri, None)
+
+    async def _run(self, request: CheckRequest, delay: float) -> None:
         await asyncio.sleep(delay)
         try:
-            report = await asyncio.to_thread(check_source, text, path.parent, arch, (), self.cache, nvcc)
+            report, dependencies = await asyncio.to_thread(self._check, request)
         except (DiceError, OSError) as exc:
-            LOG.warning("%s: compile failed: %s", path.name, exc)
+            LOG.warning("%s: compile failed: %s", request.path.name, exc)
             return
-        self.reports[uri] = report
-        self.publish(uri, [lsp_diagnostic(d) for d in report.diagnostics])
-        LOG.info("%s: %d diagnostics, %d kernels, %.0f ms%s", path.name, len(report.diagnostics),
+        self.reports[request.uri] = report
+        self.dependencies[request.uri] = dependencies
+        self.publish(request.uri, [lsp_diagnostic(d) for d in report.diagnostics])
+        LOG.info("%s: %d diagnostics, %d kernels, %.0f ms%s", request.path.name, len(report.diagnostics),
                  len(report.kernels), report.elapsed_ms, " (cached)" if report.cached else "")
+
+    def _check(self, request: CheckRequest) -> tuple[CheckReport, set[Path]]:
+        flags = flags_for(request.path, request.fallback, request.root)
+        folder = request.path.parent
+        report = check_source(request.text, folder, flags, self.cache, request.nvcc)
+        dependencies = include_dependencies(request.text, (folder, *flags.include_dirs))
+        database = find_database(request.path, request.root)
+        return report, dependencies | ({database.resolve()} if database else set())
 
     def lenses(self, uri: str) -> list[types.CodeLens]:
         report = self.reports.get(uri)

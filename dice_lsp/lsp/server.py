@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
 
 from dice_lsp import __version__
 from dice_lsp.complete import Completion, complete_at
@@ -24,7 +25,8 @@ from dice_lsp.cuda.holes import find_markers
 from dice_lsp.engine import LoadedModel
 from dice_lsp.errors import Cancelled, DiceError
 from dice_lsp.jobs.model_host import ModelHost
-from dice_lsp.lsp.compile_checks import IDLE_SECONDS, CompileChecks
+from dice_lsp.lsp.compile_checks import IDLE_SECONDS, CheckRequest, CompileChecks
+from dice_lsp.lsp.file_watch import FileWatch
 from dice_lsp.settings import Settings
 from dice_lsp.textdoc import Position, position_at
 from dice_lsp.toolchain.nvcc import find_nvcc
@@ -32,6 +34,7 @@ from dice_lsp.toolchain.nvcc import find_nvcc
 LOG = logging.getLogger("dice_lsp.server")
 STATUS_NOTIFICATION = "dice/status"
 FILL_COMMAND = "dice.fillHole"
+WATCH_SETTLE_SECONDS = 0.3  # a checkout writes many files: wait for the burst to end before compiling
 T = TypeVar("T")
 
 
@@ -47,9 +50,14 @@ class DiceServer(LanguageServer):
             types.PublishDiagnosticsParams(uri=uri, diagnostics=found)))
         self.nvcc: Path | None = None
         self.nvcc_for: str | None = "unresolved"  # the dice.nvcc setting `self.nvcc` was found for
+        self.watch: FileWatch | None = None
+        self.unconfigured: set[str] = set()  # documents opened before the settings were read
 
     def check_document(self, uri: str, delay: float = 0.0) -> None:
         """Compile an open .cu document in the background (diagnostics and kernel resources)."""
+        if not self.load_submitted().is_set():  # opened before the client's settings were read
+            self.unconfigured.add(uri)
+            return
         document = self.workspace.get_text_document(uri)
         if not self.settings.diagnostics or not self.checks.wants(document.path):
             return
@@ -61,8 +69,25 @@ class DiceServer(LanguageServer):
                 self.nvcc = None
                 self.window_show_message(types.ShowMessageParams(
                     types.MessageType.Warning, f"dice-lsp: {exc}; compile diagnostics are off"))
-        if self.nvcc is not None:
-            self.checks.schedule(uri, document.path, document.source, self.settings.arch, self.nvcc, delay)
+        if self.nvcc is None:
+            return
+        path = Path(document.path)
+        root = self.workspace_root(path)
+        if root is None and self.watch is not None:
+            self.watch.watch(path.parent, recursive=False)  # no workspace: at least the file's own folder
+        self.checks.schedule(CheckRequest(uri, path, document.source, self.settings.compile_flags(root or path.parent),
+                                          root, self.nvcc), delay)
+
+    def workspace_root(self, path: Path) -> Path | None:
+        """The workspace folder holding `path`, if any."""
+        folders = [Path(to_fs_path(f.uri) or f.uri) for f in self.workspace.folders.values()]
+        return next((f for f in folders if path.is_relative_to(f)), None)
+
+    def file_changed_on_disk(self, changed: Path) -> None:
+        """Recompile the open documents that include `changed` (or take their flags from it)."""
+        for request in self.checks.affected_by(changed):
+            if request.path != changed:  # an open document's own buffer wins over its file
+                self.check_document(request.uri, delay=WATCH_SETTLE_SECONDS)
 
     def _status_from_any_thread(self, status: dict[str, Any]) -> None:
         """Model-host status changes arrive on its thread; notifications must leave from the loop."""
@@ -91,6 +116,9 @@ class DiceServer(LanguageServer):
         """Load in the background with `$/progress` when the client supports it."""
         loading = asyncio.wrap_future(self.host.load(self.settings))
         self.load_submitted().set()
+        for uri in self.unconfigured.intersection(self.workspace.text_documents):
+            self.check_document(uri)
+        self.unconfigured.clear()
         token: str | None = None
         capabilities = self.client_capabilities.window
         if capabilities is not None and capabilities.work_done_progress:
@@ -106,7 +134,8 @@ class DiceServer(LanguageServer):
             self.work_done_progress.end(token, types.WorkDoneProgressEnd(message=self.host.status["state"]))
 
     def load_submitted(self) -> asyncio.Event:
-        """Set once the first load is queued: requests that arrive earlier wait for it, not fail."""
+        """Set once the settings are read and the first load is queued: requests that arrive earlier wait for
+        it, not fail (nor run with the defaults)."""
         if self._load_submitted is None:
             self._load_submitted = asyncio.Event()
         return self._load_submitted
@@ -179,6 +208,9 @@ def initialize(ls: DiceServer, params: types.InitializeParams) -> None:
 @server.feature(types.INITIALIZED)
 async def initialized(ls: DiceServer, params: types.InitializedParams) -> None:
     ls.loop = asyncio.get_running_loop()
+    ls.watch = FileWatch(ls.loop, ls.file_changed_on_disk)
+    for folder in ls.workspace.folders.values():
+        ls.loop.run_in_executor(None, ls.watch.watch, Path(to_fs_path(folder.uri) or folder.uri), True)
     workspace = ls.client_capabilities.workspace
     if workspace is not None and workspace.configuration:
         values = await ls.workspace_configuration_async(
@@ -266,6 +298,11 @@ async def fill_command(ls: DiceServer, uri: str, position: dict[str, int]) -> bo
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
 def did_open(ls: DiceServer, params: types.DidOpenTextDocumentParams) -> None:
     ls.check_document(params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+def did_close(ls: DiceServer, params: types.DidCloseTextDocumentParams) -> None:
+    ls.checks.forget(params.text_document.uri)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_SAVE)

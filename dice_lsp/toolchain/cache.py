@@ -38,20 +38,34 @@ def nvcc_version(nvcc: Path, mtime: float) -> str:
     return subprocess.run([str(nvcc), "--version"], capture_output=True, text=True, timeout=30).stdout
 
 
-def local_includes(text: str, folders: Iterable[Path]) -> list[tuple[Path, bytes]]:
-    """Every file reachable through quoted includes, looked up in `folders`, with its content."""
+def _follow_includes(text: str, folders: Iterable[Path]) -> tuple[dict[Path, bytes], set[Path]]:
+    """Files reachable through quoted includes, looked up in `folders`, with their content; and every
+    path tried for a name that was not found (creating one of them changes the compile)."""
     search = list(folders)
     found: dict[Path, bytes] = {}
+    missing: set[Path] = set()
     pending = [text]
     while pending:
         for name in _QUOTED_INCLUDE.findall(pending.pop()):
-            for folder in search:
-                path = (folder / name).resolve()
-                if path.is_file() and path not in found:
-                    found[path] = path.read_bytes()
-                    pending.append(found[path].decode("utf-8", errors="replace"))
-                    break
-    return sorted(found.items())
+            tried = [(folder / name).resolve() for folder in search]
+            path = next((p for p in tried if p.is_file()), None)
+            if path is None:
+                missing.update(tried)
+            elif path not in found:
+                found[path] = path.read_bytes()
+                pending.append(found[path].decode("utf-8", errors="replace"))
+    return found, missing
+
+
+def local_includes(text: str, folders: Iterable[Path]) -> list[tuple[Path, bytes]]:
+    """Every file reachable through quoted includes, looked up in `folders`, with its content."""
+    return sorted(_follow_includes(text, folders)[0].items())
+
+
+def include_dependencies(text: str, folders: Iterable[Path]) -> set[Path]:
+    """The paths whose creation, change or removal changes how `text` compiles (local includes only)."""
+    found, missing = _follow_includes(text, folders)
+    return set(found) | missing
 
 
 def cache_key(text: str, folders: Iterable[Path], flags: Iterable[str], nvcc: Path) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -10,10 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dice_lsp.errors import DiceError
+from dice_lsp.toolchain.flags import DEFAULT_FLAGS, CompileFlags
 
 
 def find_nvcc(configured: str | None = None) -> Path:
-    """The configured nvcc (`dice.nvcc`), else CUDA_HOME / CUDA_PATH, then PATH, then the usual install folder."""
+    """The configured nvcc (`dice.nvcc`), else CUDA_HOME / CUDA_PATH, then PATH, then the registry's
+    `nvidia-cuda-nvcc` package in this environment (`pip install dice-lsp[cuda]`), then /usr/local/cuda."""
     if configured:
         if not Path(configured).is_file():
             raise DiceError(f"nvcc not found at {configured} (dice.nvcc)")
@@ -25,10 +28,24 @@ def find_nvcc(configured: str | None = None) -> Path:
     found = shutil.which("nvcc")
     if found:
         return Path(found)
+    packaged = packaged_nvcc()
+    if packaged is not None:
+        return packaged
     default = Path("/usr/local/cuda/bin/nvcc")
     if default.is_file():
         return default
-    raise DiceError("nvcc not found (set CUDA_HOME or put nvcc on PATH)")
+    raise DiceError("nvcc not found (set CUDA_HOME, put nvcc on PATH, or pip install 'dice-lsp[cuda]')")
+
+
+def packaged_nvcc() -> Path | None:
+    """nvcc from the `nvidia-cuda-nvcc` wheel (`nvidia/cu13/bin/nvcc`), when `nvidia-cuda-runtime` put the
+    CUDA headers beside it: other packages (torch among them) pull in nvcc alone, which cannot compile a .cu."""
+    spec = importlib.util.find_spec("nvidia")
+    for root in (spec.submodule_search_locations or []) if spec is not None else []:
+        for candidate in sorted(Path(root).glob("*/bin/nvcc"), reverse=True):
+            if os.access(candidate, os.X_OK) and (candidate.parents[1] / "include" / "cuda_runtime.h").is_file():
+                return candidate
+    return None
 
 
 @dataclass(frozen=True)
@@ -40,24 +57,25 @@ class CompileResult:
 SOURCE_NAME = "source.cu"  # what the compiled text is called in nvcc's messages
 
 
-def nvcc_command(path: Path, arch: str = "sm_90", include_dirs: tuple[Path, ...] = (), ptxas_verbose: bool = False,
+def nvcc_command(path: Path, flags: CompileFlags, folder: Path | None = None, ptxas_verbose: bool = False,
                  nvcc: Path | None = None) -> list[str]:
-    """The compile-only command for the .cu file at `path`; the object lands next to it."""
-    command = [str(nvcc or find_nvcc()), "-std=c++17", f"-arch={arch}", "-c", str(path),
+    """The compile-only command for the .cu file at `path` (its includes resolve from `folder`); the object
+    lands next to it."""
+    command = [str(nvcc or find_nvcc()), *flags.arguments(), *([f"-I{folder}"] if folder else []), "-c", str(path),
                "-o", str(path.with_suffix(".o"))]
-    return command + [f"-I{d}" for d in include_dirs] + (["-Xptxas", "-v"] if ptxas_verbose else [])
+    return command + (["-Xptxas", "-v"] if ptxas_verbose else [])
 
 
-def compile_source(source: str, arch: str = "sm_90", include_dirs: tuple[Path, ...] = (),
+def compile_source(source: str, flags: CompileFlags = DEFAULT_FLAGS, folder: Path | None = None,
                    timeout: float = 120.0, ptxas_verbose: bool = False, nvcc: Path | None = None) -> CompileResult:
-    """Compile `source` as a .cu translation unit to an object file that is thrown away.
+    """Compile `source` as a .cu translation unit living in `folder` to an object file that is thrown away.
 
     `ptxas_verbose` adds `-Xptxas -v`: registers, shared memory, stack and spills per kernel.
     """
     with tempfile.TemporaryDirectory(prefix="dice-nvcc-") as scratch:
         path = Path(scratch) / SOURCE_NAME
         path.write_text(source, encoding="utf-8")
-        command = nvcc_command(path, arch, include_dirs, ptxas_verbose, nvcc)
+        command = nvcc_command(path, flags, folder, ptxas_verbose, nvcc)
         try:
             proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=scratch)
         except subprocess.TimeoutExpired:

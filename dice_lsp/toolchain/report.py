@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from dice_lsp.cuda.functions import parse_functions
 from dice_lsp.toolchain.cache import CompileCache, cache_key
+from dice_lsp.toolchain.flags import DEFAULT_FLAGS, CompileFlags
 from dice_lsp.toolchain.nvcc import SOURCE_NAME, compile_source, find_nvcc
 
 Severity = Literal["error", "warning"]
@@ -232,17 +233,18 @@ class CheckReport:
         return cls(diagnostics, [KernelResources(**k) for k in data["kernels"]], elapsed_ms, cached=True)
 
 
-def check_source(text: str, folder: Path, arch: str = "sm_90", include_dirs: tuple[Path, ...] = (),
-                 cache: CompileCache | None = None, nvcc: Path | None = None) -> CheckReport:
+def check_source(text: str, folder: Path, flags: CompileFlags = DEFAULT_FLAGS, cache: CompileCache | None = None,
+                 nvcc: Path | None = None) -> CheckReport:
     """Compile `text` (a file living in `folder`, whose local includes must resolve) and report on it;
     with a cache, an unchanged file (includes, flags and nvcc too) is answered without compiling."""
     started = time.perf_counter()
     nvcc = nvcc or find_nvcc()
-    folders = (folder, *include_dirs)
-    key = cache_key(text, folders, (arch, "-Xptxas -v"), nvcc) if cache is not None else ""
-    if cache is not None and (hit := cache.get(key)) is not None:
-        return CheckReport.from_json(hit, (time.perf_counter() - started) * 1000)
-    result = compile_source(text, arch, folders, ptxas_verbose=True, nvcc=nvcc)
+    key = ""
+    if cache is not None:
+        key = cache_key(text, (folder, *flags.include_dirs), (*flags.arguments(), "-Xptxas -v"), nvcc)
+        if (hit := cache.get(key)) is not None:
+            return CheckReport.from_json(hit, (time.perf_counter() - started) * 1000)
+    result = compile_source(text, flags, folder, ptxas_verbose=True, nvcc=nvcc)
     kernels = parse_resources(result.output, text, nvcc)
     diagnostics = [*parse_diagnostics(result.output, text, Path(SOURCE_NAME)),
                    *ptxas_diagnostics(result.output, kernels, text)]

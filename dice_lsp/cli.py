@@ -19,6 +19,7 @@ from dice_lsp.errors import DiceError
 from dice_lsp.settings import Settings, check_value
 
 EXIT_BAD_INPUT = 2
+EXIT_NO_GPU = 3
 
 
 def _positive(text: str) -> int:
@@ -147,6 +148,48 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 1 if report.errors else 0
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from dice_lsp.harness.bench import Limits, bench_file
+    from dice_lsp.textdoc import read_source
+    from dice_lsp.toolchain.flags import CompileFlags, flags_for
+
+    path = Path(args.file)
+    read_source(args.file)  # a missing or unreadable file: one line, exit 2
+    if args.ref is not None and not Path(args.ref).is_file():
+        raise DiceError(f"reference {args.ref} not found")
+    with tqdm(desc="bench", bar_format="{desc} [{elapsed}]", file=sys.stderr, disable=None, leave=False) as bar:
+        def progress(message: str) -> None:
+            bar.set_description_str(message)
+
+        report = bench_file(path, Path(args.ref) if args.ref else None,
+                            Limits(timeout=args.timeout, trials=args.trials),
+                            flags_for(path.resolve(), CompileFlags()), progress)
+    if args.json:
+        print(json.dumps(report.to_json()))
+    else:
+        for d in report.diagnostics:
+            start = d.get("range", {}).get("start", {"line": 0, "character": 0})
+            print(f"{args.file}:{start['line'] + 1}:{start['character'] + 1}: {d['severity']}: {d['message']}")
+        if report.kernels:
+            print(f"{'kernel':24} {'median ms':>10} {'spread':>7} {'ref ms':>9} {'speedup':>8}  result")
+        for k in report.kernels:
+            timed = k.median_ms is not None
+            print(f"{k.name[:24]:24} {f'{k.median_ms:.4f}' if timed else '-':>10} "
+                  f"{f'±{k.spread_pct:.1f}%' if k.spread_pct is not None else '-':>7} "
+                  f"{f'{k.reference_ms:.4f}' if k.reference_ms is not None else '-':>9} "
+                  f"{f'{k.speedup_vs_ref:.2f}x' if k.speedup_vs_ref is not None else '-':>8}  "
+                  f"{'verified' if k.verified else k.failure or 'not verified'}")
+            for flag in k.flags:
+                print(f"{'':24} flagged: {flag}")
+        if report.reason:
+            print(f"dice-lsp: {report.reason}", file=sys.stderr)
+    if not report.gpu:
+        return EXIT_NO_GPU
+    return 0 if report.compile_ok and report.kernels and all(k.verified for k in report.kernels) else 1
+
+
 class OneLineErrors(argparse.ArgumentParser):
     """argparse, but a usage error is one line (the full usage stays in --help)."""
 
@@ -237,6 +280,14 @@ def build_parser() -> argparse.ArgumentParser:
                        help="define a macro")
     check.add_argument("--json", action="store_true", help="print JSON instead of text")
     check.set_defaults(handler=cmd_check)
+
+    bench = sub.add_parser("bench", help="verify a file's kernels against a reference and time them on the GPU")
+    bench.add_argument("file", help=".cu file with a dice:launch spec, or a torch extension with a KernelBench REF.py")
+    bench.add_argument("--ref", help="reference: a .cu with the same kernel, or a KernelBench .py (Model, get_inputs)")
+    bench.add_argument("--timeout", type=float, default=60.0, help="seconds per kernel before it is killed (60)")
+    bench.add_argument("--trials", type=_positive, default=3, help="random-input trials per size (3)")
+    bench.add_argument("--json", action="store_true", help="print JSON instead of text")
+    bench.set_defaults(handler=cmd_bench)
 
     from dice_lsp.training import evaluate, train
 

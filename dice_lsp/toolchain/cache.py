@@ -27,9 +27,13 @@ LOG = logging.getLogger("dice_lsp.cache")
 _QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
 
 
+def cache_root() -> Path:
+    """dice-lsp's folder under the user's cache directory (XDG_CACHE_HOME, else ~/.cache)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")) / "dice-lsp"
+
+
 def default_path() -> Path:
-    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(root) / "dice-lsp" / "compile-cache.msgpack"
+    return cache_root() / "compile-cache.msgpack"
 
 
 @cache

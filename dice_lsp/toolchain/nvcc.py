@@ -58,11 +58,12 @@ SOURCE_NAME = "source.cu"  # what the compiled text is called in nvcc's messages
 
 
 def nvcc_command(path: Path, flags: CompileFlags, folder: Path | None = None, ptxas_verbose: bool = False,
-                 nvcc: Path | None = None) -> list[str]:
+                 nvcc: Path | None = None, cubin: bool = False) -> list[str]:
     """The compile-only command for the .cu file at `path` (its includes resolve from `folder`); the object
-    lands next to it."""
-    command = [str(nvcc or find_nvcc()), *flags.arguments(), *([f"-I{folder}"] if folder else []), "-c", str(path),
-               "-o", str(path.with_suffix(".o"))]
+    (or, with `cubin`, the device code alone, loadable by the driver) lands next to it."""
+    output = ["-cubin", "-o", str(path.with_suffix(".cubin"))] if cubin else ["-c", "-o", str(path.with_suffix(".o"))]
+    command = [str(nvcc or find_nvcc()), *flags.arguments(), *([f"-I{folder}"] if folder else []), str(path),
+               *output]
     return command + (["-Xptxas", "-v"] if ptxas_verbose else [])
 
 

@@ -1,0 +1,195 @@
+"""Benchmark a .cu file: build it, then verify and time its kernels in child processes.
+
+Two ways to say how a kernel runs (docs/BENCHMARKING.md): a `dice:launch` spec in the file (kernel-level:
+nvcc → cubin → launched directly; the reference is another kernel, of this file or of `--ref REF.cu`), or a
+KernelBench reference `REF.py` beside the file (same stem), named by `--ref`, or by a `// dice:reference
+PATH` comment (the .cu is a torch extension). Without a GPU the build still runs and the report says why
+nothing was timed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dice_lsp.errors import DiceError
+from dice_lsp.harness.build import build_cubin
+from dice_lsp.harness.isolate import run_isolated
+from dice_lsp.harness.spec import LaunchSpec, find_specs
+from dice_lsp.toolchain.cache import cache_root
+from dice_lsp.toolchain.flags import CompileFlags
+from dice_lsp.toolchain.nvcc import SOURCE_NAME
+from dice_lsp.toolchain.report import parse_diagnostics
+
+_REFERENCE_COMMENT = re.compile(r"//\s*dice:reference\s+(\S+)")
+_STREAMS = re.compile(r"\b(cudaStreamCreate\w*|cuStreamCreate\w*|getStreamFromPool|cudaStreamBeginCapture)\b")
+Progress = Callable[[str], None]
+
+
+@dataclass
+class KernelResult:
+    name: str
+    verified: bool = False
+    median_ms: float | None = None
+    spread_pct: float | None = None
+    reference_ms: float | None = None
+    speedup_vs_ref: float | None = None
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+    flags: list[str] = field(default_factory=list)
+    failure: str | None = None  # why it was not verified or timed
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(vars(self))
+
+
+@dataclass
+class BenchReport:
+    gpu: bool
+    compile_ok: bool
+    diagnostics: list[dict[str, Any]]
+    kernels: list[KernelResult]
+    reason: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"gpu": self.gpu, "compile": {"ok": self.compile_ok, "diagnostics": self.diagnostics},
+                "kernels": [k.to_json() for k in self.kernels], "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class Limits:
+    timeout: float = 60.0  # seconds per kernel's verify-and-time run
+    build_timeout: float = 600.0  # a torch extension's build
+    memory_mb: int = 16384  # resident host memory of the child
+    trials: int = 3
+
+
+def gpu_arch() -> str | None:
+    """`sm_XY` of the first GPU, or None without one (or without a CUDA build of torch)."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    major, minor = torch.cuda.get_device_capability()
+    return f"sm_{major}{minor}"
+
+
+def kernelbench_reference(path: Path, text: str, ref: Path | None) -> Path | None:
+    """The KernelBench reference for `path`: `--ref` when it is a .py, a `// dice:reference` comment, or a
+    .py of the same stem beside the file that defines `get_inputs`."""
+    if ref is not None:
+        return ref if ref.suffix == ".py" else None
+    if match := _REFERENCE_COMMENT.search(text):
+        return (path.parent / match.group(1)).resolve()
+    sibling = path.with_suffix(".py")
+    if sibling.is_file() and "def get_inputs" in sibling.read_text(errors="replace"):
+        return sibling
+    return None
+
+
+def bench_file(path: Path, ref: Path | None = None, limits: Limits = Limits(), flags: CompileFlags | None = None,
+               progress: Progress | None = None) -> BenchReport:
+    say = progress or (lambda _message: None)
+    text = path.read_text(encoding="utf-8")
+    python_ref = kernelbench_reference(path, text, ref)
+    if python_ref is not None:
+        return _bench_extension(path, text, python_ref, limits, say)
+    ref_text = ref.read_text(encoding="utf-8") if ref is not None else None
+    specs = find_specs(text) or (find_specs(ref_text) if ref_text else [])
+    if not specs:
+        raise DiceError(f"{path.name}: no launch spec (a /* dice:launch ... */ block) and no KernelBench reference "
+                        "(REF.py with Model, get_inputs, get_init_inputs); see docs/BENCHMARKING.md")
+    arch = gpu_arch()
+    flags = flags or CompileFlags()
+    flags = CompileFlags(arch or flags.arch, flags.std, flags.include_dirs, flags.defines, flags.extra)
+    say(f"building {path.name} for {flags.arch}")
+    build = build_cubin(text, path.parent, flags)
+    diagnostics = [d.to_json() for d in parse_diagnostics(build.output, text, Path(SOURCE_NAME))]
+    ref_build = build_cubin(ref_text, ref.parent, flags) if ref is not None and ref_text is not None else build
+    if not build.ok or not ref_build.ok:
+        reason = "does not compile" if not build.ok else f"the reference {ref} does not compile"
+        return BenchReport(arch is not None, build.ok, diagnostics, [], reason)
+    if arch is None:
+        return BenchReport(False, True, diagnostics, [], "no CUDA GPU here: compiled only, nothing verified or timed")
+    texts = {spec.kernel: spec_text for spec, spec_text in specs}
+    references = {spec.reference for spec, _ in specs}
+    results = []
+    for spec, spec_text in specs:
+        if spec.kernel in references:
+            continue  # timed as the reference of another kernel
+        say(f"verifying and timing {spec.kernel}")
+        results.append(_bench_kernel(spec, spec_text, texts.get(spec.reference or ""), text, build,
+                                     ref_build if ref is not None else None, limits))
+    return BenchReport(True, True, diagnostics, results)
+
+
+def _bench_kernel(spec: LaunchSpec, spec_text: str, ref_spec_text: str | None, text: str, build: Any,
+                  ref_build: Any, limits: Limits) -> KernelResult:
+    """One kernel in a child process; the reference launches as its own spec says, when it has one."""
+    result = KernelResult(spec.kernel, flags=_static_flags(text))
+    try:
+        candidate = {"cubin": str(build.cubin), "symbol": build.mangled(spec.kernel)}
+        reference = None
+        if ref_build is not None:
+            reference = {"cubin": str(ref_build.cubin), "symbol": ref_build.mangled(spec.reference or spec.kernel)}
+        elif spec.reference:
+            reference = {"cubin": str(build.cubin), "symbol": build.mangled(spec.reference), "spec": ref_spec_text}
+    except DiceError as exc:
+        result.failure = str(exc)
+        return result
+    outcome = run_isolated("dice_lsp.harness.kernel_level:run", {
+        "spec": spec_text, "candidate": candidate, "reference": reference, "trials": limits.trials},
+        limits.timeout, limits.memory_mb)
+    return _result(result, outcome.value, outcome.failure, reference is not None)
+
+
+def _bench_extension(path: Path, text: str, reference: Path, limits: Limits, say: Progress) -> BenchReport:
+    """The KernelBench path: build the torch extension in one child, verify and time it in another."""
+    import torch
+
+    if not reference.is_file():
+        raise DiceError(f"reference {reference} not found")
+    digest = hashlib.sha256(text.encode() + torch.__version__.encode()).hexdigest()[:16]
+    job = {"source": str(path.resolve()), "name": f"dice_ext_{digest}",
+           "build_dir": str(cache_root() / "extensions" / digest), "reference": str(reference.resolve()),
+           "trials": limits.trials}
+    result = KernelResult("forward", flags=_static_flags(text))
+    if not torch.cuda.is_available():
+        return BenchReport(False, True, [], [], "no CUDA GPU here: a torch extension is built and run on the GPU "
+                                               "host only; nothing verified or timed")
+    say(f"building the torch extension {path.name} (about a minute the first time)")
+    built = run_isolated("dice_lsp.harness.extension:build", job, limits.build_timeout, limits.memory_mb)
+    if not built.ok:
+        return BenchReport(True, False, [{"severity": "error", "message": built.failure or "build failed",
+                                          "detail": built.output[-2000:]}], [], "does not compile")
+    say(f"verifying and timing {path.name} against {reference.name}")
+    outcome = run_isolated("dice_lsp.harness.extension:run", job, limits.timeout, limits.memory_mb)
+    return BenchReport(True, True, [], [_result(result, outcome.value, outcome.failure, True)])
+
+
+def _static_flags(text: str) -> list[str]:
+    found = sorted(set(_STREAMS.findall(text)))
+    return [f"creates streams ({', '.join(found)}): its work may escape the timed stream"] if found else []
+
+
+def _result(result: KernelResult, value: dict[str, Any] | None, failure: str | None,
+            has_reference: bool) -> KernelResult:
+    if value is None:
+        result.failure = failure
+        return result
+    result.median_ms = value["candidate"]["median_ms"]
+    result.spread_pct = value["candidate"]["spread_pct"]
+    if "reference" in value:
+        result.reference_ms = value["reference"]["median_ms"]
+        result.speedup_vs_ref = value["speedup"]
+    if has_reference:
+        result.max_abs_err, result.max_rel_err = value["max_abs_err"], value["max_rel_err"]
+    else:
+        result.failure = "no reference to verify against (add `reference` to the launch spec or pass --ref)"
+    result.flags += value["flags"]
+    result.verified = bool(value["verified"]) and has_reference and not result.flags  # flagged: not celebrated
+    return result

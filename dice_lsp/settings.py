@@ -40,6 +40,7 @@ class Settings:
     max_canvas: int = 64  # largest region, in tokens, a completion may fill
     diagnostics: bool = True  # compile .cu files with nvcc on open, save and typing pauses
     arch: str = "sm_90"  # GPU architecture the background compile targets
+    bench_on_save: bool = False  # verify and time a saved file's kernels on the GPU (docs/BENCHMARKING.md)
     include_dirs: tuple[str, ...] = ()  # extra -I folders (relative ones: to the workspace folder)
     defines: tuple[str, ...] = ()  # -D NAME or NAME=VALUE
     std: str = "c++17"  # C++ standard; a compile_commands.json in the workspace replaces these four
@@ -100,7 +101,7 @@ def check_value(name: str, value: Any) -> tuple[Any, str | None]:
         pattern, example = PATTERNS[name]
         valid = isinstance(value, str) and re.fullmatch(pattern, value) is not None
         return (value, None) if valid else (None, f"must be {example}")
-    if name in ("trust_remote_code", "diagnostics"):
+    if name in ("trust_remote_code", "diagnostics", "bench_on_save"):
         return (value, None) if isinstance(value, bool) else (None, "must be true or false")
     if name in ("threshold", "temperature"):
         if name == "temperature" and value is None:

@@ -4,6 +4,7 @@ caller carries on."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from dice_lsp.harness.isolate import run_isolated
 
@@ -47,7 +48,7 @@ def test_nothing_is_left_running() -> None:
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
             try:
-                cmdline = open(f"/proc/{entry.name}/cmdline", "rb").read()
+                cmdline = Path(f"/proc/{entry.name}/cmdline").read_bytes()
             except OSError:
                 continue
             assert not (b"dice_lsp.harness.child" in cmdline and os.getpgid(int(entry.name)) != mine), \

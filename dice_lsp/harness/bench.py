@@ -91,6 +91,11 @@ def kernelbench_reference(path: Path, text: str, ref: Path | None) -> Path | Non
     return None
 
 
+def has_benchmark(path: Path, text: str) -> bool:
+    """Whether the file says how to run its kernels (a launch spec or a KernelBench reference)."""
+    return "dice:launch" in text or kernelbench_reference(path, text, None) is not None
+
+
 def bench_file(path: Path, ref: Path | None = None, limits: Limits = Limits(), flags: CompileFlags | None = None,
                progress: Progress | None = None) -> BenchReport:
     say = progress or (lambda _message: None)

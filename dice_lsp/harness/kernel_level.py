@@ -62,10 +62,10 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
             _check_once(driver, spec, candidate, reference, sizes, trial, generator, errors)
     timer = Timer()
     result: dict[str, Any] = {"verified": reference is not None, **errors, "flags": []}
-    cand_timing = timer.time(_rotating(candidate, spec, generator))
+    cand_timing = timer.time(rotating(candidate, spec, generator))
     result["candidate"] = vars(cand_timing)
     if reference is not None:
-        ref_timing = timer.time(_rotating(reference, spec, generator))
+        ref_timing = timer.time(rotating(reference, spec, generator))
         result["reference"] = vars(ref_timing)
         result["speedup"] = ref_timing.median_ms / cand_timing.median_ms
     bandwidth = copy_bandwidth()
@@ -118,7 +118,7 @@ def _check_once(driver: Driver, spec: LaunchSpec, candidate: Kernel, reference: 
             raise fail(comparison.detail, sizes=sizes, trial=trial)
 
 
-def _rotating(kernel: Kernel, spec: LaunchSpec, generator: torch.Generator) -> Any:
+def rotating(kernel: Kernel, spec: LaunchSpec, generator: torch.Generator) -> Any:
     """A launch function over several input sets at the timed sizes (as many as fit in 2 GB, up to 4)."""
     sizes = spec.sizes
     per_set = max(1, sum(a.nbytes(sizes) for a in spec.args if a.role != "scalar"))

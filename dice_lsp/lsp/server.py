@@ -24,11 +24,14 @@ from dice_lsp.complete import Completion, complete_at
 from dice_lsp.cuda.holes import find_markers
 from dice_lsp.engine import LoadedModel
 from dice_lsp.errors import Cancelled, DiceError
+from dice_lsp.harness.bench import BenchReport, Limits, bench_file, gpu_arch, has_benchmark
 from dice_lsp.jobs.model_host import ModelHost
+from dice_lsp.lsp.bench_lenses import bench_lenses
 from dice_lsp.lsp.compile_checks import IDLE_SECONDS, CheckRequest, CompileChecks
 from dice_lsp.lsp.file_watch import FileWatch
 from dice_lsp.settings import Settings
 from dice_lsp.textdoc import Position, position_at
+from dice_lsp.toolchain.flags import flags_for
 from dice_lsp.toolchain.nvcc import find_nvcc
 
 LOG = logging.getLogger("dice_lsp.server")
@@ -52,6 +55,8 @@ class DiceServer(LanguageServer):
         self.nvcc_for: str | None = "unresolved"  # the dice.nvcc setting `self.nvcc` was found for
         self.watch: FileWatch | None = None
         self.unconfigured: set[str] = set()  # documents opened before the settings were read
+        self.has_gpu: bool | None = None  # looked up on the first benchmark
+        self.bench_reports: dict[str, BenchReport] = {}
 
     def check_document(self, uri: str, delay: float = 0.0) -> None:
         """Compile an open .cu document in the background (diagnostics and kernel resources)."""
@@ -119,19 +124,60 @@ class DiceServer(LanguageServer):
         for uri in self.unconfigured.intersection(self.workspace.text_documents):
             self.check_document(uri)
         self.unconfigured.clear()
-        token: str | None = None
-        capabilities = self.client_capabilities.window
-        if capabilities is not None and capabilities.work_done_progress:
-            token = f"dice-load-{uuid.uuid4().hex[:8]}"
-            try:
-                await self.work_done_progress.create_async(token)
-                self.work_done_progress.begin(token, types.WorkDoneProgressBegin(
-                    title="dice-lsp", message=f"loading {self.settings.model or 'dice-tiny'}"))
-            except Exception:  # a client may refuse the token; loading goes on without progress
-                token = None
+        token = await self.begin_progress("dice-lsp", f"loading {self.settings.model or 'dice-tiny'}")
         await loading
+        self.end_progress(token, self.host.status["state"])
+
+    async def begin_progress(self, title: str, message: str) -> str | None:
+        """Start a `$/progress` report when the client supports it; its token, or None."""
+        capabilities = self.client_capabilities.window
+        if capabilities is None or not capabilities.work_done_progress:
+            return None
+        token = f"dice-{uuid.uuid4().hex[:8]}"
+        try:
+            await self.work_done_progress.create_async(token)
+            self.work_done_progress.begin(token, types.WorkDoneProgressBegin(title=title, message=message))
+        except Exception:  # a client may refuse the token; the work goes on without progress
+            return None
+        return token
+
+    def report_progress(self, token: str | None, message: str) -> None:
         if token is not None:
-            self.work_done_progress.end(token, types.WorkDoneProgressEnd(message=self.host.status["state"]))
+            self.work_done_progress.report(token, types.WorkDoneProgressReport(message=message))
+
+    def end_progress(self, token: str | None, message: str) -> None:
+        if token is not None:
+            self.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
+
+    async def bench_document(self, uri: str) -> None:
+        """Verify and time the saved file's kernels on the GPU (dice.benchOnSave), then refresh the lenses."""
+        document = self.workspace.get_text_document(uri)
+        path = Path(document.path)
+        if self.has_gpu is None:
+            self.has_gpu = await asyncio.to_thread(gpu_arch) is not None
+            if not self.has_gpu:
+                self.window_show_message(types.ShowMessageParams(
+                    types.MessageType.Warning, "dice-lsp: no CUDA GPU here; benchmarks on save are off"))
+        if not self.has_gpu or not has_benchmark(path, document.source):
+            return  # nothing says how to run this file's kernels
+        token = await self.begin_progress("dice-lsp benchmark", path.name)
+        loop = asyncio.get_running_loop()
+
+        def progress(message: str) -> None:  # called on the benchmark's thread
+            loop.call_soon_threadsafe(self.report_progress, token, message)
+
+        try:
+            report = await asyncio.to_thread(bench_file, path, None, Limits(),
+                                             flags_for(path, self.settings.compile_flags(path.parent)), progress)
+        except DiceError as exc:
+            self.end_progress(token, str(exc))
+            self.window_show_message(types.ShowMessageParams(types.MessageType.Warning, f"dice-lsp: {exc}"))
+            return
+        self.end_progress(token, "done")
+        self.bench_reports[uri] = report
+        workspace = self.client_capabilities.workspace
+        if workspace is not None and workspace.code_lens is not None and workspace.code_lens.refresh_support:
+            self.workspace_code_lens_refresh(None)
 
     def load_submitted(self) -> asyncio.Event:
         """Set once the settings are read and the first load is queued: requests that arrive earlier wait for
@@ -306,8 +352,10 @@ def did_close(ls: DiceServer, params: types.DidCloseTextDocumentParams) -> None:
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
-def did_save(ls: DiceServer, params: types.DidSaveTextDocumentParams) -> None:
+async def did_save(ls: DiceServer, params: types.DidSaveTextDocumentParams) -> None:
     ls.check_document(params.text_document.uri)
+    if ls.settings.bench_on_save and ls.checks.wants(params.text_document.uri):
+        await ls.bench_document(params.text_document.uri)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
@@ -317,5 +365,8 @@ def did_change(ls: DiceServer, params: types.DidChangeTextDocumentParams) -> Non
 
 @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
 def code_lens(ls: DiceServer, params: types.CodeLensParams) -> list[types.CodeLens]:
-    """`regs · smem · spills` above each kernel of the last compile of the document."""
-    return ls.checks.lenses(params.text_document.uri)
+    """`regs · smem · spills` above each kernel of the last compile, and the last benchmark's results."""
+    uri = params.text_document.uri
+    report = ls.bench_reports.get(uri)
+    bench = bench_lenses(ls.workspace.get_text_document(uri).source, report) if report is not None else []
+    return ls.checks.lenses(uri) + bench

@@ -1,0 +1,62 @@
+"""Benchmarks on save (dice.benchOnSave): a code lens per kernel on a GPU machine, one message elsewhere."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+from .lsp_client import FAST, open_document, ready, start
+
+pytestmark = pytest.mark.asyncio
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "saxpy.cu"
+
+
+async def save(client: LanguageClient, path: Path) -> None:
+    client.text_document_did_save(types.DidSaveTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=path.as_uri())))
+
+
+async def lens_titles(client: LanguageClient, path: Path) -> list[str]:
+    lenses = await client.text_document_code_lens_async(types.CodeLensParams(
+        text_document=types.TextDocumentIdentifier(uri=path.as_uri())))
+    return [lens.command.title for lens in lenses or [] if lens.command is not None]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the answer of a machine without a GPU")
+async def test_without_a_gpu_saving_says_so_once(client: LanguageClient, tmp_path: Path) -> None:
+    path = tmp_path / "saxpy.cu"
+    shutil.copy(EXAMPLE, path)
+    statuses = await start(client, configuration={"benchOnSave": True, "diagnostics": False, **FAST})
+    await ready(statuses, client)
+    open_document(client, path.read_text(), path.as_uri())
+    for _ in range(2):
+        await save(client, path)
+    await asyncio.sleep(2)
+    assert [m.message for m in client.messages if "GPU" in m.message] == [
+        "dice-lsp: no CUDA GPU here; benchmarks on save are off"]
+
+
+@pytest.mark.gpu
+async def test_saving_shows_time_speedup_and_verdict_above_the_kernel(client: LanguageClient, tmp_path: Path) -> None:
+    path = tmp_path / "saxpy.cu"
+    shutil.copy(EXAMPLE, path)
+    statuses = await start(client, configuration={"benchOnSave": True, **FAST})
+    await ready(statuses, client)
+    open_document(client, path.read_text(), path.as_uri())
+    await save(client, path)
+
+    async def bench_lens() -> str:
+        while True:
+            found = [t for t in await lens_titles(client, path) if " ms ±" in t]
+            if found:
+                return found[0]
+            await asyncio.sleep(0.5)
+
+    title = await asyncio.wait_for(bench_lens(), timeout=240)
+    assert title.endswith("· verified") and "× vs ref" in title

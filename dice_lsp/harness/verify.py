@@ -90,7 +90,7 @@ def compare(name: str, got: torch.Tensor, want: torch.Tensor) -> Comparison:
         diff = (got.to(torch.float64) - want.to(torch.float64)).abs()
         count = int(wrong.sum())
         return Comparison(count == 0, float(diff.max()) if diff.numel() else 0.0, float(count > 0), count,
-                          f"{name}: {count} of {got.numel()} elements differ" if count else "")
+                          f"{name}: {count} of {got.numel()} elements differ from the reference" if count else "")
     g, w = got.to(torch.float64), want.to(torch.float64)
     finite = torch.isfinite(w)
     special_ok = torch.where(finite, torch.isfinite(g), (g == w) | (torch.isnan(g) & torch.isnan(w)))

@@ -12,12 +12,12 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from dice_lsp.errors import DiceError
-from dice_lsp.harness.build import build_cubin
+from dice_lsp.harness.build import Build, build_cubin
 from dice_lsp.harness.isolate import run_isolated
 from dice_lsp.harness.spec import LaunchSpec, find_specs
 from dice_lsp.toolchain.cache import cache_root
@@ -109,8 +109,7 @@ def bench_file(path: Path, ref: Path | None = None, limits: Limits = Limits(), f
         raise DiceError(f"{path.name}: no launch spec (a /* dice:launch ... */ block) and no KernelBench reference "
                         "(REF.py with Model, get_inputs, get_init_inputs); see docs/BENCHMARKING.md")
     arch = gpu_arch()
-    flags = flags or CompileFlags()
-    flags = CompileFlags(arch or flags.arch, flags.std, flags.include_dirs, flags.defines, flags.extra)
+    flags = replace(flags or CompileFlags(), arch=arch or (flags or CompileFlags()).arch)
     say(f"building {path.name} for {flags.arch}")
     build = build_cubin(text, path.parent, flags)
     diagnostics = [d.to_json() for d in parse_diagnostics(build.output, text, Path(SOURCE_NAME))]
@@ -132,13 +131,13 @@ def bench_file(path: Path, ref: Path | None = None, limits: Limits = Limits(), f
     return BenchReport(True, True, diagnostics, results)
 
 
-def _bench_kernel(spec: LaunchSpec, spec_text: str, ref_spec_text: str | None, text: str, build: Any,
-                  ref_build: Any, limits: Limits) -> KernelResult:
+def _bench_kernel(spec: LaunchSpec, spec_text: str, ref_spec_text: str | None, text: str, build: Build,
+                  ref_build: Build | None, limits: Limits) -> KernelResult:
     """One kernel in a child process; the reference launches as its own spec says, when it has one."""
     result = KernelResult(spec.kernel, flags=_static_flags(text))
     try:
         candidate = {"cubin": str(build.cubin), "symbol": build.mangled(spec.kernel)}
-        reference = None
+        reference: dict[str, str | None] | None = None
         if ref_build is not None:
             reference = {"cubin": str(ref_build.cubin), "symbol": ref_build.mangled(spec.reference or spec.kernel)}
         elif spec.reference:
@@ -163,7 +162,7 @@ def _bench_extension(path: Path, text: str, reference: Path, limits: Limits, say
            "build_dir": str(cache_root() / "extensions" / digest), "reference": str(reference.resolve()),
            "trials": limits.trials}
     result = KernelResult("forward", flags=_static_flags(text))
-    if not torch.cuda.is_available():
+    if gpu_arch() is None:
         return BenchReport(False, True, [], [], "no CUDA GPU here: a torch extension is built and run on the GPU "
                                                "host only; nothing verified or timed")
     say(f"building the torch extension {path.name} (about a minute the first time)")

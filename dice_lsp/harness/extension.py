@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from dice_lsp.harness.timing import Timer, copy_bandwidth, floor_ms
-from dice_lsp.harness.verify import compare, fail, random_tensor
+from dice_lsp.harness.verify import compare, fail, random_tensor, record
 
 
 def _load_extension(payload: dict[str, Any]) -> Any:
@@ -134,8 +134,7 @@ def _check_once(model: torch.nn.Module, forward: Callable[..., Any], extras: lis
         raise fail(f"the kernel returns {len(gots)} values where the reference returns {len(wants)} tensors", at=where)
     for index, (g, w) in enumerate(zip(gots, wants, strict=True)):
         comparison = compare(f"output {index}", g, w)
-        errors["max_abs_err"] = max(errors["max_abs_err"], comparison.max_abs_err)
-        errors["max_rel_err"] = max(errors["max_rel_err"], comparison.max_rel_err)
+        record(errors, comparison)
         if not comparison.ok:
             raise fail(comparison.detail, at=where)
 

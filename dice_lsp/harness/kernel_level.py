@@ -17,7 +17,7 @@ from dice_lsp.errors import DiceError
 from dice_lsp.harness.cuda_driver import Driver
 from dice_lsp.harness.spec import Arg, LaunchSpec, evaluate, parse_spec
 from dice_lsp.harness.timing import Timer, copy_bandwidth, floor_ms
-from dice_lsp.harness.verify import TORCH_DTYPES, Guarded, compare, fail, poison_, random_tensor
+from dice_lsp.harness.verify import TORCH_DTYPES, Guarded, compare, fail, poison_, random_tensor, record
 
 SCALARS: dict[str, Any] = {"float32": ctypes.c_float, "float64": ctypes.c_double, "int32": ctypes.c_int32,
            "uint32": ctypes.c_uint32, "int64": ctypes.c_int64, "int8": ctypes.c_int8, "uint8": ctypes.c_uint8}
@@ -112,8 +112,7 @@ def _check_once(driver: Driver, spec: LaunchSpec, candidate: Kernel, reference: 
                 raise fail(f"the kernel wrote nothing to {a.name!r}", sizes=sizes, trial=trial)
             continue
         comparison = compare(a.name, got[a.name].tensor, want[a.name].tensor)
-        errors["max_abs_err"] = max(errors["max_abs_err"], comparison.max_abs_err)
-        errors["max_rel_err"] = max(errors["max_rel_err"], comparison.max_rel_err)
+        record(errors, comparison)
         if not comparison.ok:
             raise fail(comparison.detail, sizes=sizes, trial=trial)
 

@@ -108,6 +108,12 @@ def compare(name: str, got: torch.Tensor, want: torch.Tensor) -> Comparison:
     return Comparison(count == 0, max_abs, max_rel, count, detail)
 
 
+def record(errors: dict[str, float], comparison: Comparison) -> None:
+    """Keep the largest errors seen over all trials and outputs."""
+    errors["max_abs_err"] = max(errors["max_abs_err"], comparison.max_abs_err)
+    errors["max_rel_err"] = max(errors["max_rel_err"], comparison.max_rel_err)
+
+
 def fail(message: str, **context: Any) -> DiceError:
     where = ", ".join(f"{k}={v}" for k, v in context.items())
     return DiceError(f"{message} ({where})" if where else message)

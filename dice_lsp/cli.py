@@ -190,6 +190,104 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0 if report.compile_ok and report.kernels and all(k.verified for k in report.kernels) else 1
 
 
+def _output_path(args: argparse.Namespace) -> Path | None:
+    """`--out`, refused when it is the input: the input file is never edited in place."""
+    if args.out is None:
+        return None
+    out = Path(args.out)
+    if out.resolve() == Path(args.file).resolve():
+        raise DiceError(f"--out {args.out} is the input file; it is never edited in place: name another file")
+    return out
+
+
+def _rewrite_setup(args: argparse.Namespace) -> tuple[Any, Any, Any]:
+    """The model runner, the compile check and the sampler for `optimize` and `repair`."""
+    from dice_lsp.engine import load_model
+    from dice_lsp.optimize import checker
+    from dice_lsp.toolchain.flags import CompileFlags, flags_for
+
+    path = Path(args.file).resolve()
+    flags = flags_for(path, CompileFlags())
+    model = load_model(args.model, args.device, args.dtype, args.trust_remote_code)
+    settings, errors = Settings().updated({"steps": args.steps, "seed": args.seed, "candidates": 2})
+    if errors:
+        raise DiceError(errors[0])
+    return (lambda job: job(model)), checker(path.parent, flags), settings.sampler_config()
+
+
+def status_bar(description: str) -> Any:
+    """A one-line status on stderr that long jobs rewrite as they go (silent when stderr is not a terminal)."""
+    from tqdm import tqdm
+
+    return tqdm(desc=description, bar_format="{desc} [{elapsed}]", file=sys.stderr, disable=None, leave=False)
+
+
+def cmd_optimize(args: argparse.Namespace) -> int:
+    from dice_lsp.harness.bench import Limits
+    from dice_lsp.optimize import OptimizeRequest, optimize
+    from dice_lsp.textdoc import read_source
+    from dice_lsp.toolchain.flags import CompileFlags, flags_for
+
+    text = read_source(args.file)
+    out = _output_path(args)
+    if args.ref is not None and not Path(args.ref).is_file():
+        raise DiceError(f"reference {args.ref} not found")
+    run_model, check, sampler = _rewrite_setup(args)
+    path = Path(args.file).resolve()
+    request = OptimizeRequest(path, text, args.kernel, Path(args.ref).resolve() if args.ref else None,
+                              args.candidates, args.rounds, sampler, flags_for(path, CompileFlags()),
+                              Limits(timeout=args.timeout))
+    with status_bar("optimize") as bar:
+        report = optimize(run_model, request, check, said=bar.set_description_str)
+    best = report.best
+    if out is not None and best is not None:
+        out.write_text(best.text, encoding="utf-8")
+    if args.json:
+        print(json.dumps(report.to_json()))
+    else:
+        print(f"{'rank':>4} {'origin':14} {'compiled':>8} {'repairs':>7} {'verified':>8} {'speedup':>8} "
+              f"{'median ms':>10} {'regs':>5} {'spills':>6}  note")
+        for r in report.rewrites:
+            res = r.resources
+            print(f"{r.rank:>4} {r.origin[:14]:14} {'yes' if r.compiled else 'no':>8} {r.repair_rounds:>7} "
+                  f"{('yes' if r.verified else 'no') if report.gpu else '-':>8} "
+                  f"{f'{r.speedup:.2f}x' if r.speedup is not None else '-':>8} "
+                  f"{f'{r.median_ms:.4f}' if r.median_ms is not None else '-':>10} "
+                  f"{res.registers if res else '-':>5} {res.spill_stores + res.spill_loads if res else '-':>6}  "
+                  f"{(r.failure or '')[:60]}")
+        print(report.summary())
+        if best is not None and out is None:
+            print(best.diff, end="")
+        if out is not None:
+            print(f"dice-lsp: {'wrote ' + str(out) if best is not None else 'nothing written to ' + str(out)}",
+                  file=sys.stderr)
+    return 0 if best is not None else 1
+
+
+def cmd_repair(args: argparse.Namespace) -> int:
+    from dice_lsp.optimize import repair, unified_diff
+    from dice_lsp.textdoc import read_source
+
+    text = read_source(args.file)
+    out = _output_path(args)
+    run_model, check, sampler = _rewrite_setup(args)
+    with status_bar("repair") as bar:
+        result = repair(run_model, text, check, args.rounds, args.candidates, sampler, said=bar.set_description_str)
+    diff = unified_diff(Path(args.file), text, result.text)
+    if out is not None:
+        out.write_text(result.text, encoding="utf-8")
+    if args.json:
+        print(json.dumps({"compiles": result.compiles, "rounds": result.rounds, "diff": diff,
+                          "errors": [d.to_json() for d in result.errors]}))
+    else:
+        print(diff, end="")
+        state = "compiles" if result.compiles else f"still {len(result.errors)} errors"
+        print(f"dice-lsp: {state} after {result.rounds} rounds", file=sys.stderr)
+        for d in result.errors:
+            print(f"{args.file}:{d.line + 1}:{d.character + 1}: error: {d.message}", file=sys.stderr)
+    return 0 if result.compiles else 1
+
+
 class OneLineErrors(argparse.ArgumentParser):
     """argparse, but a usage error is one line (the full usage stays in --help)."""
 
@@ -288,6 +386,32 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--trials", type=_positive, default=3, help="random-input trials per size (3)")
     bench.add_argument("--json", action="store_true", help="print JSON instead of text")
     bench.set_defaults(handler=cmd_bench)
+
+    def rewrite_arguments(command: argparse.ArgumentParser) -> None:
+        command.add_argument("--rounds", type=_non_negative, default=Settings.repair_rounds,
+                             help="repair rounds: compile, re-mask the rejected lines, denoise (%(default)s)")
+        command.add_argument("--out", help="write the result here (never over FILE)")
+        command.add_argument("--steps", type=_positive, default=Settings.steps,
+                             help="denoising steps per 32 tokens of region")
+        command.add_argument("--seed", type=int, default=0)
+        command.add_argument("--json", action="store_true", help="print JSON instead of text")
+        add_model_arguments(command)
+
+    optimize = sub.add_parser("optimize", help="rewrite a kernel with the model; compile, verify, time and rank")
+    optimize.add_argument("file", help=".cu file holding the kernel (with a dice:launch spec or a KernelBench REF.py)")
+    optimize.add_argument("--kernel", required=True, help="the __global__ function to optimize")
+    optimize.add_argument("--ref", help="reference: a .cu with the same kernel, or a KernelBench .py")
+    optimize.add_argument("--candidates", type=_positive, default=Settings.optimize_candidates,
+                          help="rewrites to generate (%(default)s)")
+    optimize.add_argument("--timeout", type=float, default=60.0, help="seconds per candidate's run on the GPU (60)")
+    rewrite_arguments(optimize)
+    optimize.set_defaults(handler=cmd_optimize)
+
+    fix = sub.add_parser("repair", help="make a file compile by re-writing the lines nvcc rejects")
+    fix.add_argument("file", help="source file (.cu, .cuh, ...)")
+    fix.add_argument("--candidates", type=_positive, default=4, help="rewrites tried per round (4)")
+    rewrite_arguments(fix)
+    fix.set_defaults(handler=cmd_repair)
 
     from dice_lsp.training import evaluate, train
 

@@ -46,6 +46,8 @@ class Settings:
     std: str = "c++17"  # C++ standard; a compile_commands.json in the workspace replaces these four
     nvcc: str | None = None  # path of nvcc; None: CUDA_HOME / CUDA_PATH, PATH, /usr/local/cuda
     context_tokens: int | None = 256  # tokens of code around the hole; None: as many as the model window holds
+    optimize_candidates: int = 8  # rewrites of a kernel the optimize action generates
+    repair_rounds: int = 3  # compile, re-mask the error lines, denoise: at most this many times
 
     def sampler_config(self, canvas: int = STEP_TOKENS) -> SamplerConfig:
         """The sampler for a canvas of `canvas` tokens: `steps` per started 32 tokens (per block when decoding

@@ -5,6 +5,10 @@ let the fill end before the canvas does. Block-diffusion models cannot see a suf
 the canvas, so the prefix and suffix go into a fill-in-the-middle prompt and the middle is generated
 block by block until a stop token (how DICE fills kernels); causal (autoregressive) models take the same
 prompt and generate the middle a token at a time.
+
+A region may also hold a draft: text already written there, of which some tokens are masked again and
+denoised (an edit in place: re-noising a kernel body, re-writing the lines a compiler rejected). Only the
+diffusion families can do this; pad/EOS anywhere in a re-denoised draft delete that position.
 """
 
 from __future__ import annotations
@@ -28,12 +32,32 @@ from dice_lsp.errors import DiceError, ModelLoadError
 
 
 @dataclass(frozen=True)
+class Draft:
+    """Text already in the region, denoised again where it is re-masked.
+
+    noise: the share of its tokens masked at random (a fresh draw per candidate);
+    spans: character ranges of `text` whose tokens are masked, each followed by `grow` more masks so the
+        rewrite may be longer than what it replaces (masks the model fills with pad vanish).
+    """
+
+    text: str
+    noise: float = 0.0
+    spans: tuple[tuple[int, int], ...] = ()
+    grow: int = 4
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.noise <= 1.0:
+            raise DiceError("noise must be in [0, 1]")
+
+
+@dataclass(frozen=True)
 class FillRequest:
     prefix: str
     suffix: str
     max_tokens: int = 64
     candidates: int = 1
     sampler: SamplerConfig = field(default_factory=SamplerConfig)
+    draft: Draft | None = None  # region text to re-mask and denoise, instead of a region of masks
 
     def __post_init__(self) -> None:
         if self.max_tokens < 1:
@@ -77,11 +101,38 @@ def heal_prefix(tok: Tokenizer, prefix: str) -> tuple[list[int], str]:
     return tok.encode(prefix), ""
 
 
-def _decode(model: LoadedModel, rows: torch.Tensor, overlap: str = "") -> list[str]:
-    """Cut each row at its first pad/EOS, decode it, and drop the healed prefix tail it repeats."""
+def draft_rows(model: LoadedModel, draft: Draft, overlap: str, rows: int, seed: int) -> torch.Tensor:
+    """The draft's tokens, per row, with its spans (plus `grow` masks each) and a random `noise` share masked.
+
+    `overlap` (the healed prefix tail) opens the draft, as it opens a fill.
+    """
+    text = overlap + draft.text
+    ids, starts = model.tokenizer.encode(text), model.tokenizer.token_starts(text)
+    ends = [*starts[1:], len(text)]
+    spans = [(lo + len(overlap), hi + len(overlap)) for lo, hi in draft.spans]
+    in_span = [any(s < hi and e > lo for lo, hi in spans) for s, e in zip(starts, ends, strict=True)]
+    mask_id = model.special.mask_id
+    layout: list[int] = []
+    for index, (token, masked) in enumerate(zip(ids, in_span, strict=True)):
+        layout.append(-1 if masked else token)  # -1: a span's position, masked in every row
+        if masked and (index + 1 == len(ids) or not in_span[index + 1]):
+            layout.extend([-1] * draft.grow)
+    base = torch.tensor(layout, dtype=torch.long)
+    generator = torch.Generator().manual_seed(seed)
+    noise = torch.rand((rows, len(layout)), generator=generator) < draft.noise
+    out = base.repeat(rows, 1)
+    out[noise | (out < 0)] = mask_id
+    return out.to(model.device)
+
+
+def _decode(model: LoadedModel, rows: torch.Tensor, overlap: str = "", edited: bool = False) -> list[str]:
+    """Cut each row at its first pad/EOS (an edited draft: drop them all), decode it, and drop the healed
+    prefix tail it repeats."""
     stops = model.special.stop_ids
     texts = []
     for row in rows.tolist():
+        if edited:
+            row = [tok for tok in row if tok not in stops]
         cut = next((i for i, tok in enumerate(row) if tok in stops), len(row))
         text = model.tokenizer.decode(row[:cut])
         texts.append(text[len(overlap):] if text.startswith(overlap) else text)
@@ -92,15 +143,23 @@ def fill(model: LoadedModel, request: FillRequest, cancel: CancelCheck | None = 
          progress: Progress | None = None) -> FillResult:
     tok, special = model.tokenizer, model.special
     denoiser = Denoiser(request.sampler, special, model.device, cancel, progress)
-    region = min(request.max_tokens, model.window // 2)
     (prefix, overlap), suffix = heal_prefix(tok, request.prefix), tok.encode(request.suffix)
+    draft = request.draft
+    if draft is not None and model.attention == "causal":
+        raise DiceError(f"{model.name}: an autoregressive model cannot re-denoise a draft; use a diffusion model")
+    initial = None if draft is None else draft_rows(model, draft, overlap, request.candidates, request.sampler.seed)
+    region = min(request.max_tokens, model.window // 2) if initial is None else initial.shape[1]
+    if region > model.window - 8:
+        raise DiceError(f"the region ({region} tokens) does not fit the model window ({model.window} tokens)")
     if model.attention == "bidirectional":
         prefix, suffix = _fit_context(prefix, suffix, model.window - region)
         row = [*prefix, *([special.mask_id] * region), *suffix]
         x = torch.tensor([row] * request.candidates, dtype=torch.long, device=model.device)
         lo = len(prefix)
+        if initial is not None:
+            x[:, lo:lo + region] = initial
         fill_in_place(model.lm, x, lo, lo + region, denoiser)
-        return FillResult(_decode(model, x[:, lo:lo + region], overlap), denoiser.model_calls)
+        return FillResult(_decode(model, x[:, lo:lo + region], overlap, draft is not None), denoiser.model_calls)
     fim_prefix, fim_suffix, fim_middle = special.fim_prefix_id, special.fim_suffix_id, special.fim_middle_id
     if fim_prefix is None or fim_suffix is None or fim_middle is None:
         raise ModelLoadError(f"{model.name}: its tokenizer has no fill-in-the-middle tokens")
@@ -108,6 +167,28 @@ def fill(model: LoadedModel, request: FillRequest, cancel: CancelCheck | None = 
     block = 1 if causal else model.lm.config.block_size
     prefix, suffix = _fit_context(prefix, suffix, model.window - region - 3 - block)
     prompt = [fim_prefix, *prefix, fim_suffix, *suffix, fim_middle]
-    generate = generate_causal if causal else generate_blocks
-    ids = generate(model.lm, prompt, request.candidates, region, denoiser, special.stop_ids)
-    return FillResult(_decode(model, ids, overlap), denoiser.model_calls)
+    if causal:
+        ids = generate_causal(model.lm, prompt, request.candidates, region, denoiser, special.stop_ids)
+    else:
+        ids = generate_blocks(model.lm, prompt, request.candidates, region, denoiser, special.stop_ids, initial=initial)
+    return FillResult(_decode(model, ids, overlap, draft is not None), denoiser.model_calls)
+
+
+def answer(model: LoadedModel, prompt: str, max_tokens: int, candidates: int, sampler: SamplerConfig,
+           cancel: CancelCheck | None = None) -> FillResult:
+    """Continue `prompt` (an instruction in the checkpoint's chat format) until a stop token.
+
+    For block-diffusion and autoregressive checkpoints, which are asked in words (DICE is prompted with the
+    kernel and an instruction); a bidirectional model has no use for it.
+    """
+    if model.attention == "bidirectional":
+        raise DiceError(f"{model.name}: a bidirectional model fills regions; it is not prompted")
+    denoiser = Denoiser(sampler, model.special, model.device, cancel)
+    ids = model.tokenizer.encode(prompt)
+    room = model.window - max_tokens - model.lm.config.block_size
+    if room < 1:
+        raise DiceError(f"{max_tokens} tokens do not fit the model window ({model.window})")
+    ids = ids[-room:]
+    generate = generate_causal if model.attention == "causal" else generate_blocks
+    rows = generate(model.lm, ids, candidates, max_tokens, denoiser, model.special.stop_ids)
+    return FillResult(_decode(model, rows), denoiser.model_calls)

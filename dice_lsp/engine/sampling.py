@@ -195,12 +195,14 @@ class _CachedBlocks:
 
 @torch.inference_mode()
 def generate_blocks(lm: DiffusionLM, prompt: list[int], candidates: int, max_new_tokens: int,
-                    denoiser: Denoiser, stop_ids: set[int], use_cache: bool = True) -> Tensor:
+                    denoiser: Denoiser, stop_ids: set[int], use_cache: bool = True,
+                    initial: Tensor | None = None) -> Tensor:
     """Block-diffusion models: decode block after block behind a prompt; returns the generated ids.
 
     The prompt's tail shares the first decoded block with masks (as SDAR does). Without the cache every
     step recomputes the whole sequence (the same logits; kept to check the cache and to measure it).
-    Stops once every candidate has produced a stop token.
+    Stops once every candidate has produced a stop token, unless `initial` ([candidates, region] ids, some
+    of them masks) holds a draft: then every block of it is denoised.
     """
     size = lm.config.block_size
     device = denoiser.banned.device
@@ -210,6 +212,8 @@ def generate_blocks(lm: DiffusionLM, prompt: list[int], candidates: int, max_new
         raise DiceError(f"prompt and region ({total} tokens) exceed the model window")
     x = torch.full((candidates, total), denoiser.mask_id, dtype=torch.long, device=device)
     x[:, :n_prompt] = torch.tensor(prompt, dtype=torch.long, device=device)
+    if initial is not None:
+        x[:, n_prompt:n_prompt + initial.shape[1]] = initial
     cached = _CachedBlocks(lm) if use_cache else None
     stops = torch.tensor(sorted(stop_ids), device=device)
     end = n_prompt
@@ -219,9 +223,9 @@ def generate_blocks(lm: DiffusionLM, prompt: list[int], candidates: int, max_new
             denoiser.denoise(x, lo, end, partial(cached.logits, lo, end))
         else:
             denoiser.denoise(x, lo, end, partial(_window_logits, lm, lo, end))
-        if bool(torch.isin(x[:, n_prompt:end], stops).any(dim=1).all()):
+        if initial is None and bool(torch.isin(x[:, n_prompt:end], stops).any(dim=1).all()):
             break
-    return x[:, n_prompt:end]
+    return x[:, n_prompt:end] if initial is None else x[:, n_prompt:n_prompt + max_new_tokens]
 
 
 @torch.inference_mode()

@@ -131,6 +131,37 @@ def bench_file(path: Path, ref: Path | None = None, limits: Limits = Limits(), f
     return BenchReport(True, True, diagnostics, results)
 
 
+def bench_rewrite(original: Path, rewritten: str, kernel: str, ref: Path | None = None, limits: Limits = Limits(),
+                  flags: CompileFlags | None = None) -> KernelResult:
+    """Verify and time `rewritten` (the text of `original` with one kernel changed) against the original.
+
+    Kernel-level: the rewritten kernel is checked against and compared with the original's kernel of the
+    same name, launched as the file's spec for it says. KernelBench: the rewritten file is built as the
+    extension and checked against the Python reference, as `bench_file` does. Needs a GPU.
+    """
+    text = original.read_text(encoding="utf-8")
+    python_ref = kernelbench_reference(original, text, ref)
+    if python_ref is not None:
+        digest = hashlib.sha256(rewritten.encode()).hexdigest()[:16]
+        copy = cache_root() / "rewrites" / digest / original.name
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        copy.write_text(rewritten, encoding="utf-8")
+        report = bench_file(copy, python_ref, limits, flags)
+        return report.kernels[0] if report.kernels else KernelResult(kernel, failure=report.reason)
+    specs = {spec.kernel: (spec, spec_text) for spec, spec_text in find_specs(rewritten) or find_specs(text)}
+    if kernel not in specs:
+        raise DiceError(f"{original.name}: no launch spec for kernel {kernel!r} (see docs/BENCHMARKING.md)")
+    spec, spec_text = specs[kernel]
+    arch = gpu_arch()
+    if arch is None:
+        raise DiceError("no CUDA GPU here: nothing can be verified or timed")
+    flags = replace(flags or CompileFlags(), arch=arch)
+    build, ref_build = build_cubin(rewritten, original.parent, flags), build_cubin(text, original.parent, flags)
+    if not build.ok or not ref_build.ok:
+        return KernelResult(kernel, failure="does not compile" if not build.ok else "the original does not compile")
+    return _bench_kernel(replace(spec, reference=None), spec_text, None, rewritten, build, ref_build, limits)
+
+
 def _bench_kernel(spec: LaunchSpec, spec_text: str, ref_spec_text: str | None, text: str, build: Build,
                   ref_build: Build | None, limits: Limits) -> KernelResult:
     """One kernel in a child process; the reference launches as its own spec says, when it has one."""

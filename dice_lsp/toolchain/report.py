@@ -150,7 +150,7 @@ def parse_resources(output: str, text: str, nvcc: Path | None = None) -> list[Ke
     definitions = {f.name: text.count("\n", 0, f.start) for f in parse_functions(text) if f.is_kernel}
     for kernel in kernels.values():
         kernel.name = names.get(kernel.mangled, kernel.mangled)
-        kernel.line = definitions.get(_base_name(kernel.name))
+        kernel.line = definitions.get(base_name(kernel.name))
     return list(kernels.values())
 
 
@@ -192,7 +192,7 @@ def demangle(names: list[str], nvcc: Path | None = None) -> dict[str, str]:
     return {}
 
 
-def _base_name(demangled: str) -> str:
+def base_name(demangled: str) -> str:
     """`void ns::scale<float>(float*, float)` -> `scale`."""
     head = demangled.split("(", 1)[0]
     depth, cut = 0, len(head)

@@ -1,0 +1,134 @@
+"""Rewrites of one kernel's body, from the engine.
+
+Three ways, by what the checkpoint can do:
+- re-noise: the body's own tokens with a share of them masked again and denoised (30%, 60%, 100%): small
+  edits near the original at low strength, a new body of the same length at full strength (diffusion
+  models only; a block-diffusion model sees the code after the body through its fill-in-the-middle prompt);
+- signature: the body generated afresh behind the signature and an instruction comment (every family);
+- prompted: a block-diffusion (DICE) or autoregressive checkpoint asked in words for a faster version of
+  the kernel; the body of the same-named kernel in its answer is taken.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from functools import partial
+
+from dice_lsp.cuda.functions import Function, parse_functions
+from dice_lsp.engine import Draft, FillRequest, LoadedModel, SamplerConfig, answer, fill
+from dice_lsp.engine.sampling import CancelCheck
+from dice_lsp.errors import DiceError, InputError
+
+STRENGTHS = (0.3, 0.6, 1.0)
+INSTRUCTION = ("Faster version: coalesced and vectorized memory access, data reused from shared memory or "
+               "registers, no redundant work; same results.")
+PROMPT = ("<|im_start|>user\nRewrite this CUDA kernel to run faster on the GPU. Keep its name, its parameters "
+          "and its results.\n\n```cuda\n{kernel}\n```<|im_end|>\n<|im_start|>assistant\n")
+ANSWER_TOKENS = 512
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+_CODE_BLOCK = re.compile(r"```(?:cuda|cpp|c\+\+|c)?\n(.*?)(?:```|$)", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    body: str  # the text between the kernel's braces
+    origin: str  # how it was made: "re-noise 30%", "signature", "prompted", "repaired ..."
+
+
+def find_kernel(text: str, name: str) -> Function:
+    """The `__global__` function `name` with a complete body, or an error listing the kernels there are."""
+    kernels = [f for f in parse_functions(text) if f.is_kernel]
+    for kernel in kernels:
+        if kernel.name == name:
+            return kernel
+    listed = ", ".join(sorted({k.name for k in kernels})) or "none"
+    raise InputError(f"no kernel named {name!r} with a complete body (kernels: {listed})")
+
+
+def body_of(text: str, kernel: Function) -> str:
+    return text[kernel.body_open + 1:kernel.body_close]
+
+
+def with_body(text: str, kernel: Function, body: str) -> str:
+    """`text` with the kernel's body replaced (the signature and everything around it kept)."""
+    return text[:kernel.body_open + 1] + body + text[kernel.body_close:]
+
+
+def normalized(code: str) -> str:
+    """Code without comments and with whitespace collapsed: two rewrites that differ only there are one."""
+    return " ".join(_COMMENT.sub(" ", code).split())
+
+
+def distinct(candidates: list[Candidate], original: str) -> list[Candidate]:
+    """Drop empty bodies, copies of the original and repeats (keeping the first of each)."""
+    seen = {normalized(original)}
+    kept = []
+    for candidate in candidates:
+        key = normalized(candidate.body)
+        if key and key not in seen:
+            seen.add(key)
+            kept.append(candidate)
+    return kept
+
+
+def generate(model: LoadedModel, text: str, kernel: Function, count: int, sampler: SamplerConfig,
+             cancel: CancelCheck | None = None, said: Callable[[str], None] | None = None) -> list[Candidate]:
+    """About `count` candidate bodies, spread over the strategies the model supports (before dedup)."""
+    body = body_of(text, kernel)
+    ways: list[Callable[[int, SamplerConfig], list[Candidate]]] = []
+    if model.attention != "causal":
+        ways += [partial(_renoise, model, text, kernel, body, noise, cancel=cancel) for noise in STRENGTHS]
+    ways.append(lambda n, s: _from_signature(model, text, kernel, body, n, s, cancel))
+    if model.attention != "bidirectional":
+        ways.append(lambda n, s: _prompted(model, text, kernel, n, s, cancel))
+    each = max(1, math.ceil(count / len(ways)))
+    found: list[Candidate] = []
+    for index, way in enumerate(ways):
+        diverse = replace(sampler, temperature=sampler.temperature or 0.8, seed=sampler.seed + index)
+        found += way(each, diverse)
+        if said is not None:
+            said(f"generated {len(found)} candidates")
+    return found[:max(count, len(ways))]
+
+
+def _steps(sampler: SamplerConfig, tokens: int) -> SamplerConfig:
+    """A step budget that grows with the region: 4 tokens per step at most (what a line gets)."""
+    return replace(sampler, steps=max(sampler.steps, math.ceil(tokens / 4)))
+
+
+def _renoise(model: LoadedModel, text: str, kernel: Function, body: str, noise: float, count: int,
+             sampler: SamplerConfig, cancel: CancelCheck | None = None) -> list[Candidate]:
+    tokens = len(model.tokenizer.encode(body))
+    request = FillRequest(text[:kernel.body_open + 1], text[kernel.body_close:], tokens, count,
+                          _steps(sampler, round(tokens * noise)), Draft(body, noise=noise))
+    return [Candidate(fill_text, f"re-noise {round(noise * 100)}%") for fill_text in fill(model, request, cancel).texts]
+
+
+def _from_signature(model: LoadedModel, text: str, kernel: Function, body: str, count: int,
+                    sampler: SamplerConfig, cancel: CancelCheck | None) -> list[Candidate]:
+    tokens = len(model.tokenizer.encode(body))
+    prefix = text[:kernel.body_open + 1] + f"\n    // {INSTRUCTION}\n"
+    request = FillRequest(prefix, text[kernel.body_close:], tokens, count, _steps(sampler, tokens))
+    return [Candidate("\n" + fill_text, "signature") for fill_text in fill(model, request, cancel).texts]
+
+
+def _prompted(model: LoadedModel, text: str, kernel: Function, count: int, sampler: SamplerConfig,
+              cancel: CancelCheck | None) -> list[Candidate]:
+    prompt = PROMPT.format(kernel=text[kernel.head:kernel.body_close + 1])
+    answers = answer(model, prompt, ANSWER_TOKENS, count, sampler, cancel).texts
+    bodies = (body_in_answer(reply, kernel.name) for reply in answers)
+    return [Candidate(found, "prompted") for found in bodies if found is not None]
+
+
+def body_in_answer(reply: str, name: str) -> str | None:
+    """The body of kernel `name` in a model's reply (inside its first code block that has it), or None."""
+    for code in [*_CODE_BLOCK.findall(reply), reply]:
+        try:
+            kernel = find_kernel(code, name)
+        except DiceError:
+            continue
+        return body_of(code, kernel)
+    return None

@@ -1,0 +1,197 @@
+"""Optimize one kernel: generate rewrites, compile them, repair what fails, verify and time, rank.
+
+With a GPU, the survivors are verified against the original kernel and timed by the harness
+(`dice_lsp.harness.bench.bench_rewrite`) and ranked by verified speedup. Without one they are ranked by
+nvcc's resource report (spills, stack, registers), and every result says it is unverified. The model runs
+through `run_model`, so a language server can keep it on its own thread between the compile steps.
+"""
+
+from __future__ import annotations
+
+import difflib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dice_lsp.engine import LoadedModel, SamplerConfig
+from dice_lsp.engine.sampling import CancelCheck
+from dice_lsp.errors import Cancelled, DiceError
+from dice_lsp.harness.bench import Limits, bench_rewrite, gpu_arch
+from dice_lsp.optimize import candidates as gen
+from dice_lsp.optimize.repair import Check, ModelRunner, errors_of, repair
+from dice_lsp.toolchain.flags import CompileFlags
+from dice_lsp.toolchain.report import KernelResources, base_name
+
+Said = Callable[[str], None]
+
+
+@dataclass
+class Rewrite:
+    """One candidate, as far as it got."""
+
+    origin: str
+    text: str  # the whole file with the candidate's body
+    compiled: bool = False
+    repair_rounds: int = 0
+    verified: bool = False
+    speedup: float | None = None
+    median_ms: float | None = None
+    reference_ms: float | None = None
+    resources: KernelResources | None = None
+    failure: str | None = None
+    rank: int = 0
+    diff: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        found = {k: v for k, v in vars(self).items() if k not in ("text", "resources")}
+        found["resources"] = vars(self.resources) if self.resources is not None else None
+        return found
+
+
+@dataclass
+class OptimizeReport:
+    kernel: str
+    gpu: bool
+    rewrites: list[Rewrite] = field(default_factory=list)  # ranked, best first
+    generated: int = 0  # before deduplication
+    wall_s: float = 0.0
+
+    @property
+    def compiled(self) -> int:
+        return sum(r.compiled for r in self.rewrites)
+
+    @property
+    def verified(self) -> int:
+        return sum(r.verified for r in self.rewrites)
+
+    @property
+    def faster(self) -> int:
+        return sum(r.verified and (r.speedup or 0) > 1 for r in self.rewrites)
+
+    @property
+    def best(self) -> Rewrite | None:
+        """The rewrite to offer: the fastest verified one that beats the original; without a GPU, the top
+        compiled one (unverified)."""
+        top = self.rewrites[0] if self.rewrites else None
+        if top is None or not top.compiled:
+            return None
+        if self.gpu and not (top.verified and (top.speedup or 0) > 1):
+            return None
+        return top
+
+    def summary(self) -> str:
+        counts = (f"{len(self.rewrites)} distinct candidates of {self.generated}, {self.compiled} compiled, "
+                  + (f"{self.verified} verified, {self.faster} faster" if self.gpu else "none verified (no GPU)"))
+        best = self.best
+        if best is None:
+            return f"{self.kernel}: no faster rewrite found ({counts})"
+        if not self.gpu:
+            return (f"{self.kernel}: unverified rewrite ({best.origin}), ranked by nvcc's resource report "
+                    f"({_resources(best.resources)}); {counts}")
+        return (f"{self.kernel}: {best.speedup:.2f}× faster ({best.reference_ms:.4f} ms → {best.median_ms:.4f} ms, "
+                f"verified; {best.origin}); {counts}")
+
+    def to_json(self) -> dict[str, Any]:
+        best = self.best
+        return {"kernel": self.kernel, "gpu": self.gpu, "generated": self.generated, "compiled": self.compiled,
+                "verified": self.verified, "faster": self.faster, "wall_s": round(self.wall_s, 2),
+                "candidates": [r.to_json() for r in self.rewrites], "best": best.to_json() if best else None,
+                "summary": self.summary()}
+
+
+@dataclass(frozen=True)
+class OptimizeRequest:
+    path: Path  # the file on disk (for includes, the reference and the names in diffs); never written
+    text: str  # its current content (an editor's buffer may be ahead of the disk)
+    kernel: str
+    ref: Path | None = None
+    candidates: int = 8
+    rounds: int = 3
+    sampler: SamplerConfig = field(default_factory=SamplerConfig)
+    flags: CompileFlags = field(default_factory=CompileFlags)
+    limits: Limits = field(default_factory=Limits)
+
+
+def optimize(run_model: Callable[[Callable[[LoadedModel], Any]], Any], request: OptimizeRequest, check: Check,
+             cancel: CancelCheck | None = None, said: Said | None = None) -> OptimizeReport:
+    started = time.perf_counter()
+    say = said or (lambda _message: None)
+    text = request.text
+    kernel = gen.find_kernel(text, request.kernel)
+    original_body = gen.body_of(text, kernel)
+    made = run_model(lambda model: gen.generate(model, text, kernel, request.candidates, request.sampler, cancel))
+    unique = gen.distinct(made, original_body)
+    say(f"generated {len(made)} candidates, {len(unique)} distinct")
+    report = OptimizeReport(request.kernel, gpu_arch() is not None, generated=len(made))
+    report.rewrites = [Rewrite(c.origin, gen.with_body(text, kernel, c.body)) for c in unique]
+    for index, rewrite in enumerate(report.rewrites, 1):
+        _stop_if(cancel)
+        _compile(rewrite, run_model, request, check, cancel)
+        say(f"compiled {sum(r.compiled for r in report.rewrites[:index])}/{index} of {len(report.rewrites)}")
+    if report.gpu:
+        survivors = [r for r in report.rewrites if r.compiled]
+        for index, rewrite in enumerate(survivors, 1):
+            _stop_if(cancel)
+            _verify(rewrite, request)
+            say(f"verified and timed {index}/{len(survivors)}: {sum(r.verified for r in survivors)} verified")
+    report.rewrites = _ranked(report.rewrites, report.gpu)
+    for rank, rewrite in enumerate(report.rewrites, 1):
+        rewrite.rank, rewrite.diff = rank, unified_diff(request.path, text, rewrite.text)
+    report.wall_s = time.perf_counter() - started
+    return report
+
+
+def _stop_if(cancel: CancelCheck | None) -> None:
+    if cancel is not None and cancel():
+        raise Cancelled("optimize cancelled")
+
+
+def _compile(rewrite: Rewrite, run_model: ModelRunner, request: OptimizeRequest, check: Check,
+             cancel: CancelCheck | None) -> None:
+    """Compile the rewrite; repair it when it fails (re-writing only the rejected lines)."""
+    result = repair(run_model, rewrite.text, check, request.rounds, sampler=request.sampler, cancel=cancel)
+    rewrite.text, rewrite.compiled, rewrite.repair_rounds = result.text, result.compiles, result.rounds
+    if not result.compiles:
+        rewrite.failure = f"does not compile: {result.errors[0].message}" if result.errors else "does not compile"
+        return
+    report = check(rewrite.text)
+    rewrite.resources = next((k for k in report.kernels if base_name(k.name) == request.kernel), None)
+    if errors_of(report):  # the repaired text compiled a moment ago; a flaky toolchain is reported as is
+        rewrite.compiled, rewrite.failure = False, errors_of(report)[0].message
+
+
+def _verify(rewrite: Rewrite, request: OptimizeRequest) -> None:
+    try:
+        result = bench_rewrite(request.path, rewrite.text, request.kernel, request.ref, request.limits, request.flags)
+    except DiceError as exc:
+        rewrite.failure = str(exc)
+        return
+    rewrite.verified, rewrite.speedup = result.verified, result.speedup_vs_ref
+    rewrite.median_ms, rewrite.reference_ms = result.median_ms, result.reference_ms
+    if not result.verified:
+        rewrite.failure = result.failure or "; ".join(result.flags) or "not verified"
+
+
+def _ranked(rewrites: list[Rewrite], gpu: bool) -> list[Rewrite]:
+    """Verified and fastest first (with a GPU); otherwise compiled ones by their resource report."""
+    def key(r: Rewrite) -> tuple[float, ...]:
+        res = r.resources
+        cost = (res.spill_stores + res.spill_loads, res.stack_bytes, res.registers) if res else (1e9, 1e9, 1e9)
+        if gpu:
+            return (not r.verified, not r.compiled, -(r.speedup or 0.0), *cost)
+        return (not r.compiled, *cost)
+
+    return sorted(rewrites, key=key)
+
+
+def _resources(res: KernelResources | None) -> str:
+    if res is None:
+        return "no report"
+    return f"{res.registers} registers, {res.spill_stores + res.spill_loads} spill bytes, {res.stack_bytes} B stack"
+
+
+def unified_diff(path: Path, before: str, after: str) -> str:
+    return "".join(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
+                                        f"a/{path.name}", f"b/{path.name}"))

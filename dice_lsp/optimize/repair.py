@@ -1,0 +1,166 @@
+"""Make code compile by re-writing only the lines nvcc rejects.
+
+A round: compile; take the first error and every other error near it; mask what nvcc points at (the
+first round: the token at the error's column, or, for an "expected ..." reported at the start of a line,
+the end of the line before, where the missing token belongs; later rounds: the whole rejected lines) plus
+a few masks to grow into; denoise several candidates with the rest of the file as context; keep the
+candidate with the fewest errors, if it has no more than before. A candidate that empties a rejected line is not
+taken: deleting code is not repairing it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from functools import partial
+from pathlib import Path
+
+from dice_lsp.cuda.functions import enclosing_function
+from dice_lsp.engine import Draft, FillRequest, LoadedModel, SamplerConfig, fill
+from dice_lsp.engine.sampling import CancelCheck
+from dice_lsp.errors import Cancelled
+from dice_lsp.optimize.candidates import normalized
+from dice_lsp.toolchain.flags import CompileFlags
+from dice_lsp.toolchain.report import CheckReport, Diagnostic, check_source
+
+_WORD = re.compile(r"\w+|[^\w\s]")
+_WORD_AT_END = re.compile(r"(\w+|[^\w\s])$")
+NEARBY_LINES = 6  # errors this close to the first one are re-written in the same round
+CONTEXT_LINES = 2  # unmasked lines around the masked ones that the region keeps in place
+DEFAULT_SAMPLER = SamplerConfig()
+ModelRunner = Callable[[Callable[[LoadedModel], list[str]]], list[str]]
+Check = Callable[[str], CheckReport]
+
+
+@dataclass
+class RepairResult:
+    text: str
+    compiles: bool
+    rounds: int  # rounds of re-writing spent (0: it compiled as it was)
+    errors: list[Diagnostic] = field(default_factory=list)  # what still fails
+
+
+def checker(folder: Path, flags: CompileFlags, nvcc: Path | None = None) -> Check:
+    return lambda text: check_source(text, folder, flags, nvcc=nvcc)
+
+
+def errors_of(report: CheckReport) -> list[Diagnostic]:
+    return [d for d in report.diagnostics if d.severity == "error"]
+
+
+def repair(run_model: ModelRunner, text: str, check: Check, rounds: int = 3, candidates: int = 4,
+           sampler: SamplerConfig = DEFAULT_SAMPLER, cancel: CancelCheck | None = None,
+           said: Callable[[str], None] | None = None) -> RepairResult:
+    """Up to `rounds` rounds of re-writing the rejected lines of `text`; the best text found and its state."""
+    errors = errors_of(check(text))
+    spent = 0
+    while errors and spent < rounds:
+        if cancel is not None and cancel():
+            raise Cancelled(f"repair cancelled after {spent} rounds")
+        spent += 1
+        start, end, spans = region(text, errors, narrow=spent == 1)
+        draft = Draft(text[start:end], spans=tuple((lo - start, hi - start) for lo, hi in spans))
+        masked = sum(hi - lo for lo, hi in spans)
+        request = FillRequest(text[:start], text[end:], candidates=candidates, draft=draft,
+                              sampler=replace(sampler, seed=sampler.seed + spent,
+                                              temperature=sampler.temperature or 0.7,
+                                              steps=max(sampler.steps, masked // 8 + 2)))
+        fills = run_model(partial(_fills, request=request, cancel=cancel))
+        best: tuple[str, list[Diagnostic]] | None = None
+        for fill_text in _distinct(fills):
+            if _empties_a_line(fill_text, draft):
+                continue
+            attempt = text[:start] + fill_text + text[end:]
+            found = errors_of(check(attempt))
+            if best is None or len(found) < len(best[1]):
+                best = attempt, found
+            if not found:
+                break
+        if said is not None:
+            said(f"repair round {spent}: {len(errors)} errors before, "
+                 f"{len(best[1]) if best else len(errors)} after")
+        if best is not None and len(best[1]) <= len(errors):
+            text, errors = best
+    return RepairResult(text, not errors, spent, errors)
+
+
+def _fills(model: LoadedModel, request: FillRequest, cancel: CancelCheck | None) -> list[str]:
+    return fill(model, request, cancel).texts
+
+
+def region(text: str, errors: list[Diagnostic], narrow: bool) -> tuple[int, int, list[tuple[int, int]]]:
+    """The text to re-denoise for the first error (and those near it): (start, end, masked spans).
+
+    Narrow: the token nvcc points at (for "expected ..." at the start of a line, the end of the line
+    before, where the missing token belongs). Otherwise each rejected line's code, indentation kept; a line
+    of braces alone is never masked. The region adds a couple of lines of context either side, inside the
+    enclosing function's body when the spans are.
+    """
+    lines = text.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    first = min(e.line for e in errors)
+    spans = sorted({span for e in errors if e.line - first <= NEARBY_LINES and e.line < len(lines)
+                    for span in _spans(lines, starts, e, narrow)})
+    if not spans:  # only braces were rejected: take the line as it is
+        number = min(first, len(lines) - 1)
+        spans = [(starts[number], starts[number] + len(lines[number].rstrip("\r\n")))]
+    numbers = [_line_of(starts, lo) for lo, _ in spans]
+    start = starts[max(0, min(numbers) - CONTEXT_LINES)]
+    end = starts[min(len(lines), max(numbers) + CONTEXT_LINES + 1)]
+    function = enclosing_function(text, spans[0][0])
+    if function is not None and function.body_open < spans[0][0] and spans[-1][1] <= function.body_close:
+        start, end = max(start, function.body_open + 1), min(end, function.body_close)
+    return start, max(end, spans[-1][1]), spans
+
+
+def _spans(lines: list[str], starts: list[int], error: Diagnostic, narrow: bool) -> list[tuple[int, int]]:
+    line = lines[error.line].rstrip("\r\n")
+    indent = len(line) - len(line.lstrip())
+    missing = error.message.startswith("expected") and error.character <= indent
+    if narrow:
+        if missing:
+            above = _previous_code_line(lines, error.line)
+            code = lines[above].rstrip()
+            word = _WORD_AT_END.search(code)
+            return [(starts[above] + (word.start() if word else len(code)), starts[above] + len(code))]
+        word = next((m for m in _WORD.finditer(line) if m.end() > error.character), None)
+        return [(starts[error.line] + word.start(), starts[error.line] + word.end())] if word else []
+    numbers = {error.line} | ({_previous_code_line(lines, error.line)} if missing else set())
+    found = []
+    for number in sorted(numbers):
+        code = lines[number].rstrip()
+        if code.strip(" \t{}();"):
+            lead = len(code) - len(code.lstrip())
+            found.append((starts[number] + lead, starts[number] + len(code)))
+    return found
+
+
+def _previous_code_line(lines: list[str], number: int) -> int:
+    """The nearest line above `number` with something on it (where a missing `;` or `)` belongs)."""
+    for candidate in range(min(number, len(lines)) - 1, -1, -1):
+        if lines[candidate].strip():
+            return candidate
+    return number
+
+
+def _line_of(starts: list[int], offset: int) -> int:
+    return max(i for i, start in enumerate(starts) if start <= offset) if offset else 0
+
+
+def _distinct(texts: list[str]) -> list[str]:
+    seen: set[str] = set()
+    kept = []
+    for text in texts:
+        if normalized(text) not in seen:
+            seen.add(normalized(text))
+            kept.append(text)
+    return kept
+
+
+def _empties_a_line(fill_text: str, draft: Draft) -> bool:
+    """Whether the fill has fewer non-blank lines than the draft: a rejected line was deleted, not fixed."""
+    return sum(bool(line.strip()) for line in fill_text.splitlines()) < sum(
+        bool(line.strip()) for line in draft.text.splitlines())

@@ -25,10 +25,18 @@ from dice_lsp.cuda.holes import find_markers
 from dice_lsp.engine import LoadedModel
 from dice_lsp.errors import Cancelled, DiceError
 from dice_lsp.harness.bench import BenchReport, Limits, bench_file, gpu_arch, has_benchmark
-from dice_lsp.jobs.model_host import ModelHost
+from dice_lsp.jobs.model_host import ModelHost, Ticket
 from dice_lsp.lsp.bench_lenses import bench_lenses
 from dice_lsp.lsp.compile_checks import IDLE_SECONDS, CheckRequest, CompileChecks
 from dice_lsp.lsp.file_watch import FileWatch
+from dice_lsp.lsp.rewrite_actions import (
+    OPTIMIZE_COMMAND,
+    edit_json,
+    optimize_actions,
+    repair_actions,
+    whole_document_edit,
+)
+from dice_lsp.optimize import OptimizeReport, OptimizeRequest, RepairResult, checker, optimize, repair
 from dice_lsp.settings import Settings
 from dice_lsp.textdoc import Position, position_at
 from dice_lsp.toolchain.flags import flags_for
@@ -37,6 +45,7 @@ from dice_lsp.toolchain.nvcc import find_nvcc
 LOG = logging.getLogger("dice_lsp.server")
 STATUS_NOTIFICATION = "dice/status"
 FILL_COMMAND = "dice.fillHole"
+APPLY = "Apply"
 WATCH_SETTLE_SECONDS = 0.3  # a checkout writes many files: wait for the burst to end before compiling
 T = TypeVar("T")
 
@@ -128,17 +137,21 @@ class DiceServer(LanguageServer):
         await loading
         self.end_progress(token, self.host.status["state"])
 
-    async def begin_progress(self, title: str, message: str) -> str | None:
-        """Start a `$/progress` report when the client supports it; its token, or None."""
+    async def begin_progress(self, title: str, message: str, cancel: Ticket | None = None) -> str | None:
+        """Start a `$/progress` report when the client supports it; its token, or None. With `cancel`, the
+        user can cancel it from the editor, which cancels that ticket."""
         capabilities = self.client_capabilities.window
         if capabilities is None or not capabilities.work_done_progress:
             return None
         token = f"dice-{uuid.uuid4().hex[:8]}"
         try:
             await self.work_done_progress.create_async(token)
-            self.work_done_progress.begin(token, types.WorkDoneProgressBegin(title=title, message=message))
+            self.work_done_progress.begin(token, types.WorkDoneProgressBegin(
+                title=title, message=message, cancellable=cancel is not None))
         except Exception:  # a client may refuse the token; the work goes on without progress
             return None
+        if cancel is not None:
+            self.work_done_progress.tokens[token].add_done_callback(lambda _future: cancel.cancel())
         return token
 
     def report_progress(self, token: str | None, message: str) -> None:
@@ -148,6 +161,102 @@ class DiceServer(LanguageServer):
     def end_progress(self, token: str | None, message: str) -> None:
         if token is not None:
             self.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
+            self.work_done_progress.tokens.pop(token, None)
+
+    def progress_reporter(self, token: str | None) -> Callable[[str], None]:
+        """A `$/progress` report function that work on another thread can call."""
+        loop = asyncio.get_running_loop()
+
+        def report(message: str) -> None:
+            loop.call_soon_threadsafe(self.report_progress, token, message)
+
+        return report
+
+    def on_model_thread(self, job: Callable[[LoadedModel], T]) -> T:
+        """Run `job` on the model's thread and wait for it (called from a worker thread, never the loop)."""
+        return self.host.submit(job).result()
+
+    async def rewrite_job(self, uri: str, version: int | None, title: str,
+                          work: Callable[[Path, str, Ticket, Callable[[str], None]], T]) -> tuple[T | None, str]:
+        """Run a model rewrite of document `uri` (optimize, repair) on a worker thread with cancellable
+        `$/progress`; returns its result (None if refused, cancelled or failed) and what to tell the user."""
+        await self.load_submitted().wait()
+        document = self.workspace.get_text_document(uri)
+        if version is not None and document.version != version:
+            return None, "the document changed since the action was offered; run it again"
+        ticket = self.host.ticket(f"{title} {uri}")
+        token = await self.begin_progress(f"DICE {title}", Path(document.path).name, ticket)
+        try:
+            result = await asyncio.to_thread(work, Path(document.path), document.source, ticket,
+                                             self.progress_reporter(token))
+        except Cancelled:
+            self.end_progress(token, "cancelled")
+            return None, f"{title} cancelled"
+        except DiceError as exc:
+            self.end_progress(token, str(exc))
+            return None, str(exc)
+        self.end_progress(token, "done")
+        return result, ""
+
+    async def optimize_kernel(self, uri: str, kernel: str, version: int | None) -> dict[str, Any]:
+        """Optimize `kernel`, then offer the best rewrite: applied only if the user says so and the document
+        is still the version it was made for."""
+        settings = self.settings
+
+        def work(path: Path, text: str, ticket: Ticket, said: Callable[[str], None]) -> OptimizeReport:
+            flags = flags_for(path, settings.compile_flags(self.workspace_root(path) or path.parent))
+            request = OptimizeRequest(path, text, kernel, None, settings.optimize_candidates, settings.repair_rounds,
+                                      settings.sampler_config(), flags)
+            return optimize(self.on_model_thread, request, checker(path.parent, flags, find_nvcc(settings.nvcc)),
+                            ticket, said)
+
+        started = self.workspace.get_text_document(uri)
+        made_for = started.version
+        report, problem = await self.rewrite_job(uri, version, "optimize", work)
+        if report is None:
+            self.window_show_message(types.ShowMessageParams(types.MessageType.Warning, f"dice-lsp: {problem}"))
+            return {"summary": problem, "report": None, "edit": None, "applied": False}
+        best = report.best
+        edit = whole_document_edit(uri, made_for, started.source, best.text) if best is not None else None
+        result = {"summary": report.summary(), "report": report.to_json(), "edit": edit_json(edit), "applied": False}
+        if edit is None:
+            self.window_show_message(types.ShowMessageParams(types.MessageType.Info, f"DICE: {report.summary()}"))
+            return result
+        choice = await self.window_show_message_request_async(types.ShowMessageRequestParams(
+            type=types.MessageType.Info, message=f"DICE: {report.summary()}",
+            actions=[types.MessageActionItem(APPLY), types.MessageActionItem("Discard")]))
+        if choice is None or choice.title != APPLY:
+            return result
+        if self.workspace.get_text_document(uri).version != made_for:
+            result["summary"] = stale = "not applied: the document changed while the kernel was being optimized"
+            self.window_show_message(types.ShowMessageParams(types.MessageType.Warning, f"dice-lsp: {stale}"))
+            return result
+        applied = await self.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(
+            edit=edit, label=f"DICE: optimize {kernel}"))
+        result["applied"] = bool(applied.applied)
+        return result
+
+    async def repair_edit(self, uri: str, version: int | None) -> types.WorkspaceEdit | None:
+        """The edit that makes the document compile (re-writing only what nvcc rejects), or None."""
+        settings = self.settings
+        started = self.workspace.get_text_document(uri)
+        made_for, before = started.version, started.source
+
+        def work(path: Path, text: str, ticket: Ticket, said: Callable[[str], None]) -> RepairResult:
+            flags = flags_for(path, settings.compile_flags(self.workspace_root(path) or path.parent))
+            check = checker(path.parent, flags, find_nvcc(settings.nvcc))
+            return repair(self.on_model_thread, text, check, settings.repair_rounds, sampler=settings.sampler_config(),
+                          cancel=ticket, said=said)
+
+        result, problem = await self.rewrite_job(uri, version, "repair", work)
+        if result is not None and not result.compiles:
+            problem = f"could not make it compile in {result.rounds} rounds"
+        elif result is not None and self.workspace.get_text_document(uri).version != made_for:
+            problem = "the document changed during the repair; run it again"
+        elif result is not None:
+            return whole_document_edit(uri, made_for, before, result.text)
+        self.window_show_message(types.ShowMessageParams(types.MessageType.Warning, f"dice-lsp: {problem}"))
+        return None
 
     async def bench_document(self, uri: str) -> None:
         """Verify and time the saved file's kernels on the GPU (dice.benchOnSave), then refresh the lenses."""
@@ -161,14 +270,10 @@ class DiceServer(LanguageServer):
         if not self.has_gpu or not has_benchmark(path, document.source):
             return  # nothing says how to run this file's kernels
         token = await self.begin_progress("dice-lsp benchmark", path.name)
-        loop = asyncio.get_running_loop()
-
-        def progress(message: str) -> None:  # called on the benchmark's thread
-            loop.call_soon_threadsafe(self.report_progress, token, message)
-
         try:
             report = await asyncio.to_thread(bench_file, path, None, Limits(),
-                                             flags_for(path, self.settings.compile_flags(path.parent)), progress)
+                                             flags_for(path, self.settings.compile_flags(path.parent)),
+                                             self.progress_reporter(token))
         except DiceError as exc:
             self.end_progress(token, str(exc))
             self.window_show_message(types.ShowMessageParams(types.MessageType.Warning, f"dice-lsp: {exc}"))
@@ -305,9 +410,10 @@ async def completion(ls: DiceServer, params: types.CompletionParams) -> types.Co
 
 
 @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
-    code_action_kinds=[types.CodeActionKind.QuickFix], resolve_provider=True))
+    code_action_kinds=[types.CodeActionKind.QuickFix, types.CodeActionKind.RefactorRewrite], resolve_provider=True))
 def code_action(ls: DiceServer, params: types.CodeActionParams) -> list[types.CodeAction]:
-    """One "Fill hole" action per `/*@fill*/` marker in the range; the model runs only on resolve."""
+    """"Fill hole" per `/*@fill*/` marker in the range and "Repair" on nvcc errors (the model runs on
+    resolve); "Optimize kernel" per kernel in the range (a command: a long job with progress)."""
     document = ls.workspace.get_text_document(params.text_document.uri)
     text = document.source
     first, last = params.range.start.line, params.range.end.line
@@ -319,13 +425,16 @@ def code_action(ls: DiceServer, params: types.CodeActionParams) -> list[types.Co
                 title="Fill hole with DICE", kind=types.CodeActionKind.QuickFix,
                 data={"uri": document.uri, "line": where.line, "character": where.character,
                       "version": document.version}))
-    return actions
+    actions += repair_actions(document.uri, document.version, params.context.diagnostics)
+    return actions + optimize_actions(document.uri, text, document.version, first, last)
 
 
 @server.feature(types.CODE_ACTION_RESOLVE)
 async def resolve_code_action(ls: DiceServer, action: types.CodeAction) -> types.CodeAction:
     data = action.data if isinstance(action.data, dict) else {}
-    if {"uri", "line", "character"} <= data.keys():
+    if data.get("repair") and "uri" in data:
+        action.edit = await ls.repair_edit(data["uri"], data.get("version"))
+    elif {"uri", "line", "character"} <= data.keys():
         action.edit = await ls.fill_edit(data["uri"], types.Position(data["line"], data["character"]),
                                          data.get("version"))
     return action
@@ -339,6 +448,13 @@ async def fill_command(ls: DiceServer, uri: str, position: dict[str, int]) -> bo
         return False
     result = await ls.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit=edit, label="DICE fill"))
     return bool(result.applied)
+
+
+@server.command(OPTIMIZE_COMMAND)
+async def optimize_command(ls: DiceServer, uri: str, kernel: str, version: int | None = None) -> dict[str, Any]:
+    """`dice.optimizeKernel(uri, kernel, version?)`: optimize, then offer the best rewrite; returns the summary,
+    the ranked report, the edit and whether it was applied."""
+    return await ls.optimize_kernel(uri, kernel, version)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)

@@ -274,7 +274,7 @@ def cmd_repair(args: argparse.Namespace) -> int:
     with status_bar("repair") as bar:
         result = repair(run_model, text, check, args.rounds, args.candidates, sampler, said=bar.set_description_str)
     diff = unified_diff(Path(args.file), text, result.text)
-    if out is not None:
+    if out is not None and result.compiles:  # a file that still fails is not worth a new copy
         out.write_text(result.text, encoding="utf-8")
     if args.json:
         print(json.dumps({"compiles": result.compiles, "rounds": result.rounds, "diff": diff,

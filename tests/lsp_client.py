@@ -74,3 +74,21 @@ async def ready(statuses: list[dict[str, Any]], client: LanguageClient) -> dict[
         return statuses[-1]
 
     return await asyncio.wait_for(poll(), timeout=120)
+
+
+def read_code_actions_as_vscode_does(client: LanguageClient) -> None:
+    """lsprotocol's client reads any code action that has a `command` key as a Command, also a CodeAction
+    that carries one; VS Code tells them apart by that key's type (a string only for a Command)."""
+    converter = client.protocol._converter
+
+    def structure(obj: Any, _: type) -> types.Command | types.CodeAction:
+        command = isinstance(obj.get("command"), str)
+        return converter.structure(obj, types.Command if command else types.CodeAction)  # type: ignore[no-any-return]
+
+    converter.register_structure_hook(types.Command | types.CodeAction, structure)  # type: ignore[arg-type]
+
+
+async def diagnostics_for(client: LanguageClient, uri: str) -> list[types.Diagnostic]:
+    while uri not in client.diagnostics:
+        await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    return client.diagnostics.pop(uri)

@@ -10,18 +10,12 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from .lsp_client import FAST, URI, open_document, ready, start, wait_status
+from .lsp_client import FAST, URI, diagnostics_for, open_document, ready, start, wait_status
 
 pytestmark = pytest.mark.asyncio
 CLEAN = ("__global__ void tile(float* a) {\n    __shared__ float s[256];\n    s[threadIdx.x] = a[threadIdx.x];\n"
          "    __syncthreads();\n    a[threadIdx.x] = s[255 - threadIdx.x];\n}\n")
 BROKEN = "__global__ void k(float* a) {\n    a[0] = undefined_thing;\n}\n"
-
-
-async def diagnostics_for(client: LanguageClient, uri: str) -> list[types.Diagnostic]:
-    while uri not in client.diagnostics:
-        await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-    return client.diagnostics.pop(uri)
 
 
 async def test_errors_on_open_clear_after_the_fix(client: LanguageClient, tmp_path: Path) -> None:

@@ -37,7 +37,8 @@ class Draft:
 
     noise: the share of its tokens masked at random (a fresh draw per candidate);
     spans: character ranges of `text` whose tokens are masked, each followed by `grow` more masks so the
-        rewrite may be longer than what it replaces (masks the model fills with pad vanish).
+        rewrite may be longer than what it replaces (masks the model fills with pad vanish); an empty
+        range inserts `grow` masks where it is (after the token that ends there).
     """
 
     text: str
@@ -112,10 +113,11 @@ def draft_rows(model: LoadedModel, draft: Draft, overlap: str, rows: int, seed: 
     spans = [(lo + len(overlap), hi + len(overlap)) for lo, hi in draft.spans]
     in_span = [any(s < hi and e > lo for lo, hi in spans) for s, e in zip(starts, ends, strict=True)]
     mask_id = model.special.mask_id
-    layout: list[int] = []
+    inserts = {lo for lo, hi in spans if lo == hi}
+    layout: list[int] = [-1] * draft.grow if 0 in inserts else []  # -1: masked in every row
     for index, (token, masked) in enumerate(zip(ids, in_span, strict=True)):
-        layout.append(-1 if masked else token)  # -1: a span's position, masked in every row
-        if masked and (index + 1 == len(ids) or not in_span[index + 1]):
+        layout.append(-1 if masked else token)
+        if (masked and (index + 1 == len(ids) or not in_span[index + 1])) or ends[index] in inserts:
             layout.extend([-1] * draft.grow)
     base = torch.tensor(layout, dtype=torch.long)
     generator = torch.Generator().manual_seed(seed)

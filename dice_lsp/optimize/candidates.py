@@ -118,7 +118,7 @@ def _from_signature(model: LoadedModel, text: str, kernel: Function, body: str, 
 def _prompted(model: LoadedModel, text: str, kernel: Function, count: int, sampler: SamplerConfig,
               cancel: CancelCheck | None) -> list[Candidate]:
     prompt = PROMPT.format(kernel=text[kernel.head:kernel.body_close + 1])
-    answers = answer(model, prompt, ANSWER_TOKENS, count, sampler, cancel).texts
+    answers = answer(model, prompt, min(ANSWER_TOKENS, model.window // 2), count, sampler, cancel).texts
     bodies = (body_in_answer(reply, kernel.name) for reply in answers)
     return [Candidate(found, "prompted") for found in bodies if found is not None]
 

@@ -1,11 +1,13 @@
 """Make code compile by re-writing only the lines nvcc rejects.
 
 A round: compile; take the first error and every other error near it; mask what nvcc points at (the
-first round: the token at the error's column, or, for an "expected ..." reported at the start of a line,
-the end of the line before, where the missing token belongs; later rounds: the whole rejected lines) plus
-a few masks to grow into; denoise several candidates with the rest of the file as context; keep the
-candidate with the fewest errors, if it has no more than before. A candidate that empties a rejected line is not
-taken: deleting code is not repairing it.
+first round: the token at the error's column plus one mask, or, for an "expected ..." reported at the
+start of a line, the end of the line before, where the missing token belongs: one mask inserted after a
+word, its last punctuation re-written otherwise, as BPE merges `]` and `;` into one token; later
+rounds: the whole rejected lines plus a few masks to grow into); denoise several candidates with the rest
+of the file as context; keep the first candidate with fewer errors than before (never one with as many:
+such code drifts without getting closer). A missing header is not re-written. A candidate that empties a
+rejected line is not taken: deleting code is not repairing it.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from dice_lsp.toolchain.flags import CompileFlags
 from dice_lsp.toolchain.report import CheckReport, Diagnostic, check_source
 
 _WORD = re.compile(r"\w+|[^\w\s]")
-_WORD_AT_END = re.compile(r"(\w+|[^\w\s])$")
+_MISSING_FILE = re.compile(r"No such file|cannot open source file")  # nothing to re-write: a header is missing
 NEARBY_LINES = 6  # errors this close to the first one are re-written in the same round
 CONTEXT_LINES = 2  # unmasked lines around the masked ones that the region keeps in place
 DEFAULT_SAMPLER = SamplerConfig()
@@ -55,33 +57,32 @@ def repair(run_model: ModelRunner, text: str, check: Check, rounds: int = 3, can
     """Up to `rounds` rounds of re-writing the rejected lines of `text`; the best text found and its state."""
     errors = errors_of(check(text))
     spent = 0
-    while errors and spent < rounds:
+    while errors and spent < rounds and not _MISSING_FILE.search(errors[0].message):
         if cancel is not None and cancel():
             raise Cancelled(f"repair cancelled after {spent} rounds")
         spent += 1
-        start, end, spans = region(text, errors, narrow=spent == 1)
-        draft = Draft(text[start:end], spans=tuple((lo - start, hi - start) for lo, hi in spans))
-        masked = sum(hi - lo for lo, hi in spans)
+        narrow = spent == 1
+        start, end, spans = region(text, errors, narrow)
+        draft = Draft(text[start:end], spans=tuple((lo - start, hi - start) for lo, hi in spans),
+                      grow=1 if narrow else 4)
+        masked_tokens = sum(hi - lo for lo, hi in spans) // 3 + draft.grow * len(spans)  # ~3 characters a token
         request = FillRequest(text[:start], text[end:], candidates=candidates, draft=draft,
                               sampler=replace(sampler, seed=sampler.seed + spent,
                                               temperature=sampler.temperature or 0.7,
-                                              steps=max(sampler.steps, masked // 8 + 2)))
+                                              steps=max(sampler.steps, masked_tokens)))
         fills = run_model(partial(_fills, request=request, cancel=cancel))
-        best: tuple[str, list[Diagnostic]] | None = None
+        base, before = text, len(errors)
         for fill_text in _distinct(fills):
             if _empties_a_line(fill_text, draft):
                 continue
-            attempt = text[:start] + fill_text + text[end:]
+            attempt = base[:start] + fill_text + base[end:]
             found = errors_of(check(attempt))
-            if best is None or len(found) < len(best[1]):
-                best = attempt, found
+            if len(found) < len(errors):  # strictly better, or the code would drift without getting closer
+                text, errors = attempt, found
             if not found:
                 break
         if said is not None:
-            said(f"repair round {spent}: {len(errors)} errors before, "
-                 f"{len(best[1]) if best else len(errors)} after")
-        if best is not None and len(best[1]) <= len(errors):
-            text, errors = best
+            said(f"repair round {spent}: {before} errors before, {len(errors)} after")
     return RepairResult(text, not errors, spent, errors)
 
 
@@ -121,11 +122,12 @@ def _spans(lines: list[str], starts: list[int], error: Diagnostic, narrow: bool)
     indent = len(line) - len(line.lstrip())
     missing = error.message.startswith("expected") and error.character <= indent
     if narrow:
-        if missing:
+        if missing:  # the end of the line before, where the missing token belongs
             above = _previous_code_line(lines, error.line)
             code = lines[above].rstrip()
-            word = _WORD_AT_END.search(code)
-            return [(starts[above] + (word.start() if word else len(code)), starts[above] + len(code))]
+            end = starts[above] + len(code)
+            # after a word, insert; after punctuation, re-write it: BPE merges `]` and `;` into one token
+            return [(end, end)] if code[-1:].isalnum() or code[-1:] == "_" else [(end - 1, end)]
         word = next((m for m in _WORD.finditer(line) if m.end() > error.character), None)
         return [(starts[error.line] + word.start(), starts[error.line] + word.end())] if word else []
     numbers = {error.line} | ({_previous_code_line(lines, error.line)} if missing else set())

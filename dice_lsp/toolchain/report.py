@@ -27,6 +27,8 @@ Severity = Literal["error", "warning"]
 
 _FRONT_END = re.compile(r"^(?P<file>.+?)\((?P<line>\d+)\): (?P<severity>error|warning)(?: #(?P<code>\S+?))?: "
                         r"(?P<message>.*)$")
+_HOST = re.compile(r"^(?P<file>.+?):(?P<line>\d+):(?P<column>\d+): (?:fatal )?(?P<severity>error|warning): "
+                   r"(?P<message>.*)$")  # the host compiler's preprocessor: a missing header, a bad #if
 _PTXAS_ERROR = re.compile(r"^ptxas (?P<severity>error|warning)\s*: (?P<message>.*)$")
 _ENTRY = re.compile(r"Compiling entry function '(?P<name>[^']+)'")
 _PROPERTIES = re.compile(r"Function properties for (?P<name>\S+)")
@@ -84,14 +86,19 @@ def parse_diagnostics(output: str, text: str, source: Path) -> list[Diagnostic]:
     found: list[Diagnostic] = []
     output_lines = output.splitlines()
     for index, raw in enumerate(output_lines):
-        match = _FRONT_END.match(raw)
+        match = _FRONT_END.match(raw) or _HOST.match(raw)
         if match is None:
             continue
         number = int(match["line"]) - 1
         severity: Severity = match["severity"]  # type: ignore[assignment]
-        message, code = match["message"].strip(), match["code"]
+        message, code = match["message"].strip(), match.groupdict().get("code")
         echoed = output_lines[index + 1] if index + 1 < len(output_lines) else ""
         caret = output_lines[index + 2] if index + 2 < len(output_lines) else ""
+        if Path(match["file"]).name == source.name and match.groupdict().get("column"):
+            column = int(match["column"]) - 1
+            end = len(lines[number]) if number < len(lines) else column
+            found.append(Diagnostic(number, column, number, max(end, column), severity, message, code))
+            continue
         if Path(match["file"]).name == source.name:
             found.append(_located(lines, number, echoed, caret, severity, message, code))
             continue

@@ -1,0 +1,157 @@
+"""The "Optimize kernel with DICE" code action and command, and the "Repair with DICE" quick fix, through a
+real LSP client, the real server, the embedded model and the real nvcc (no GPU here: rewrites are ranked
+by nvcc's resource report and said to be unverified)."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+from .lsp_client import FAST, diagnostics_for, open_document, read_code_actions_as_vscode_does, ready, start
+
+pytestmark = pytest.mark.asyncio
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "saxpy.cu"
+QUICK = {**FAST, "optimizeCandidates": 4, "repairRounds": 1, "diagnostics": False}
+
+
+def lines(first: int, last: int, uri: str, diagnostics: list[types.Diagnostic] | None = None) -> types.CodeActionParams:
+    return types.CodeActionParams(text_document=types.TextDocumentIdentifier(uri=uri),
+                                  range=types.Range(types.Position(first, 0), types.Position(last, 0)),
+                                  context=types.CodeActionContext(diagnostics=diagnostics or []))
+
+
+async def opened(client: LanguageClient, tmp_path: Path, configuration: dict[str, Any]) -> tuple[Path, str]:
+    path = tmp_path / "saxpy.cu"
+    shutil.copy(EXAMPLE, path)
+    read_code_actions_as_vscode_does(client)
+    statuses = await start(client, configuration=configuration)
+    await ready(statuses, client)
+    open_document(client, path.read_text(), path.as_uri())
+    return path, path.as_uri()
+
+
+async def test_each_kernel_under_the_cursor_gets_an_optimize_action(client: LanguageClient, tmp_path: Path) -> None:
+    _, uri = await opened(client, tmp_path, QUICK)
+    on_saxpy = await client.text_document_code_action_async(lines(16, 16, uri)) or []
+    assert [(a.title, a.kind) for a in on_saxpy if isinstance(a, types.CodeAction)] == [
+        ("Optimize kernel `saxpy` with DICE", types.CodeActionKind.RefactorRewrite)]
+    assert not await client.text_document_code_action_async(lines(3, 3, uri)), "the launch spec is no kernel"
+    both = await client.text_document_code_action_async(lines(0, 45, uri)) or []
+    assert [a.title for a in both] == ["Optimize kernel `saxpy` with DICE", "Optimize kernel `saxpy_vec4` with DICE"]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the answer of a machine without a GPU (unverified)")
+async def test_optimize_reports_progress_and_applies_only_what_the_user_accepts(client: LanguageClient,
+                                                                              tmp_path: Path) -> None:
+    path, uri = await opened(client, tmp_path, {**QUICK, "optimizeCandidates": 6})
+    original = path.read_text()
+    applied: list[types.ApplyWorkspaceEditParams] = []
+    asked: list[str] = []
+
+    @client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
+    def on_question(params: types.ShowMessageRequestParams) -> types.MessageActionItem:
+        asked.append(params.message)
+        return types.MessageActionItem("Apply")
+
+    @client.feature(types.WORKSPACE_APPLY_EDIT)
+    def on_apply(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+        applied.append(params)
+        return types.ApplyWorkspaceEditResult(applied=True)
+
+    result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="dice.optimizeKernel", arguments=[uri, "saxpy", 1]))
+    messages = [getattr(v, "message", "") or "" for values in client.progress_reports.values() for v in values]
+    assert any("generated" in m for m in messages) and any("compiled" in m for m in messages), messages
+    report = result["report"]
+    assert report["gpu"] is False and report["verified"] == 0 and "no GPU" in result["summary"]
+    assert [c["rank"] for c in report["candidates"]] == list(range(1, len(report["candidates"]) + 1))
+    compiled = [c["compiled"] for c in report["candidates"]]
+    assert compiled == sorted(compiled, reverse=True), "compiled rewrites rank above the others"
+    if report["best"] is None:
+        assert not asked and not applied and result["edit"] is None
+        return
+    assert asked and "unverified" in asked[0]
+    [params] = applied
+    [change] = params.edit.document_changes
+    assert change.text_document.version == 1, "the edit is for the version it was made from"
+    assert result["applied"] is True
+    assert path.read_text() == original, "the server never writes the file itself"
+
+
+async def test_an_edit_for_a_changed_document_is_refused(client: LanguageClient, tmp_path: Path) -> None:
+    path, uri = await opened(client, tmp_path, {**QUICK, "optimizeCandidates": 6})
+    applied: list[types.ApplyWorkspaceEditParams] = []
+
+    @client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
+    def on_question(params: types.ShowMessageRequestParams) -> types.MessageActionItem:
+        client.text_document_did_change(types.DidChangeTextDocumentParams(  # the user typed meanwhile
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=path.read_text() + "\n// more\n")]))
+        return types.MessageActionItem("Apply")
+
+    @client.feature(types.WORKSPACE_APPLY_EDIT)
+    def on_apply(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+        applied.append(params)
+        return types.ApplyWorkspaceEditResult(applied=True)
+
+    result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="dice.optimizeKernel", arguments=[uri, "saxpy", 1]))
+    assert not applied and result["applied"] is False
+    if result["report"]["best"] is not None:
+        assert "changed" in result["summary"]
+    stale = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="dice.optimizeKernel", arguments=[uri, "saxpy", 1]))
+    assert stale["report"] is None and "changed since" in stale["summary"], "an action offered for version 1"
+
+
+async def test_cancelling_the_progress_stops_the_optimization(client: LanguageClient, tmp_path: Path) -> None:
+    _, uri = await opened(client, tmp_path, {**QUICK, "optimizeCandidates": 12, "repairRounds": 3})
+
+    async def cancel_when_it_begins() -> None:
+        while True:
+            for token, values in list(client.progress_reports.items()):
+                begin = values[0] if values else None
+                if isinstance(begin, types.WorkDoneProgressBegin) and begin.title == "DICE optimize":
+                    assert begin.cancellable
+                    client.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token))
+                    return
+            await asyncio.sleep(0.05)
+
+    canceller = asyncio.create_task(cancel_when_it_begins())
+    result = await asyncio.wait_for(client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="dice.optimizeKernel", arguments=[uri, "saxpy", 1])), timeout=120)
+    await canceller
+    assert result["summary"] == "optimize cancelled" and result["report"] is None
+
+
+async def test_repair_quick_fix_on_an_nvcc_error(client: LanguageClient, tmp_path: Path) -> None:
+    path = tmp_path / "broken.cu"
+    good = EXAMPLE.read_text()
+    path.write_text(good.replace("y[i] = a * x[i] + y[i];", "y[i] = a * x[i] + y[i]"))
+    read_code_actions_as_vscode_does(client)
+    statuses = await start(client, configuration={**QUICK, "diagnostics": True})
+    await ready(statuses, client)
+    open_document(client, path.read_text(), path.as_uri())
+    diagnostics = await asyncio.wait_for(diagnostics_for(client, path.as_uri()), timeout=60)
+    assert diagnostics and diagnostics[0].source == "nvcc"
+    first = diagnostics[0].range.start.line
+    actions = await client.text_document_code_action_async(lines(first, first, path.as_uri(), diagnostics)) or []
+    [fix] = [a for a in actions if a.title == "Repair with DICE"]
+    assert isinstance(fix, types.CodeAction) and fix.kind == types.CodeActionKind.QuickFix and fix.edit is None
+    resolved = await client.code_action_resolve_async(fix)
+    assert resolved.edit is not None and resolved.edit.document_changes
+    [change] = resolved.edit.document_changes
+    assert isinstance(change, types.TextDocumentEdit) and change.text_document.version == 1
+    [edit] = change.edits
+    text = path.read_text()
+    lines_of = text.splitlines(keepends=True)
+    lo = sum(len(line) for line in lines_of[:edit.range.start.line]) + edit.range.start.character
+    hi = sum(len(line) for line in lines_of[:edit.range.end.line]) + edit.range.end.character
+    assert text[:lo] + edit.new_text + text[hi:] == good, "the missing ';' is put back, nothing else changes"

@@ -1,0 +1,169 @@
+"""Repair against the real nvcc, with the embedded model (what `dice-lsp repair` and the quick fix run)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from dice_lsp.engine import LoadedModel, load_model
+from dice_lsp.errors import Cancelled
+from dice_lsp.optimize.repair import Check, checker, errors_of, region, repair
+from dice_lsp.toolchain.flags import CompileFlags
+from dice_lsp.toolchain.report import Diagnostic
+
+ROOT = Path(__file__).resolve().parents[1]
+SAXPY = (ROOT / "examples" / "saxpy.cu").read_text()
+STATEMENT = "if (i < n) y[i] = a * x[i] + y[i];"
+NO_SEMICOLON = SAXPY.replace(STATEMENT, STATEMENT[:-1], 1)
+UNDEFINED = SAXPY.replace("int i = blockIdx.x", "int i = blockIdy.x", 1)
+
+
+@pytest.fixture(scope="module")
+def model() -> LoadedModel:
+    return load_model(None, "cpu", "auto")
+
+
+@pytest.fixture(scope="module")
+def check() -> Check:
+    return checker(ROOT / "examples", CompileFlags())
+
+
+class Counted:
+    """A model runner (as the CLI builds one) that counts the jobs it runs."""
+
+    def __init__(self, model: LoadedModel, before: Callable[[], None] | None = None) -> None:
+        self.model, self.before, self.calls = model, before, 0
+
+    def __call__(self, job: Callable[[LoadedModel], list[str]]) -> list[str]:
+        self.calls += 1
+        if self.before is not None:
+            self.before()
+        return job(self.model)
+
+
+def line_of(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset)
+
+
+def masked(text: str, spans: list[tuple[int, int]]) -> list[str]:
+    return [text[lo:hi] for lo, hi in spans]
+
+
+def errors(check: Check, text: str) -> list[Diagnostic]:
+    found = errors_of(check(text))
+    assert found, "the planted error must make nvcc fail"
+    return found
+
+
+def test_narrow_region_for_a_missing_semicolon_is_the_end_of_the_line_before(check: Check) -> None:
+    found = errors(check, NO_SEMICOLON)
+    first = min(found, key=lambda e: e.line)
+    statement_line = line_of(NO_SEMICOLON, NO_SEMICOLON.index(STATEMENT[:-1]))
+    assert first.message == 'expected a ";"' and first.line == statement_line + 1 and first.character == 0, \
+        "nvcc reports the missing ; at the start of the `}` line"
+    start, end, spans = region(NO_SEMICOLON, found, narrow=True)
+    assert masked(NO_SEMICOLON, spans) == ["]"]
+    assert [line_of(NO_SEMICOLON, lo) for lo, _ in spans] == [statement_line]
+    saxpy = NO_SEMICOLON.index("__global__ void saxpy(")
+    body_open, body_close = NO_SEMICOLON.index("{", saxpy), NO_SEMICOLON.index("\n}", saxpy) + 1
+    assert (start, end) == (body_open + 1, body_close), "the region stays inside the kernel's braces"
+
+
+def test_narrow_region_for_an_undefined_identifier_is_the_identifier(check: Check) -> None:
+    found = errors(check, UNDEFINED)
+    assert [(e.message, e.character) for e in found] == [('identifier "blockIdy" is undefined', 12)]
+    _, _, spans = region(UNDEFINED, found, narrow=True)
+    at = UNDEFINED.index("blockIdy")
+    assert spans == [(at, at + len("blockIdy"))]
+
+
+@pytest.mark.parametrize(("text", "line"), [(NO_SEMICOLON, STATEMENT[:-1]),
+                                            (UNDEFINED, "int i = blockIdy.x * blockDim.x + threadIdx.x;")])
+def test_wide_region_masks_whole_lines_but_never_braces_alone(check: Check, text: str, line: str) -> None:
+    start, end, spans = region(text, errors(check, text), narrow=False)
+    assert masked(text, spans) == [line], "the code of the line, its indentation kept"
+    assert text[start:end].count("\n") >= 2, "context lines around the masked one"
+
+
+def test_nearby_errors_share_a_round_far_ones_wait(check: Check) -> None:
+    text = UNDEFINED.replace("threadIdx.x;\n    if (i < n) y[i]", "threadIdx.x;\n    if (i < m) y[i]", 1)
+    text = text.replace("int i = (blockIdx.x", "int i = (blockIdz.x", 1)  # in saxpy_vec4, 20 lines below
+    found = errors(check, text)
+    assert len(found) == 3
+    _, _, spans = region(text, found, narrow=True)
+    assert masked(text, spans) == ["blockIdy", "m"]
+
+
+def test_missing_semicolon_is_repaired_in_one_round(model: LoadedModel, check: Check) -> None:
+    run = Counted(model)
+    result = repair(run, NO_SEMICOLON, check)
+    assert (result.compiles, result.rounds, result.errors, run.calls) == (True, 1, [], 1)
+    assert result.text == SAXPY
+
+
+def test_a_file_that_compiles_is_left_alone(model: LoadedModel, check: Check) -> None:
+    run = Counted(model)
+    result = repair(run, SAXPY, check)
+    assert (result.compiles, result.rounds, result.text, run.calls) == (True, 0, SAXPY, 0)
+
+
+def test_rounds_are_bounded(model: LoadedModel, check: Check) -> None:
+    """Three errors far apart in three kernels: a round re-writes the region of one, so two rounds cannot
+    make the file compile, and the model runs once per round, no more."""
+    kernels = "".join(
+        f"__global__ void k{k}(float* x, int n) {{\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        f"    if (i < n) x[i] = {name} * x[i];\n}}\n\n// ---\n// ---\n// ---\n// ---\n\n"
+        for k, name in enumerate(["alpha", "beta", "gamma"]))
+    assert len(errors(check, kernels)) == 3
+    run = Counted(model)
+    result = repair(run, kernels, check, rounds=2, candidates=2)
+    assert not result.compiles and result.errors
+    assert result.rounds == 2 and run.calls == 2
+    last = kernels.index("__global__ void k2")
+    assert result.text.endswith(kernels[last:]), "the third kernel lies outside both rounds' regions"
+
+
+def test_a_candidate_that_deletes_the_rejected_line_is_not_taken(model: LoadedModel, check: Check) -> None:
+    """The deletion compiles, and repair tries it first: only the empty-line rule keeps it out."""
+    start, end, _ = region(NO_SEMICOLON, errors(check, NO_SEMICOLON), narrow=True)
+    draft = NO_SEMICOLON[start:end]
+    deletion = draft.replace(f"    {STATEMENT[:-1]}\n", "")
+    assert deletion != draft
+    deleted = NO_SEMICOLON[:start] + deletion + NO_SEMICOLON[end:]
+    assert not errors_of(check(deleted)), "deleting the line would make the file compile"
+
+    def run(job: Callable[[LoadedModel], list[str]]) -> list[str]:
+        return [deletion, *job(model)]
+
+    result = repair(run, NO_SEMICOLON, check, rounds=1, candidates=2)
+    assert result.text != deleted
+    assert STATEMENT[:-2] in result.text, "the line is still there (only its last token was re-written)"
+
+
+def test_cancel_before_a_round_raises_cancelled(model: LoadedModel, check: Check) -> None:
+    run = Counted(model)
+    with pytest.raises(Cancelled):
+        repair(run, NO_SEMICOLON, check, cancel=lambda: True)
+    assert run.calls == 0
+
+
+def test_cancel_while_the_model_denoises_raises_cancelled(model: LoadedModel, check: Check) -> None:
+    """A cancel that comes once the model runs stops it between two denoising steps and ends the repair."""
+    flag: list[bool] = []
+    run = Counted(model, before=lambda: flag.append(True))
+    with pytest.raises(Cancelled):
+        repair(run, NO_SEMICOLON, check, cancel=lambda: bool(flag))
+    assert run.calls == 1
+
+
+def test_a_missing_header_is_reported_on_its_include_line_and_not_rewritten(check: Check) -> None:
+    """No re-writing conjures a header: the include line would only be renamed to something that exists."""
+    include = '#include "missing_header.cuh"'
+    text = SAXPY.replace("#include <cuda_runtime.h>\n", f"#include <cuda_runtime.h>\n{include}\n", 1)
+    [error] = errors(check, text)
+    assert error.line == 2 and "missing_header.cuh" in error.message
+    run = Counted(load_model(None, "cpu", "auto"))
+    result = repair(run, text, check)
+    assert (result.compiles, result.rounds, result.text, run.calls) == (False, 0, text, 0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -43,6 +44,20 @@ def write_tokenizer(folder: Path, mask_token: str = "<|mask|>") -> int:
     config = {"mask_token": mask_token, "pad_token": "<|pad|>", "eos_token": "<|eos|>"}
     (folder / "tokenizer_config.json").write_text(json.dumps(config))
     return int(tok.get_vocab_size())
+
+
+def edit_config(folder: Path, tmp_path: Path, **changes: object) -> Path:
+    """A copy of the checkpoint `folder` with its config.json changed (a None value removes the key)."""
+    copy = tmp_path / "broken"
+    shutil.copytree(folder, copy)
+    config = json.loads((copy / "config.json").read_text())
+    for key, value in changes.items():
+        if value is None:
+            config.pop(key)
+        else:
+            config[key] = value
+    (copy / "config.json").write_text(json.dumps(config))
+    return copy
 
 
 def tiny_config(vocab_size: int, **overrides: object) -> dict[str, object]:

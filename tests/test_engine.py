@@ -16,6 +16,8 @@ from dice_lsp.engine.sampling import Denoiser, fill_in_place, generate_blocks, g
 from dice_lsp.engine.transformer import Transformer
 from dice_lsp.errors import Cancelled, ModelLoadError
 
+from .conftest import edit_config
+
 PREFIX = "__global__ void add(const float* a, float* c, int n) {\n    int i = "
 SUFFIX = ";\n    if (i < n) c[i] = a[i];\n}\n"
 
@@ -177,19 +179,6 @@ def test_remote_code_folder_is_used_when_trusted(sdar_dir: Path, tmp_path: Path)
         fill(native, FillRequest(PREFIX, SUFFIX, 8, sampler=sampler)).texts
 
 
-def edit_config(folder: Path, tmp_path: Path, **changes: object) -> Path:
-    copy = tmp_path / "broken"
-    shutil.copytree(folder, copy)
-    config = json.loads((copy / "config.json").read_text())
-    for key, value in changes.items():
-        if value is None:
-            config.pop(key)
-        else:
-            config[key] = value
-    (copy / "config.json").write_text(json.dumps(config))
-    return copy
-
-
 @pytest.mark.parametrize(("changes", "message"), [
     ({"model_type": "llama"}, "model_type 'llama' is not supported"),
     ({"hidden_size": None}, "missing hidden_size"),
@@ -230,12 +219,7 @@ def test_context_cache_is_exact_for_one_layer(native_dir: Path, tmp_path: Path) 
 
 def test_causal_generation_with_cache_equals_greedy_recompute(native_dir: Path, tmp_path: Path) -> None:
     """The autoregressive baseline: cached one-token steps reproduce argmax over full recomputes."""
-    folder = tmp_path / "causal"
-    shutil.copytree(native_dir, folder)
-    config = json.loads((folder / "config.json").read_text())
-    config["attention"] = "causal"
-    (folder / "config.json").write_text(json.dumps(config))
-    model = load_model(folder, device="cpu", dtype="float32")
+    model = load_model(edit_config(native_dir, tmp_path, attention="causal"), device="cpu", dtype="float32")
     prompt = model.tokenizer.encode(PREFIX)
     denoiser = Denoiser(SamplerConfig(), model.special, model.device)
     generated = generate_causal(model.lm, prompt, 1, 12, denoiser, set())

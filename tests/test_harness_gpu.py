@@ -56,3 +56,26 @@ def test_a_file_with_its_own_reference_kernel(tmp_path: Path) -> None:
     [kernel] = report.kernels
     assert kernel.name == "saxpy_vec4" and kernel.verified and kernel.reference_ms and kernel.speedup_vs_ref
     assert kernel.max_abs_err is not None and kernel.max_abs_err < 1e-3
+
+
+def kernel_level_problems() -> list[Path]:
+    return sorted(p.parent for p in PROBLEMS.glob("*/reference.cu"))
+
+
+@pytest.mark.parametrize("problem", kernel_level_problems(), ids=lambda p: p.name)
+def test_a_rewritten_body_is_verified_against_the_original_kernel(problem: Path) -> None:
+    """What the optimize loop does with its rewrites: one that is right (the good candidate, which keeps the
+    kernel's name and parameters) is verified against the original kernel and is faster; a body that
+    writes nothing is not verified."""
+    from dice_lsp.harness.bench import bench_rewrite
+    from dice_lsp.harness.spec import find_specs
+    from dice_lsp.optimize.candidates import find_kernel, with_body
+
+    reference = problem / "reference.cu"
+    text = reference.read_text()
+    name = find_specs(text)[0][0].kernel
+    result = bench_rewrite(reference, (problem / "candidates" / "good.cu").read_text(), name, limits=LIMITS)
+    assert result.verified, result.failure or result.flags
+    assert result.speedup_vs_ref is not None and result.speedup_vs_ref > 1.0
+    idle = bench_rewrite(reference, with_body(text, find_kernel(text, name), "\n    return;\n"), name, limits=LIMITS)
+    assert not idle.verified and idle.failure

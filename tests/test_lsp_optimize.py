@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,30 @@ async def opened(client: LanguageClient, tmp_path: Path, configuration: dict[str
     return path, path.as_uri()
 
 
+async def optimize(client: LanguageClient, uri: str) -> Any:
+    """Run the command the "Optimize kernel `saxpy`" action carries, offered for version 1."""
+    return await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="dice.optimizeKernel", arguments=[uri, "saxpy", 1]))
+
+
+def user_says_apply(client: LanguageClient, meanwhile: Callable[[types.ShowMessageRequestParams], None],
+                    ) -> list[types.ApplyWorkspaceEditParams]:
+    """Answer the summary with Apply (after `meanwhile`) and accept edits; returns the edits applied."""
+    applied: list[types.ApplyWorkspaceEditParams] = []
+
+    @client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
+    def on_question(params: types.ShowMessageRequestParams) -> types.MessageActionItem:
+        meanwhile(params)
+        return types.MessageActionItem("Apply")
+
+    @client.feature(types.WORKSPACE_APPLY_EDIT)
+    def on_apply(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+        applied.append(params)
+        return types.ApplyWorkspaceEditResult(applied=True)
+
+    return applied
+
+
 async def test_each_kernel_under_the_cursor_gets_an_optimize_action(client: LanguageClient, tmp_path: Path) -> None:
     _, uri = await opened(client, tmp_path, QUICK)
     on_saxpy = await client.text_document_code_action_async(lines(16, 16, uri)) or []
@@ -52,21 +77,9 @@ async def test_optimize_reports_progress_and_applies_only_what_the_user_accepts(
                                                                               tmp_path: Path) -> None:
     path, uri = await opened(client, tmp_path, {**QUICK, "optimizeCandidates": 6})
     original = path.read_text()
-    applied: list[types.ApplyWorkspaceEditParams] = []
     asked: list[str] = []
-
-    @client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
-    def on_question(params: types.ShowMessageRequestParams) -> types.MessageActionItem:
-        asked.append(params.message)
-        return types.MessageActionItem("Apply")
-
-    @client.feature(types.WORKSPACE_APPLY_EDIT)
-    def on_apply(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
-        applied.append(params)
-        return types.ApplyWorkspaceEditResult(applied=True)
-
-    result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
-        command="dice.optimizeKernel", arguments=[uri, "saxpy", 1]))
+    applied = user_says_apply(client, lambda question: asked.append(question.message))
+    result = await optimize(client, uri)
     messages = [getattr(v, "message", "") or "" for values in client.progress_reports.values() for v in values]
     assert any("generated" in m for m in messages) and any("compiled" in m for m in messages), messages
     report = result["report"]
@@ -87,27 +100,18 @@ async def test_optimize_reports_progress_and_applies_only_what_the_user_accepts(
 
 async def test_an_edit_for_a_changed_document_is_refused(client: LanguageClient, tmp_path: Path) -> None:
     path, uri = await opened(client, tmp_path, {**QUICK, "optimizeCandidates": 6})
-    applied: list[types.ApplyWorkspaceEditParams] = []
 
-    @client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
-    def on_question(params: types.ShowMessageRequestParams) -> types.MessageActionItem:
-        client.text_document_did_change(types.DidChangeTextDocumentParams(  # the user typed meanwhile
+    def type_meanwhile(_question: types.ShowMessageRequestParams) -> None:
+        client.text_document_did_change(types.DidChangeTextDocumentParams(
             text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
             content_changes=[types.TextDocumentContentChangeWholeDocument(text=path.read_text() + "\n// more\n")]))
-        return types.MessageActionItem("Apply")
 
-    @client.feature(types.WORKSPACE_APPLY_EDIT)
-    def on_apply(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
-        applied.append(params)
-        return types.ApplyWorkspaceEditResult(applied=True)
-
-    result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
-        command="dice.optimizeKernel", arguments=[uri, "saxpy", 1]))
+    applied = user_says_apply(client, type_meanwhile)
+    result = await optimize(client, uri)
     assert not applied and result["applied"] is False
     if result["report"]["best"] is not None:
         assert "changed" in result["summary"]
-    stale = await client.workspace_execute_command_async(types.ExecuteCommandParams(
-        command="dice.optimizeKernel", arguments=[uri, "saxpy", 1]))
+    stale = await optimize(client, uri)
     assert stale["report"] is None and "changed since" in stale["summary"], "an action offered for version 1"
 
 
@@ -125,8 +129,7 @@ async def test_cancelling_the_progress_stops_the_optimization(client: LanguageCl
             await asyncio.sleep(0.05)
 
     canceller = asyncio.create_task(cancel_when_it_begins())
-    result = await asyncio.wait_for(client.workspace_execute_command_async(types.ExecuteCommandParams(
-        command="dice.optimizeKernel", arguments=[uri, "saxpy", 1])), timeout=120)
+    result = await asyncio.wait_for(optimize(client, uri), timeout=120)
     await canceller
     assert result["summary"] == "optimize cancelled" and result["report"] is None
 

@@ -3,8 +3,6 @@ model's reply, drafts re-denoised in place, and the strategies `generate` uses p
 
 from __future__ import annotations
 
-import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -23,6 +21,8 @@ from dice_lsp.optimize.candidates import (
     with_body,
 )
 
+from .conftest import edit_config
+
 ROOT = Path(__file__).resolve().parents[1]
 SAXPY = (ROOT / "examples" / "saxpy.cu").read_text()
 SCALE = ("__global__ void scale(float* x, float a, int n) {\n"
@@ -36,15 +36,6 @@ def parts(text: str, name: str) -> tuple[str, str, str]:
     """(everything up to the body's `{`, the body, everything from its `}`)."""
     kernel = find_kernel(text, name)
     return text[:kernel.body_open + 1], body_of(text, kernel), text[kernel.body_close:]
-
-
-def causal_copy(folder: Path, tmp_path: Path) -> Path:
-    copy = tmp_path / "causal"
-    shutil.copytree(folder, copy)
-    config = json.loads((copy / "config.json").read_text())
-    config["attention"] = "causal"
-    (copy / "config.json").write_text(json.dumps(config))
-    return copy
 
 
 def test_find_kernel_by_name() -> None:
@@ -164,7 +155,7 @@ def test_fill_keeps_the_draft_outside_the_masked_tokens(family: str, native_dir:
 
 
 def test_causal_model_refuses_a_draft(native_dir: Path, tmp_path: Path) -> None:
-    model = load_model(causal_copy(native_dir, tmp_path), device="cpu", dtype="float32")
+    model = load_model(edit_config(native_dir, tmp_path, attention="causal"), device="cpu", dtype="float32")
     assert model.attention == "causal"
     prefix, body, suffix = parts(SCALE, "scale")
     with pytest.raises(DiceError, match="cannot re-denoise a draft"):
@@ -195,7 +186,8 @@ def test_generate_on_a_block_model_also_asks_for_a_rewrite(sdar_dir: Path) -> No
 
 
 def test_generate_on_a_causal_model_does_not_renoise(native_dir: Path, tmp_path: Path) -> None:
-    made, said = generated(load_model(causal_copy(native_dir, tmp_path), device="cpu", dtype="float32"), 2)
+    causal = edit_config(native_dir, tmp_path, attention="causal")
+    made, said = generated(load_model(causal, device="cpu", dtype="float32"), 2)
     assert "signature" in {c.origin for c in made} and {c.origin for c in made} <= {"signature", "prompted"}
     assert len(said) == 2, "signature, prompted"
 

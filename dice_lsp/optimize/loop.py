@@ -136,7 +136,7 @@ def optimize(run_model: Callable[[Callable[[LoadedModel], Any]], Any], request: 
             _stop_if(cancel)
             _verify(rewrite, request)
             say(f"verified and timed {index}/{len(survivors)}: {sum(r.verified for r in survivors)} verified")
-    report.rewrites = _ranked(report.rewrites, report.gpu)
+    report.rewrites = ranked(report.rewrites, report.gpu)
     for rank, rewrite in enumerate(report.rewrites, 1):
         rewrite.rank, rewrite.diff = rank, unified_diff(request.path, text, rewrite.text)
     report.wall_s = time.perf_counter() - started
@@ -174,7 +174,7 @@ def _verify(rewrite: Rewrite, request: OptimizeRequest) -> None:
         rewrite.failure = result.failure or "; ".join(result.flags) or "not verified"
 
 
-def _ranked(rewrites: list[Rewrite], gpu: bool) -> list[Rewrite]:
+def ranked(rewrites: list[Rewrite], gpu: bool) -> list[Rewrite]:
     """Verified and fastest first (with a GPU); otherwise compiled ones by their resource report."""
     def key(r: Rewrite) -> tuple[float, ...]:
         res = r.resources

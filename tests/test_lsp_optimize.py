@@ -38,10 +38,10 @@ async def opened(client: LanguageClient, tmp_path: Path, configuration: dict[str
     return path, path.as_uri()
 
 
-async def optimize(client: LanguageClient, uri: str) -> Any:
+async def optimize(client: LanguageClient, uri: str, *ask: bool) -> Any:
     """Run the command the "Optimize kernel `saxpy`" action carries, offered for version 1."""
     return await client.workspace_execute_command_async(types.ExecuteCommandParams(
-        command="dice.optimizeKernel", arguments=[uri, "saxpy", 1]))
+        command="dice.optimizeKernel", arguments=[uri, "saxpy", 1, *ask]))
 
 
 def user_says_apply(client: LanguageClient, meanwhile: Callable[[types.ShowMessageRequestParams], None],
@@ -96,6 +96,9 @@ async def test_optimize_reports_progress_and_applies_only_what_the_user_accepts(
     assert change.text_document.version == 1, "the edit is for the version it was made from"
     assert result["applied"] is True
     assert path.read_text() == original, "the server never writes the file itself"
+    asked.clear()
+    unasked = await optimize(client, uri, False)  # a client that previews the edit itself (VS Code's)
+    assert not asked and unasked["applied"] is False and unasked["edit"] == result["edit"]
 
 
 async def test_an_edit_for_a_changed_document_is_refused(client: LanguageClient, tmp_path: Path) -> None:

@@ -198,9 +198,9 @@ class DiceServer(LanguageServer):
         self.end_progress(token, "done")
         return result, ""
 
-    async def optimize_kernel(self, uri: str, kernel: str, version: int | None) -> dict[str, Any]:
+    async def optimize_kernel(self, uri: str, kernel: str, version: int | None, ask: bool) -> dict[str, Any]:
         """Optimize `kernel`, then offer the best rewrite: applied only if the user says so and the document
-        is still the version it was made for."""
+        is still the version it was made for. Without `ask`, the edit is returned for the client to preview."""
         settings = self.settings
 
         def work(path: Path, text: str, ticket: Ticket, said: Callable[[str], None]) -> OptimizeReport:
@@ -219,6 +219,8 @@ class DiceServer(LanguageServer):
         best = report.best
         edit = whole_document_edit(uri, made_for, started.source, best.text) if best is not None else None
         result = {"summary": report.summary(), "report": report.to_json(), "edit": edit_json(edit), "applied": False}
+        if not ask:
+            return result
         if edit is None:
             self.window_show_message(types.ShowMessageParams(types.MessageType.Info, f"DICE: {report.summary()}"))
             return result
@@ -451,10 +453,11 @@ async def fill_command(ls: DiceServer, uri: str, position: dict[str, int]) -> bo
 
 
 @server.command(OPTIMIZE_COMMAND)
-async def optimize_command(ls: DiceServer, uri: str, kernel: str, version: int | None = None) -> dict[str, Any]:
-    """`dice.optimizeKernel(uri, kernel, version?)`: optimize, then offer the best rewrite; returns the summary,
-    the ranked report, the edit and whether it was applied."""
-    return await ls.optimize_kernel(uri, kernel, version)
+async def optimize_command(ls: DiceServer, uri: str, kernel: str, version: int | None, *ask: bool) -> dict[str, Any]:
+    """`dice.optimizeKernel(uri, kernel, version, ask = true)`: optimize, then offer the best rewrite (with `ask`
+    false, a client that previews edits gets it back unapplied); returns the summary, the ranked report, the
+    edit and whether it was applied."""
+    return await ls.optimize_kernel(uri, kernel, version, all(ask))
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)

@@ -1,0 +1,196 @@
+// The VS Code side of dice-lsp: starts (or connects to) the language server and adds what VS Code needs
+// around it: debounced inline completions, a status-bar item, commands, and a previewed optimize edit.
+import * as net from "net";
+import * as vscode from "vscode";
+import {
+  ExecuteCommandRequest,
+  LanguageClient,
+  LanguageClientOptions,
+  ServerOptions,
+  StreamInfo,
+} from "vscode-languageclient/node";
+import { Debouncer } from "./debounce";
+import { ClientSettings, describe, Launch, launchFrom } from "./launch";
+import { OptimizeResult, proposal, staleReason } from "./preview";
+import { DiceStatus, statusView } from "./status";
+
+const OPTIMIZE = "dice.optimizeKernel";
+let client: LanguageClient | undefined;
+
+function clientSettings(): ClientSettings {
+  const config = vscode.workspace.getConfiguration("dice.client");
+  return {
+    serverCommand: config.get<string[]>("serverCommand", []),
+    pythonPath: config.get<string | null>("pythonPath", null),
+    connect: config.get<string | null>("connect", null),
+    debounceMs: config.get<number>("debounceMs", 150),
+  };
+}
+
+function serverOptions(launch: Launch): ServerOptions {
+  if (launch.kind === "stdio") {
+    return { command: launch.command, args: launch.args, options: { env: { ...process.env } } };
+  }
+  return () =>
+    new Promise<StreamInfo>((resolve, reject) => {
+      const socket = net.connect(launch.port, launch.host, () => resolve({ reader: socket, writer: socket }));
+      socket.once("error", reject);
+    });
+}
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  const output = vscode.window.createOutputChannel("DICE", { log: true });
+  const item = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Right, 100);
+  item.command = "dice.client.showOutput";
+  context.subscriptions.push(output, item);
+  let status: DiceStatus | null = null;
+  const debouncer = new Debouncer(() => clientSettings().debounceMs);
+
+  const refreshStatus = (): void => {
+    const editor = vscode.window.activeTextEditor;
+    const errors = editor
+      ? vscode.languages
+          .getDiagnostics(editor.document.uri)
+          .filter((d) => d.source === "nvcc" && d.severity === vscode.DiagnosticSeverity.Error).length
+      : null;
+    const view = statusView(status, errors);
+    item.text = view.text;
+    item.tooltip = view.tooltip;
+    item.backgroundColor = view.error ? new vscode.ThemeColor("statusBarItem.errorBackground") : undefined;
+    item.show();
+  };
+
+  const optimizeWithPreview = async (args: unknown[]): Promise<OptimizeResult | undefined> => {
+    if (!client) {
+      return undefined;
+    }
+    const [uri, kernel, version] = args as [string, string, number | null];
+    const result: OptimizeResult = await client.sendRequest(ExecuteCommandRequest.type, {
+      command: OPTIMIZE,
+      arguments: [uri, kernel, version, false],
+    });
+    const proposed = proposal(result);
+    if (!proposed) {
+      void vscode.window.showInformationMessage(`DICE: ${result.summary}`);
+      return result;
+    }
+    const document = await vscode.workspace.openTextDocument(vscode.Uri.parse(proposed.uri));
+    const stale = staleReason(proposed, document.version);
+    if (stale) {
+      void vscode.window.showWarningMessage(`DICE: ${stale}`);
+      return result;
+    }
+    const edit = new vscode.WorkspaceEdit();
+    const metadata = { needsConfirmation: true, label: `DICE: optimize ${kernel}`, description: result.summary };
+    for (const change of proposed.edits) {
+      const range = new vscode.Range(
+        change.range.start.line, change.range.start.character, change.range.end.line, change.range.end.character);
+      edit.replace(document.uri, range, change.newText, metadata);
+    }
+    void vscode.window.showInformationMessage(`DICE: ${result.summary}`);
+    result.applied = await vscode.workspace.applyEdit(edit, { isRefactoring: true });
+    return result;
+  };
+
+  const start = async (): Promise<void> => {
+    let launch: Launch;
+    try {
+      launch = launchFrom(clientSettings());
+    } catch (error) {
+      status = { state: "error", message: String((error as Error).message) };
+      refreshStatus();
+      void vscode.window.showErrorMessage(`DICE: ${(error as Error).message}`);
+      return;
+    }
+    const options: LanguageClientOptions = {
+      documentSelector: [{ language: "cuda-cpp" }, { scheme: "file", pattern: "**/*.{cu,cuh}" }],
+      synchronize: { configurationSection: "dice" },
+      outputChannel: output,
+      middleware: {
+        provideInlineCompletionItems: async (document, position, context, token, next) =>
+          (await debouncer.wait(token)) ? next(document, position, context, token) : null,
+        executeCommand: async (command, args, next) =>
+          command === OPTIMIZE ? optimizeWithPreview(args) : next(command, args),
+      },
+    };
+    client = new LanguageClient("dice", "DICE", serverOptions(launch), options);
+    client.onNotification("dice/status", (params: DiceStatus) => {
+      status = params;
+      refreshStatus();
+    });
+    try {
+      await client.start();
+    } catch (error) {
+      status = { state: "error", message: `cannot start ${describe(launch)}: ${(error as Error).message}` };
+      refreshStatus();
+      void vscode.window.showErrorMessage(`DICE: ${status.message}`, "Show output").then((choice) => {
+        if (choice) {
+          output.show();
+        }
+      });
+    }
+  };
+
+  const actionsAtCursor = async (kind: vscode.CodeActionKind, title: RegExp): Promise<vscode.CodeAction[]> => {
+    const editor = vscode.window.activeTextEditor;
+    if (!editor) {
+      return [];
+    }
+    const found = await vscode.commands.executeCommand<vscode.CodeAction[]>(
+      "vscode.executeCodeActionProvider", editor.document.uri, editor.selection, kind.value, 1);
+    return (found ?? []).filter((action) => title.test(action.title));
+  };
+
+  context.subscriptions.push(
+    vscode.commands.registerCommand("dice.client.showOutput", () => output.show()),
+    vscode.commands.registerCommand("dice.client.restartServer", async () => {
+      if (client) {
+        await client.stop();
+      }
+      status = null;
+      await start();
+    }),
+    vscode.commands.registerCommand("dice.client.fillHole", async () => {
+      const editor = vscode.window.activeTextEditor;
+      if (editor && client) {
+        const position = editor.selection.active;
+        await client.sendRequest(ExecuteCommandRequest.type, {
+          command: "dice.fillHole",
+          arguments: [editor.document.uri.toString(), { line: position.line, character: position.character }],
+        });
+      }
+    }),
+    vscode.commands.registerCommand("dice.client.optimizeKernel", async () => {
+      const actions = await actionsAtCursor(vscode.CodeActionKind.RefactorRewrite, /^Optimize kernel/);
+      const picked = actions.length > 1
+        ? await vscode.window.showQuickPick(actions.map((a) => ({ label: a.title, action: a })))
+        : actions[0] ? { action: actions[0] } : undefined;
+      if (!picked) {
+        void vscode.window.showInformationMessage("DICE: no complete kernel at the cursor");
+        return;
+      }
+      const command = picked.action.command;
+      if (command) {
+        await vscode.commands.executeCommand(command.command, ...(command.arguments ?? []));
+      }
+    }),
+    vscode.commands.registerCommand("dice.client.repair", async () => {
+      const [fix] = await actionsAtCursor(vscode.CodeActionKind.QuickFix, /^Repair with DICE/);
+      if (!fix?.edit) {
+        void vscode.window.showInformationMessage("DICE: nothing to repair here (no nvcc error at the cursor)");
+        return;
+      }
+      await vscode.workspace.applyEdit(fix.edit);
+    }),
+    vscode.languages.onDidChangeDiagnostics(refreshStatus),
+    vscode.window.onDidChangeActiveTextEditor(refreshStatus),
+  );
+  refreshStatus();
+  await start();
+}
+
+export async function deactivate(): Promise<void> {
+  if (client) {
+    await client.stop();
+  }
+}

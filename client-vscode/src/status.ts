@@ -1,0 +1,39 @@
+// The status-bar item: what `dice/status` says about the model, and the compile state of the file.
+
+export interface DiceStatus {
+  state: "idle" | "loading" | "ready" | "error";
+  model?: string;
+  device?: string;
+  dtype?: string;
+  message?: string;
+}
+
+export interface StatusView {
+  text: string;
+  tooltip: string;
+  error: boolean;
+}
+
+/** Text and tooltip for a `dice/status` notification and the number of nvcc errors in the active file. */
+export function statusView(status: DiceStatus | null, compileErrors: number | null): StatusView {
+  const compile = compileErrors === null ? "" : compileErrors === 0 ? " $(check)" : ` $(error) ${compileErrors}`;
+  if (status === null) {
+    return { text: "$(circle-slash) DICE", tooltip: "dice-lsp: not connected", error: true };
+  }
+  const model = status.model ?? "dice-tiny";
+  switch (status.state) {
+    case "loading":
+      return { text: `$(sync~spin) DICE ${model}`, tooltip: `dice-lsp: loading ${model}`, error: false };
+    case "ready":
+      return {
+        text: `$(sparkle) DICE ${model}${compile}`,
+        tooltip: `dice-lsp: ${model} ready on ${status.device ?? "?"} (${status.dtype ?? "?"})` +
+          (compileErrors ? `; nvcc: ${compileErrors} errors in this file` : ""),
+        error: false,
+      };
+    case "error":
+      return { text: `$(error) DICE`, tooltip: `dice-lsp: ${status.message ?? "the model failed to load"}`, error: true };
+    default:
+      return { text: "$(circle-outline) DICE", tooltip: "dice-lsp: starting", error: false };
+  }
+}

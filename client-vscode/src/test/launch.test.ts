@@ -1,0 +1,26 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { describe, launchFrom } from "../launch";
+
+const none = { serverCommand: [], pythonPath: null, connect: null, debounceMs: 150 };
+
+test("a running server is connected to over TCP, IPv6 brackets dropped", () => {
+  assert.deepEqual(launchFrom({ ...none, connect: "gpu-host:7070", serverCommand: ["x"] }),
+    { kind: "tcp", host: "gpu-host", port: 7070 });
+  assert.deepEqual(launchFrom({ ...none, connect: "[::1]:9000" }), { kind: "tcp", host: "::1", port: 9000 });
+});
+
+test("a bad address is a clear error, not a hang", () => {
+  for (const bad of ["gpu-host", "host:0", "host:70000", ":7070"]) {
+    assert.throws(() => launchFrom({ ...none, connect: bad }), /dice.client.connect must be HOST:PORT/);
+  }
+});
+
+test("the command wins over the interpreter, which wins over dice-lsp on PATH", () => {
+  assert.deepEqual(launchFrom({ ...none, serverCommand: ["/opt/dice/bin/dice-lsp", "lsp"], pythonPath: "/usr/bin/python3" }),
+    { kind: "stdio", command: "/opt/dice/bin/dice-lsp", args: ["lsp"] });
+  const python = launchFrom({ ...none, pythonPath: "/venv/bin/python" });
+  assert.deepEqual(python, { kind: "stdio", command: "/venv/bin/python", args: ["-m", "dice_lsp.cli"] });
+  assert.equal(describe(python), "/venv/bin/python -m dice_lsp.cli");
+  assert.deepEqual(launchFrom(none), { kind: "stdio", command: "dice-lsp", args: [] });
+});

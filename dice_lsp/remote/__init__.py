@@ -1,0 +1,1 @@
+"""The team server's wire: a versioned, length-prefixed msgpack RPC (`dice-lsp serve` and its clients)."""

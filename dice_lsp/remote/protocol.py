@@ -1,0 +1,89 @@
+"""Frames of the team server's RPC: a 4-byte big-endian length, then one msgpack map.
+
+Requests: `{"v": 1, "id": int, "method": str, "params": map, "token"?: str}`. Replies carry the request's id:
+`{"v": 1, "id", "result": ...}` or `{"v": 1, "id", "error": {"code": str, "message": str}}`; long requests
+also send `{"v": 1, "id", "progress": {...}}` before their reply. A frame over the size limit, bytes that are
+not msgpack, or a map without the fields its kind needs is a `ProtocolError`: the peer gets one error frame
+and the connection is closed, since the stream can no longer be trusted to be in step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from typing import Any
+
+import msgpack  # type: ignore[import-untyped]
+
+VERSION = 1
+MAX_FRAME = 16 * 1024 * 1024  # bytes of one frame's body: a whole source file and its context fit easily
+METHODS = frozenset({"complete", "fill", "optimize", "repair", "check", "bench", "status", "cancel"})
+_LENGTH = struct.Struct(">I")
+
+
+class ProtocolError(Exception):
+    """The peer sent something that is not a frame of this protocol."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    body: bytes = msgpack.packb({"v": VERSION, **message}, use_bin_type=True)
+    if len(body) > MAX_FRAME:
+        raise ProtocolError("too_large", f"frame of {len(body)} bytes exceeds the limit of {MAX_FRAME}")
+    return _LENGTH.pack(len(body)) + body
+
+
+def decode(body: bytes) -> dict[str, Any]:
+    """One frame's body as a message; checks the version and the fields every message has."""
+    try:
+        message = msgpack.unpackb(body, raw=False, strict_map_key=True)
+    except (ValueError, msgpack.UnpackException) as exc:
+        raise ProtocolError("malformed", f"not a msgpack frame ({exc})") from exc
+    if not isinstance(message, dict):
+        raise ProtocolError("malformed", "a frame must be a map")
+    if message.get("v") != VERSION:
+        raise ProtocolError("version", f"protocol version {message.get('v')!r} is not supported (this is {VERSION})")
+    if not isinstance(message.get("id"), int) or isinstance(message.get("id"), bool):
+        raise ProtocolError("malformed", "a frame needs an integer id")
+    return message
+
+
+def check_request(message: dict[str, Any]) -> tuple[int, str, dict[str, Any]]:
+    """(id, method, params) of a request, or a ProtocolError saying what is wrong with it."""
+    method, params = message.get("method"), message.get("params", {})
+    if method not in METHODS:
+        raise ProtocolError("unknown_method", f"unknown method {method!r} (known: {', '.join(sorted(METHODS))})")
+    if not isinstance(params, dict):
+        raise ProtocolError("malformed", "params must be a map")
+    return message["id"], method, params
+
+
+async def read_frame(reader: asyncio.StreamReader) -> dict[str, Any] | None:
+    """The next message, or None at a clean end of the stream (between frames)."""
+    try:
+        header = await reader.readexactly(_LENGTH.size)
+    except asyncio.IncompleteReadError as exc:
+        if exc.partial:
+            raise ProtocolError("malformed", "the stream ended inside a frame header") from exc
+        return None
+    (length,) = _LENGTH.unpack(header)
+    if length > MAX_FRAME:
+        raise ProtocolError("too_large", f"frame of {length} bytes exceeds the limit of {MAX_FRAME}")
+    try:
+        body = await reader.readexactly(length)
+    except asyncio.IncompleteReadError as exc:
+        short = length - len(exc.partial)
+        raise ProtocolError("malformed", f"the stream ended {short} bytes short of a frame") from exc
+    return decode(body)
+
+
+async def write_frame(writer: asyncio.StreamWriter, message: dict[str, Any]) -> None:
+    writer.write(encode(message))
+    await writer.drain()
+
+
+def error(request_id: int, code: str, message: str) -> dict[str, Any]:
+    return {"id": request_id, "error": {"code": code, "message": message}}

@@ -13,14 +13,17 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from functools import partial
+from typing import TypeVar
 
 from dice_lsp.cuda.functions import Function, parse_functions
 from dice_lsp.engine import Draft, FillRequest, LoadedModel, SamplerConfig, answer, fill
 from dice_lsp.engine.sampling import CancelCheck
 from dice_lsp.errors import DiceError, InputError
+
+T = TypeVar("T")
 
 STRENGTHS = (0.3, 0.6, 1.0)
 INSTRUCTION = ("Faster version: coalesced and vectorized memory access, data reused from shared memory or "
@@ -62,16 +65,20 @@ def normalized(code: str) -> str:
     return " ".join(_COMMENT.sub(" ", code).split())
 
 
+def first_of_each(items: Iterable[T], key: Callable[[T], str], skip: Iterable[str] = ()) -> list[T]:
+    """The first item of each distinct key, in order, leaving out the keys in `skip`."""
+    seen = set(skip)
+    kept = []
+    for item in items:
+        if (found := key(item)) not in seen:
+            seen.add(found)
+            kept.append(item)
+    return kept
+
+
 def distinct(candidates: list[Candidate], original: str) -> list[Candidate]:
     """Drop empty bodies, copies of the original and repeats (keeping the first of each)."""
-    seen = {normalized(original)}
-    kept = []
-    for candidate in candidates:
-        key = normalized(candidate.body)
-        if key and key not in seen:
-            seen.add(key)
-            kept.append(candidate)
-    return kept
+    return first_of_each(candidates, lambda c: normalized(c.body), ("", normalized(original)))
 
 
 def generate(model: LoadedModel, text: str, kernel: Function, count: int, sampler: SamplerConfig,

@@ -20,7 +20,7 @@ from dice_lsp.engine.sampling import CancelCheck
 from dice_lsp.errors import Cancelled, DiceError
 from dice_lsp.harness.bench import Limits, bench_rewrite, gpu_arch
 from dice_lsp.optimize import candidates as gen
-from dice_lsp.optimize.repair import Check, ModelRunner, errors_of, repair
+from dice_lsp.optimize.repair import Check, ModelRunner, repair
 from dice_lsp.toolchain.flags import CompileFlags
 from dice_lsp.toolchain.report import KernelResources, base_name
 
@@ -153,13 +153,10 @@ def _compile(rewrite: Rewrite, run_model: ModelRunner, request: OptimizeRequest,
     """Compile the rewrite; repair it when it fails (re-writing only the rejected lines)."""
     result = repair(run_model, rewrite.text, check, request.rounds, sampler=request.sampler, cancel=cancel)
     rewrite.text, rewrite.compiled, rewrite.repair_rounds = result.text, result.compiles, result.rounds
-    if not result.compiles:
-        rewrite.failure = f"does not compile: {result.errors[0].message}" if result.errors else "does not compile"
-        return
-    report = check(rewrite.text)
-    rewrite.resources = next((k for k in report.kernels if base_name(k.name) == request.kernel), None)
-    if errors_of(report):  # the repaired text compiled a moment ago; a flaky toolchain is reported as is
-        rewrite.compiled, rewrite.failure = False, errors_of(report)[0].message
+    if result.compiles:
+        rewrite.resources = next((k for k in result.report.kernels if base_name(k.name) == request.kernel), None)
+    else:
+        rewrite.failure = f"does not compile: {result.errors[0].message}"
 
 
 def _verify(rewrite: Rewrite, request: OptimizeRequest) -> None:

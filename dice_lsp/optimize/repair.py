@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
@@ -22,7 +22,7 @@ from dice_lsp.cuda.functions import enclosing_function
 from dice_lsp.engine import Draft, FillRequest, LoadedModel, SamplerConfig, fill
 from dice_lsp.engine.sampling import CancelCheck
 from dice_lsp.errors import Cancelled
-from dice_lsp.optimize.candidates import normalized
+from dice_lsp.optimize.candidates import first_of_each, normalized
 from dice_lsp.toolchain.flags import CompileFlags
 from dice_lsp.toolchain.report import CheckReport, Diagnostic, check_source
 
@@ -38,9 +38,16 @@ Check = Callable[[str], CheckReport]
 @dataclass
 class RepairResult:
     text: str
-    compiles: bool
     rounds: int  # rounds of re-writing spent (0: it compiled as it was)
-    errors: list[Diagnostic] = field(default_factory=list)  # what still fails
+    report: CheckReport  # nvcc's report on `text`: what still fails, and the kernels' resources
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        return errors_of(self.report)
+
+    @property
+    def compiles(self) -> bool:
+        return not self.errors
 
 
 def checker(folder: Path, flags: CompileFlags, nvcc: Path | None = None) -> Check:
@@ -55,7 +62,8 @@ def repair(run_model: ModelRunner, text: str, check: Check, rounds: int = 3, can
            sampler: SamplerConfig = DEFAULT_SAMPLER, cancel: CancelCheck | None = None,
            said: Callable[[str], None] | None = None) -> RepairResult:
     """Up to `rounds` rounds of re-writing the rejected lines of `text`; the best text found and its state."""
-    errors = errors_of(check(text))
+    report = check(text)
+    errors = errors_of(report)
     spent = 0
     while errors and spent < rounds and not _MISSING_FILE.search(errors[0].message):
         if cancel is not None and cancel():
@@ -72,18 +80,19 @@ def repair(run_model: ModelRunner, text: str, check: Check, rounds: int = 3, can
                                               steps=max(sampler.steps, masked_tokens)))
         fills = run_model(partial(_fills, request=request, cancel=cancel))
         base, before = text, len(errors)
-        for fill_text in _distinct(fills):
+        for fill_text in first_of_each(fills, normalized):
             if _empties_a_line(fill_text, draft):
                 continue
             attempt = base[:start] + fill_text + base[end:]
-            found = errors_of(check(attempt))
+            attempt_report = check(attempt)
+            found = errors_of(attempt_report)
             if len(found) < len(errors):  # strictly better, or the code would drift without getting closer
-                text, errors = attempt, found
+                text, report, errors = attempt, attempt_report, found
             if not found:
                 break
         if said is not None:
             said(f"repair round {spent}: {before} errors before, {len(errors)} after")
-    return RepairResult(text, not errors, spent, errors)
+    return RepairResult(text, spent, report)
 
 
 def _fills(model: LoadedModel, request: FillRequest, cancel: CancelCheck | None) -> list[str]:
@@ -150,16 +159,6 @@ def _previous_code_line(lines: list[str], number: int) -> int:
 
 def _line_of(starts: list[int], offset: int) -> int:
     return max(i for i, start in enumerate(starts) if start <= offset) if offset else 0
-
-
-def _distinct(texts: list[str]) -> list[str]:
-    seen: set[str] = set()
-    kept = []
-    for text in texts:
-        if normalized(text) not in seen:
-            seen.add(normalized(text))
-            kept.append(text)
-    return kept
 
 
 def _empties_a_line(fill_text: str, draft: Draft) -> bool:

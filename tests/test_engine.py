@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from dice_lsp.engine import FillRequest, SamplerConfig, fill, load_model, save_native
+from dice_lsp.engine import FillRequest, SamplerConfig, batch_key, fill, fill_batch, load_model, save_native
 from dice_lsp.engine.config import read_config
 from dice_lsp.engine.sampling import Denoiser, fill_in_place, generate_blocks, generate_causal
 from dice_lsp.engine.transformer import Transformer
-from dice_lsp.errors import Cancelled, ModelLoadError
+from dice_lsp.errors import Cancelled, DiceError, ModelLoadError
 
 from .conftest import edit_config
 
@@ -244,3 +244,28 @@ def test_cpu_bf16_is_detected_from_cpuinfo(tmp_path: Path, flags: str, native: b
     cpuinfo.write_text(f"processor\t: 0\nflags\t\t: {flags}\n")
     assert cpu_has_native_bf16(cpuinfo) is native
     assert cpu_has_native_bf16(tmp_path / "absent") is False
+
+
+@pytest.mark.parametrize("context_cache", [True, False])
+def test_a_batch_of_different_lengths_fills_each_region_as_alone(native_dir: Path, context_cache: bool) -> None:
+    """Requests from several clients share a denoising batch: padding must not change any row's fill."""
+    model = load_model(native_dir, device="cpu", dtype="float32")
+    sampler = SamplerConfig(steps=4, context_cache=context_cache)
+    requests = [FillRequest(PREFIX, SUFFIX, max_tokens=10, sampler=sampler),
+                FillRequest("int x = ", "", max_tokens=10, sampler=sampler),
+                FillRequest("#include <cuda.h>\n" + PREFIX * 3, SUFFIX * 2, max_tokens=10, sampler=sampler, candidates=2)]
+    alone = [fill(model, request) for request in requests]
+    together = fill_batch(model, requests)
+    assert [r.texts for r in together] == [r.texts for r in alone]
+    assert all(r.model_calls == alone[0].model_calls for r in together)
+
+
+def test_requests_of_other_shapes_do_not_share_a_batch(native_dir: Path, sdar_dir: Path) -> None:
+    native = load_model(native_dir, device="cpu", dtype="float32")
+    sdar = load_model(sdar_dir, device="cpu", dtype="float32")
+    short, long = FillRequest(PREFIX, SUFFIX, max_tokens=8), FillRequest(PREFIX, SUFFIX, max_tokens=16)
+    assert batch_key(native, short) != batch_key(native, long)
+    assert batch_key(native, short) == batch_key(native, FillRequest("x", "y", max_tokens=8))
+    assert batch_key(sdar, short) is None
+    with pytest.raises(DiceError, match="share a batch"):
+        fill_batch(native, [short, long])

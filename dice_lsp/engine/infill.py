@@ -141,8 +141,65 @@ def _decode(model: LoadedModel, rows: torch.Tensor, overlap: str = "", edited: b
     return texts
 
 
+def _region(model: LoadedModel, request: FillRequest, initial: torch.Tensor | None) -> int:
+    region = min(request.max_tokens, model.window // 2) if initial is None else initial.shape[1]
+    if region > model.window - 8:
+        raise DiceError(f"the region ({region} tokens) does not fit the model window ({model.window} tokens)")
+    return region
+
+
+def batch_key(model: LoadedModel, request: FillRequest) -> tuple[int, SamplerConfig] | None:
+    """Requests with equal keys can share one denoising batch (`fill_batch`); None: this one cannot.
+
+    In-place fills of a bidirectional model batch when their regions are the same size and they sample
+    the same way: rows are padded to one length around an aligned region. Block-diffusion and causal
+    models generate behind prompts of different lengths, and drafts differ per request: those run alone.
+    """
+    if model.attention != "bidirectional" or request.draft is not None:
+        return None
+    return _region(model, request, None), request.sampler
+
+
+def fill_batch(model: LoadedModel, requests: list[FillRequest], cancel: CancelCheck | None = None,
+               progress: Progress | None = None) -> list[FillResult]:
+    """Fill several regions (all with one `batch_key`) as one batch: each request's candidates are rows,
+    left-padded so that every region starts at the same column; padding is never attended, so a row's
+    fill is the one it gets alone (the same with greedy decoding; sampled rows draw from one generator)."""
+    keys = {batch_key(model, request) for request in requests}
+    if len(keys) != 1 or None in keys:
+        raise DiceError("only bidirectional in-place fills of one region size and sampler share a batch")
+    tok, special = model.tokenizer, model.special
+    region, sampler = _region(model, requests[0], None), requests[0].sampler
+    parts = []
+    for request in requests:
+        (prefix, overlap), suffix = heal_prefix(tok, request.prefix), tok.encode(request.suffix)
+        prefix, suffix = _fit_context(prefix, suffix, model.window - region)
+        parts.append((prefix, suffix, overlap))
+    lo = max(len(prefix) for prefix, _, _ in parts)
+    tail = max(len(suffix) for _, suffix, _ in parts)
+    rows, valid = [], []
+    for (prefix, suffix, _), request in zip(parts, requests, strict=True):
+        before, after = lo - len(prefix), tail - len(suffix)
+        rows += [[special.pad_id] * before + prefix + [special.mask_id] * region + suffix
+                 + [special.pad_id] * after] * request.candidates
+        real = len(prefix) + region + len(suffix)
+        valid += [[False] * before + [True] * real + [False] * after] * request.candidates
+    x = torch.tensor(rows, dtype=torch.long, device=model.device)
+    padded = torch.tensor(valid, dtype=torch.bool, device=model.device)
+    denoiser = Denoiser(sampler, special, model.device, cancel, progress)
+    fill_in_place(model.lm, x, lo, lo + region, denoiser, None if bool(padded.all()) else padded)
+    results, row = [], 0
+    for (_, _, overlap), request in zip(parts, requests, strict=True):
+        texts = _decode(model, x[row:row + request.candidates, lo:lo + region], overlap)
+        results.append(FillResult(texts, denoiser.model_calls))
+        row += request.candidates
+    return results
+
+
 def fill(model: LoadedModel, request: FillRequest, cancel: CancelCheck | None = None,
          progress: Progress | None = None) -> FillResult:
+    if batch_key(model, request) is not None:
+        return fill_batch(model, [request], cancel, progress)[0]
     tok, special = model.tokenizer, model.special
     denoiser = Denoiser(request.sampler, special, model.device, cancel, progress)
     (prefix, overlap), suffix = heal_prefix(tok, request.prefix), tok.encode(request.suffix)
@@ -150,18 +207,15 @@ def fill(model: LoadedModel, request: FillRequest, cancel: CancelCheck | None = 
     if draft is not None and model.attention == "causal":
         raise DiceError(f"{model.name}: an autoregressive model cannot re-denoise a draft; use a diffusion model")
     initial = None if draft is None else draft_rows(model, draft, overlap, request.candidates, request.sampler.seed)
-    region = min(request.max_tokens, model.window // 2) if initial is None else initial.shape[1]
-    if region > model.window - 8:
-        raise DiceError(f"the region ({region} tokens) does not fit the model window ({model.window} tokens)")
-    if model.attention == "bidirectional":
+    region = _region(model, request, initial)
+    if model.attention == "bidirectional" and initial is not None:  # a draft re-denoised in place
         prefix, suffix = _fit_context(prefix, suffix, model.window - region)
         row = [*prefix, *([special.mask_id] * region), *suffix]
         x = torch.tensor([row] * request.candidates, dtype=torch.long, device=model.device)
         lo = len(prefix)
-        if initial is not None:
-            x[:, lo:lo + region] = initial
+        x[:, lo:lo + region] = initial
         fill_in_place(model.lm, x, lo, lo + region, denoiser)
-        return FillResult(_decode(model, x[:, lo:lo + region], overlap, draft is not None), denoiser.model_calls)
+        return FillResult(_decode(model, x[:, lo:lo + region], overlap, True), denoiser.model_calls)
     fim_prefix, fim_suffix, fim_middle = special.fim_prefix_id, special.fim_suffix_id, special.fim_middle_id
     if fim_prefix is None or fim_suffix is None or fim_middle is None:
         raise ModelLoadError(f"{model.name}: its tokenizer has no fill-in-the-middle tokens")

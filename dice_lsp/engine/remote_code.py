@@ -37,15 +37,18 @@ class RemoteCodeLM:
         return DynamicCache()
 
     def __call__(self, ids: Tensor, start: int = 0, cache: Any = None, keep: int = 0,
-                 only: slice | None = None) -> Tensor:
+                 only: slice | None = None, valid_keys: Tensor | None = None) -> Tensor:
         t = ids.shape[1]
         allowed = block_causal_mask(start, t, self.config.block_size, ids.device)
         if allowed is None:
             allowed = torch.ones(t, start + t, dtype=torch.bool, device=ids.device)
         positions = torch.arange(start, start + t, device=ids.device)[None, :].expand(ids.shape[0], -1)
+        masks = allowed[None, None].expand(ids.shape[0], 1, -1, -1)
+        if valid_keys is not None:
+            masks = masks & valid_keys[:, None, None, :]
         out = self.model(
             input_ids=ids,
-            attention_mask=allowed[None, None].expand(ids.shape[0], 1, -1, -1),
+            attention_mask=masks,
             position_ids=positions,
             past_key_values=cache,
             use_cache=cache is not None,

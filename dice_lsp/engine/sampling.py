@@ -138,39 +138,46 @@ class Denoiser:
 
 
 @torch.inference_mode()
-def fill_in_place(lm: DiffusionLM, x: Tensor, lo: int, hi: int, denoiser: Denoiser) -> Tensor:
-    """Bidirectional models: every position sees the whole canvas, suffix included."""
+def fill_in_place(lm: DiffusionLM, x: Tensor, lo: int, hi: int, denoiser: Denoiser,
+                  valid: Tensor | None = None) -> Tensor:
+    """Bidirectional models: every position sees the whole canvas, suffix included.
+
+    `valid` ([B, T] bool) marks the real tokens of rows padded to a common length (a batch of requests).
+    """
     block = denoiser.cfg.block_length or (hi - lo)
     for start in range(lo, hi, block):
         end = min(start + block, hi)
         if denoiser.cfg.context_cache:
-            denoiser.denoise(x, start, end, partial(_ContextCache(lm).logits, start, end))
+            denoiser.denoise(x, start, end, partial(_ContextCache(lm, valid).logits, start, end))
         else:
-            denoiser.denoise(x, start, end, partial(_window_logits, lm, start, end))
+            denoiser.denoise(x, start, end, partial(_window_logits, lm, start, end, valid))
     return x
 
 
 class _ContextCache:
     """Bidirectional denoising that runs the whole sequence once, then the window alone."""
 
-    def __init__(self, lm: DiffusionLM) -> None:
+    def __init__(self, lm: DiffusionLM, valid: Tensor | None) -> None:
         self.lm = lm
+        self.valid = valid
         self.cache: object = None
 
     def logits(self, lo: int, hi: int, ids: Tensor) -> Tensor:
         if self.cache is None:
             cache = self.lm.new_cache()
-            out = self.lm(ids, 0, cache, keep=ids.shape[1], only=slice(lo, hi))
+            out = self.lm(ids, 0, cache, keep=ids.shape[1], only=slice(lo, hi), valid_keys=self.valid)
             cache.drop(lo, hi)
             self.cache = cache
+            if self.valid is not None:  # keys are now the context without the window, then the window
+                self.valid = torch.cat((self.valid[:, :lo], self.valid[:, hi:], self.valid[:, lo:hi]), dim=1)
             return out
-        return self.lm(ids[:, lo:hi], lo, self.cache)
+        return self.lm(ids[:, lo:hi], lo, self.cache, valid_keys=self.valid)
 
 
-def _window_logits(lm: DiffusionLM, lo: int, hi: int, ids: Tensor) -> Tensor:
+def _window_logits(lm: DiffusionLM, lo: int, hi: int, valid: Tensor | None, ids: Tensor) -> Tensor:
     """Logits of columns lo..hi, recomputing the whole sequence up to `hi` (bidirectional: all of it)."""
     end = ids.shape[1] if lm.config.attention == "bidirectional" else hi
-    return lm(ids[:, :end], only=slice(lo, hi))
+    return lm(ids[:, :end], only=slice(lo, hi), valid_keys=None if valid is None else valid[:, :end])
 
 
 class _CachedBlocks:
@@ -222,7 +229,7 @@ def generate_blocks(lm: DiffusionLM, prompt: list[int], candidates: int, max_new
         if cached is not None:
             denoiser.denoise(x, lo, end, partial(cached.logits, lo, end))
         else:
-            denoiser.denoise(x, lo, end, partial(_window_logits, lm, lo, end))
+            denoiser.denoise(x, lo, end, partial(_window_logits, lm, lo, end, None))
         if initial is None and bool(torch.isin(x[:, n_prompt:end], stops).any(dim=1).all()):
             break
     return x[:, n_prompt:end] if initial is None else x[:, n_prompt:n_prompt + max_new_tokens]

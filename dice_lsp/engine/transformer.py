@@ -98,7 +98,7 @@ class Attention(nn.Module):
         self.k_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps)
 
     def forward(self, x: Tensor, rope: tuple[Tensor, Tensor], mask: Tensor | bool | None,
-                cache: KVCache | None, layer: int, keep: int) -> Tensor:
+                cache: KVCache | None, layer: int, keep: int, valid_keys: Tensor | None) -> Tensor:
         b, t, _ = x.shape
         q = self.q_norm(self.q_proj(x).view(b, t, self.n_heads, self.head_dim)).transpose(1, 2)
         k = self.k_norm(self.k_proj(x).view(b, t, self.n_kv, self.head_dim)).transpose(1, 2)
@@ -107,8 +107,12 @@ class Attention(nn.Module):
         if cache is not None:
             k, v = cache.extend(layer, k, v, keep)
         causal = mask is True  # `True`: plain causal attention of a sequence starting at 0 (the fast kernels)
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask if isinstance(mask, Tensor) else None,
-                                             is_causal=causal, enable_gqa=self.n_kv != self.n_heads)
+        allowed = mask if isinstance(mask, Tensor) else None
+        if valid_keys is not None:  # rows of a batch padded to one length: padding is never attended
+            padding = valid_keys[:, None, None, :]
+            allowed = padding if allowed is None else allowed & padding
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, is_causal=causal and valid_keys is None,
+                                             enable_gqa=self.n_kv != self.n_heads)
         projected: Tensor = self.o_proj(out.transpose(1, 2).reshape(b, t, -1))
         return projected
 
@@ -134,8 +138,8 @@ class DecoderLayer(nn.Module):
         self.mlp = MLP(cfg)
 
     def forward(self, x: Tensor, rope: tuple[Tensor, Tensor], mask: Tensor | bool | None,
-                cache: KVCache | None, layer: int, keep: int) -> Tensor:
-        x = x + self.self_attn(self.input_layernorm(x), rope, mask, cache, layer, keep)
+                cache: KVCache | None, layer: int, keep: int, valid_keys: Tensor | None) -> Tensor:
+        x = x + self.self_attn(self.input_layernorm(x), rope, mask, cache, layer, keep, valid_keys)
         out: Tensor = x + self.mlp(self.post_attention_layernorm(x))
         return out
 
@@ -163,22 +167,25 @@ class Transformer(nn.Module):
         return KVCache(self.config.num_hidden_layers)
 
     def forward(self, ids: Tensor, start: int = 0, cache: KVCache | None = None, keep: int = 0,
-                only: slice | None = None) -> Tensor:
+                only: slice | None = None, valid_keys: Tensor | None = None) -> Tensor:
         """Logits for `ids` placed at absolute positions start..start+T-1.
 
         With a cache the new positions attend to the cached ones and to each other (block layout permitting;
         block models need `start` to equal the cached length, bidirectional ones attend to whatever context
         is cached); the keys/values of the first `keep` of them stay in the cache.
         `only` selects the input columns whose logits are wanted (the output head is the costliest layer
-        of a small model, and a denoising step needs it for the canvas alone).
+        of a small model, and a denoising step needs it for the canvas alone). `valid_keys` ([B, keys] bool,
+        cached keys first) marks the real tokens of rows padded to a common length; only bidirectional
+        batches use it (`causal` decoding never pads).
         """
-        x = self.hidden_states(ids, start, cache, keep)
+        x = self.hidden_states(ids, start, cache, keep, valid_keys)
         if only is not None:
             x = x[:, only]
         logits: Tensor = self.lm_head(x)
         return logits
 
-    def hidden_states(self, ids: Tensor, start: int = 0, cache: KVCache | None = None, keep: int = 0) -> Tensor:
+    def hidden_states(self, ids: Tensor, start: int = 0, cache: KVCache | None = None, keep: int = 0,
+                      valid_keys: Tensor | None = None) -> Tensor:
         """Final normalised hidden states; training applies the output head to masked positions only."""
         cfg = self.config
         if cfg.attention != "bidirectional" and cache is not None and cache.length != start:
@@ -195,7 +202,7 @@ class Transformer(nn.Module):
             mask = True if start == 0 else block_causal_mask(start, t, 1, ids.device)
         x = self.model.embed_tokens(ids)
         for i, layer in enumerate(self.model.layers):
-            x = layer(x, rope, mask, cache, i, keep)
+            x = layer(x, rope, mask, cache, i, keep, valid_keys)
         normed: Tensor = self.model.norm(x)
         return normed
 

@@ -1,24 +1,31 @@
-"""One thread owns the model: it loads it, then runs generations one at a time.
+"""One thread owns the model: it loads it, then runs generations, batching the fills that can share a batch.
 
 The language server's event loop never touches the model. A request gets a `Ticket`; a newer request
 for the same document cancels the older ticket, and the denoising loop checks it before every model call,
 so stale work stops within one step. Loading and generations share the thread, so a completion asked
 for while the model loads simply waits for it.
+
+Fills queued while the model is busy are taken together: every queued fill with the same `batch_key` as
+the oldest one joins its batch (up to `max_batch_rows` rows), so concurrent completions from several
+editors cost about one generation instead of one each, without a timer that would delay a lone request.
 """
 
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from dice_lsp.engine import LoadedModel, load_model
-from dice_lsp.errors import DiceError
+from dice_lsp.engine import FillRequest, FillResult, LoadedModel, batch_key, fill, fill_batch, load_model
+from dice_lsp.errors import Cancelled, DiceError
 from dice_lsp.settings import Settings
 
 T = TypeVar("T")
 StatusListener = Callable[[dict[str, Any]], None]
+MAX_BATCH_ROWS = 32  # rows of one denoising batch: past this a small model's step time grows linearly
 
 
 class Ticket:
@@ -34,15 +41,29 @@ class Ticket:
         return self._event.is_set()
 
 
+@dataclass
+class _Job:
+    future: Future[Any]
+    run: Callable[[], Any] | None = None  # a model job, or a fill when None
+    fill: FillRequest | None = None
+    ticket: Ticket = field(default_factory=Ticket)
+    key: object = None  # the fill's batch key (None: it runs alone)
+
+
 class ModelHost:
-    def __init__(self, on_status: StatusListener) -> None:
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dice-model")
+    def __init__(self, on_status: StatusListener, max_batch_rows: int = MAX_BATCH_ROWS) -> None:
         self._on_status = on_status
+        self._max_rows = max_batch_rows
         self._model: LoadedModel | None = None
         self._error: str | None = None
         self._tickets: dict[str, Ticket] = {}
         self._lock = threading.Lock()
+        self._ready = threading.Condition(self._lock)
+        self._queue: deque[_Job] = deque()
+        self._closed = False
         self.status: dict[str, Any] = {"state": "idle"}
+        self.fills = self.fill_batches = 0  # fills done and the batches they took (their ratio: batching's gain)
+        threading.Thread(target=self._serve, name="dice-model", daemon=True).start()
 
     def _set_status(self, **status: Any) -> None:
         self.status = status
@@ -62,7 +83,7 @@ class ModelHost:
             self._model, self._error = model, None
             self._set_status(state="ready", model=model.name, device=str(model.device), dtype=str(model.dtype))
 
-        return self._executor.submit(work)
+        return self._enqueue(_Job(Future(), run=work))
 
     def ticket(self, key: str) -> Ticket:
         """A new ticket for `key` (a document); the previous one for it is cancelled."""
@@ -75,15 +96,86 @@ class ModelHost:
         return ticket
 
     def submit(self, job: Callable[[LoadedModel], T]) -> Future[T]:
-        def work() -> T:
-            if self._model is None:
-                raise DiceError(f"no model: {self._error or 'not loaded'}")
-            return job(self._model)
+        """Run `job` with the model on the model's thread, after the jobs queued before it."""
+        return self._enqueue(_Job(Future(), run=lambda: job(self._loaded())))
 
-        return self._executor.submit(work)
+    def fill(self, request: FillRequest, ticket: Ticket) -> Future[FillResult]:
+        """Fill `request`, batched with the other queued fills of its shape; `ticket` cancels it."""
+        key = batch_key(self._model, request) if self._model is not None else None
+        return self._enqueue(_Job(Future(), fill=request, ticket=ticket, key=key))
+
+    @property
+    def pending(self) -> int:
+        """Jobs waiting for the model."""
+        return len(self._queue)
+
+    def _loaded(self) -> LoadedModel:
+        if self._model is None:
+            raise DiceError(f"no model: {self._error or 'not loaded'}")
+        return self._model
+
+    def _enqueue(self, job: _Job) -> Future[Any]:
+        with self._lock:
+            if self._closed:
+                raise DiceError("the model host is closed")
+            self._queue.append(job)
+            self._ready.notify()
+        return job.future
+
+    def _next(self) -> list[_Job] | None:
+        """The oldest job, with the queued fills that share its batch; None once closed."""
+        with self._lock:
+            while not self._queue and not self._closed:
+                self._ready.wait()
+            if self._closed:
+                return None
+            first = self._queue.popleft()
+            batch = [first]
+            if first.key is None or first.fill is None:
+                return batch
+            rows = first.fill.candidates
+            for job in list(self._queue):
+                if job.key == first.key and job.fill is not None and rows + job.fill.candidates <= self._max_rows:
+                    self._queue.remove(job)
+                    batch.append(job)
+                    rows += job.fill.candidates
+            return batch
+
+    def _serve(self) -> None:
+        while (batch := self._next()) is not None:
+            jobs = [job for job in batch if job.future.set_running_or_notify_cancel()]
+            if not jobs:
+                continue
+            try:
+                results = self._work(jobs)
+            except BaseException as exc:  # every waiter learns why; the thread goes on
+                for job in jobs:
+                    job.future.set_exception(exc)
+                continue
+            for job, result in zip(jobs, results, strict=True):
+                if job.ticket():  # cancelled while its batch ran on for the others
+                    job.future.set_exception(Cancelled("cancelled"))
+                else:
+                    job.future.set_result(result)
+
+    def _work(self, jobs: list[_Job]) -> list[Any]:
+        first = jobs[0]
+        if first.run is not None:
+            return [first.run()]
+        model = self._loaded()
+        requests = [job.fill for job in jobs if job.fill is not None]
+        self.fills += len(requests)
+        self.fill_batches += 1
+        if first.key is None:
+            return [fill(model, requests[0], first.ticket)]
+        return fill_batch(model, requests, lambda: all(job.ticket() for job in jobs))
 
     def close(self) -> None:
         with self._lock:
             for ticket in self._tickets.values():
                 ticket.cancel()
-        self._executor.shutdown(wait=False, cancel_futures=True)
+            self._closed = True
+            for job in self._queue:
+                job.future.cancel()
+            self._queue.clear()
+            self._ready.notify_all()

@@ -26,7 +26,7 @@ from typing import Any
 from dice_lsp.complete import fill_hole
 from dice_lsp.cuda import holes as editor
 from dice_lsp.cuda.functions import parse_functions
-from dice_lsp.engine import LoadedModel
+from dice_lsp.engine import LoadedModel, fill
 from dice_lsp.settings import Settings
 from dice_lsp.toolchain.nvcc import compile_source
 
@@ -126,7 +126,8 @@ def score_hole(model: LoadedModel, text: str, hole: Hole, compiles_as_is: bool, 
     line = prefix[prefix.rfind("\n") + 1:]
     region = editor.Hole(hole.start, hole.end, "selection", line[:len(line) - len(line.lstrip())], kind.canvas, False)
     started = time.perf_counter()
-    fills, _ = fill_hole(model, text, region, replace(settings, max_canvas=kind.canvas, candidates=1))
+    fills, _ = fill_hole(model, text, region, replace(settings, max_canvas=kind.canvas, candidates=1),
+                         lambda request: fill(model, request))
     latency = (time.perf_counter() - started) * 1000
     filled = fills[0] if fills else ""
     empty = not filled.strip()

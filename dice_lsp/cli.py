@@ -90,6 +90,24 @@ def step_bar(description: str) -> Any:
     return tqdm(desc=description, unit="step", file=sys.stderr, disable=None, leave=False)
 
 
+def remote_call(args: argparse.Namespace, method: str, params: dict[str, Any]) -> Any:
+    """One request to the team server named by `--server` (with the token of `--token-file`)."""
+    import asyncio
+
+    from dice_lsp.remote.client import RemoteClient, parse_address, read_token
+
+    client = RemoteClient(parse_address(args.server), read_token(None, args.token_file))
+
+    async def call() -> Any:
+        try:
+            with status_bar(f"{method} on {args.server}") as bar:
+                return await client.call(method, params, lambda update: bar.set_description_str(update["message"]))
+        finally:
+            await client.close()
+
+    return asyncio.run(call())
+
+
 def cmd_complete(args: argparse.Namespace) -> int:
     from dice_lsp.complete import complete_at
     from dice_lsp.engine import load_model
@@ -98,23 +116,58 @@ def cmd_complete(args: argparse.Namespace) -> int:
     text = read_source(args.file)
     position = Position(args.line, args.character)
     settings = settings_from_args(args)
-    model = load_model(args.model, args.device, args.dtype, args.trust_remote_code)
-    with step_bar("denoising") as bar:
-        result = complete_at(model, text, position, settings, progress=lambda _calls: bar.update(1))
+    if args.server:
+        result = remote_call(args, "complete", {"text": text, "line": args.line, "character": args.character,
+                                                "settings": settings.per_request()})
+        texts, where = [item["text"] for item in result["items"]], args.server
+    else:
+        model = load_model(args.model, args.device, args.dtype, args.trust_remote_code)
+        with step_bar("denoising") as bar:
+            completion = complete_at(model, text, position, settings, progress=lambda _calls: bar.update(1))
+        result, texts = completion.to_json(model), completion.texts
+        where = f"{completion.model_calls} model calls"
     if args.json:
-        print(json.dumps(result.to_json(model)))
+        print(json.dumps(result))
         return 0
-    if result.hole is None:
+    if result["hole"] is None:
         print(f"dice-lsp: no region to fill at line {args.line}, character {args.character} "
               "(an empty or unfinished line in a function, a selection, a /*@fill*/ marker, or after an open '{')",
               file=sys.stderr)
         return 0
-    for index, completion in enumerate(result.texts):
-        if len(result.texts) > 1:
+    for index, fill in enumerate(texts):
+        if len(texts) > 1:
             print(f"--- candidate {index + 1} ---")
-        print(completion)
-    print(f"[{model.name} on {model.device}, {result.latency_ms:.0f} ms, {result.model_calls} model calls]",
-          file=sys.stderr)
+        print(fill)
+    print(f"[{result['model']} on {result['device']}, {result['latency_ms']:.0f} ms, {where}]", file=sys.stderr)
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Host the model, nvcc and the harness for a team (docs/SERVER.md); stops on Ctrl+C / SIGTERM."""
+    import asyncio
+
+    from dice_lsp.remote.client import Address
+    from dice_lsp.remote.server import TokenFile, serve
+    from dice_lsp.remote.service import Service, ServiceConfig
+
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s dice-lsp serve %(message)s")
+    settings, errors = Settings().updated({"model": args.model, "device": args.device, "dtype": args.dtype,
+                                           "trust_remote_code": args.trust_remote_code})
+    if errors:
+        raise DiceError(errors[0])
+    tokens = TokenFile(Path(args.token_file) if args.token_file else None)
+    address = Address(socket=args.socket) if args.socket else Address(args.host, args.port)
+    service = Service(ServiceConfig(settings, args.max_pending, args.max_batch_rows))
+
+    def ready(where: str) -> None:
+        if args.json:
+            print(json.dumps({"listening": where, "model": settings.model or "dice-tiny", "token": tokens.required}),
+                  flush=True)
+        else:
+            print(f"dice-lsp: serving {settings.model or 'dice-tiny'} on {where}"
+                  f"{' (token required)' if tokens.required else ''}; Ctrl+C stops", file=sys.stderr)
+
+    asyncio.run(serve(service, address, tokens, ready))
     return 0
 
 
@@ -365,9 +418,27 @@ def build_parser() -> argparse.ArgumentParser:
     complete.add_argument("--character", type=_non_negative, required=True,
                           help="0-based UTF-16 column, as in LSP")
     complete.add_argument("--json", action="store_true", help="print JSON instead of text")
+    complete.add_argument("--server", metavar="URL", help="ask a team server (tcp://HOST:PORT or unix:///PATH) "
+                          "instead of loading a model here")
+    complete.add_argument("--token-file", help="file holding the team server's token")
     add_model_arguments(complete)
     add_sampler_arguments(complete)
     complete.set_defaults(handler=cmd_complete)
+
+    serve = sub.add_parser("serve", help="host the model, nvcc and the GPU harness for a team's editors")
+    listen = serve.add_mutually_exclusive_group()
+    listen.add_argument("--socket", metavar="PATH", help="listen on a Unix socket (mode 0600) instead of TCP")
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="address to listen on (default: loopback only; any other needs --token-file)")
+    serve.add_argument("--port", type=_non_negative, default=7077, help="TCP port (default: %(default)s; 0: any free)")
+    serve.add_argument("--token-file", help="file holding the shared token; re-read when it changes")
+    serve.add_argument("--max-pending", type=_positive, default=64,
+                       help="requests in flight before new ones are answered busy (%(default)s)")
+    serve.add_argument("--max-batch-rows", type=_positive, default=32,
+                       help="rows of one denoising batch across clients; 1 turns batching off (%(default)s)")
+    serve.add_argument("--json", action="store_true", help="print the listening address as a JSON line on stdout")
+    add_model_arguments(serve)
+    serve.set_defaults(handler=cmd_serve)
 
     check = sub.add_parser("check", help="compile a CUDA file with nvcc: diagnostics and resources per kernel")
     check.add_argument("file", help="source file (.cu, .cuh, ...)")

@@ -14,10 +14,16 @@ from pathlib import Path
 from typing import Any
 
 from dice_lsp.engine.sampling import SamplerConfig
+from dice_lsp.errors import DiceError
+from dice_lsp.remote.client import parse_address
 from dice_lsp.toolchain.flags import CompileFlags
 
 SAMPLERS = {"low-confidence": "low_confidence", "threshold": "threshold"}
 MODEL_KEYS = ("model", "device", "dtype", "trust_remote_code")
+SERVER_KEYS = ("server_url", "server_token", "server_token_file")
+BACKEND_KEYS = (*MODEL_KEYS, *SERVER_KEYS)  # a change of any of these means another model to talk to
+NULLABLE_TEXT = ("model", "nvcc", *SERVER_KEYS)
+SERVER_OWNED = (*BACKEND_KEYS, "nvcc", "diagnostics", "bench_on_save")  # a team server's, never per request
 PATTERNS = {"arch": (r"(sm|compute)_\d+[a-z]?", "an architecture such as sm_90"),
             "std": (r"c\+\+\d\d", "a C++ standard such as c++17")}
 STEP_TOKENS = 32  # `steps` is the budget of a canvas up to this size (a line or two); larger ones get more
@@ -48,6 +54,9 @@ class Settings:
     context_tokens: int | None = 256  # tokens of code around the hole; None: as many as the model window holds
     optimize_candidates: int = 8  # rewrites of a kernel the optimize action generates
     repair_rounds: int = 3  # compile, re-mask the error lines, denoise: at most this many times
+    server_url: str | None = None  # a team server (tcp://HOST:PORT, unix:///PATH) instead of the local model
+    server_token: str | None = None  # its token (prefer server_token_file: settings files get shared)
+    server_token_file: str | None = None  # a file holding the token; read again on every connection
 
     def sampler_config(self, canvas: int = STEP_TOKENS) -> SamplerConfig:
         """The sampler for a canvas of `canvas` tokens: `steps` per started 32 tokens (per block when decoding
@@ -63,14 +72,20 @@ class Settings:
         folders = tuple((base / d).resolve() for d in self.include_dirs)
         return CompileFlags(arch=self.arch, std=self.std, include_dirs=folders, defines=self.defines)
 
+    def per_request(self) -> dict[str, Any]:
+        """The settings a team server takes from each request (the rest are the server's own)."""
+        return {f.name: list(value) if isinstance(value := getattr(self, f.name), tuple) else value
+                for f in fields(self) if f.name not in SERVER_OWNED}
+
     def model_changed(self, other: Settings) -> bool:
-        return any(getattr(self, k) != getattr(other, k) for k in MODEL_KEYS)
+        return any(getattr(self, k) != getattr(other, k) for k in BACKEND_KEYS)
 
     def updated(self, raw: Any) -> tuple[Settings, list[str]]:
         """These settings with the valid values of `raw` applied, and one message per rejected value."""
         if not isinstance(raw, dict):
             return self, [] if raw is None else ["dice settings must be an object"]
         raw = raw.get("dice", raw) if isinstance(raw.get("dice"), dict) else raw
+        raw = _flatten(raw)
         changes: dict[str, Any] = {}
         errors: list[str] = []
         for f in fields(self):
@@ -86,11 +101,25 @@ class Settings:
         return replace(self, **changes), errors
 
 
+def _flatten(raw: dict[str, Any]) -> dict[str, Any]:
+    """`{"server": {"url": x}}` (how editors send `dice.server.url`) as `{"serverUrl": x}`."""
+    flat = dict(raw)
+    for key, value in raw.items():
+        if isinstance(value, dict):
+            flat.update({key + sub[:1].upper() + sub[1:]: inner for sub, inner in value.items()})
+    return flat
+
+
 def check_value(name: str, value: Any) -> tuple[Any, str | None]:
     """Validate one setting; returns (value, None) or (None, reason)."""
-    if name in ("model", "nvcc") and (value is None or value == ""):
+    if name in NULLABLE_TEXT and (value is None or value == ""):
         return None, None
-    if name in ("model", "device", "dtype", "sampler", "nvcc"):
+    if name == "server_url":
+        try:
+            parse_address(value if isinstance(value, str) else "")
+        except DiceError as exc:
+            return None, str(exc)
+    if name in ("model", "device", "dtype", "sampler", "nvcc", *NULLABLE_TEXT):
         if not isinstance(value, str):
             return None, "must be a string"
         if name == "sampler" and value not in SAMPLERS:

@@ -97,7 +97,7 @@ class ModelHost:
 
     def submit(self, job: Callable[[LoadedModel], T]) -> Future[T]:
         """Run `job` with the model on the model's thread, after the jobs queued before it."""
-        return self._enqueue(_Job(Future(), run=lambda: job(self._loaded())))
+        return self._enqueue(_Job(Future(), run=lambda: job(self.model())))
 
     def fill(self, request: FillRequest, ticket: Ticket) -> Future[FillResult]:
         """Fill `request`, batched with the other queued fills of its shape; `ticket` cancels it."""
@@ -109,7 +109,8 @@ class ModelHost:
         """Jobs waiting for the model."""
         return len(self._queue)
 
-    def _loaded(self) -> LoadedModel:
+    def model(self) -> LoadedModel:
+        """The loaded model (its tokenizer and window prepare requests on other threads), or a DiceError."""
         if self._model is None:
             raise DiceError(f"no model: {self._error or 'not loaded'}")
         return self._model
@@ -162,7 +163,7 @@ class ModelHost:
         first = jobs[0]
         if first.run is not None:
             return [first.run()]
-        model = self._loaded()
+        model = self.model()
         requests = [job.fill for job in jobs if job.fill is not None]
         self.fills += len(requests)
         self.fill_batches += 1

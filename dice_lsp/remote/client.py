@@ -1,0 +1,166 @@
+"""The client side of the team server: what the language server and the CLI use when `dice.server.url` is set.
+
+One connection, opened on first use and again after it drops (a server restart costs the requests in
+flight, not the session). Requests are multiplexed by id; cancelling the awaiting task sends `cancel`.
+A server that cannot be reached is a `RemoteError` with code `unreachable` within the connect timeout,
+never a hang.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from dice_lsp.errors import DiceError
+from dice_lsp.remote.protocol import ProtocolError, encode, read_frame
+
+DEFAULT_PORT = 7077
+CONNECT_TIMEOUT_S = 5.0
+ProgressListener = Callable[[dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class Address:
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    socket: str | None = None  # a Unix socket path instead of host:port
+
+    def __str__(self) -> str:
+        return f"unix://{self.socket}" if self.socket is not None else f"tcp://{self.host}:{self.port}"
+
+
+def parse_address(url: str) -> Address:
+    """`tcp://HOST[:PORT]` or `unix:///PATH`."""
+    parts = urlsplit(url)
+    if parts.scheme == "unix" and parts.path:
+        return Address(socket=parts.path)
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if parts.scheme != "tcp" or not parts.hostname or port == -1:
+        raise DiceError(f"server address {url!r}: expected tcp://HOST:PORT or unix:///PATH")
+    return Address(parts.hostname, port or DEFAULT_PORT)
+
+
+def read_token(token: str | None, token_file: str | None) -> str | None:
+    """The token to present: given directly, or the content of a file (which wins, as it can be rotated)."""
+    if token_file:
+        try:
+            text = Path(token_file).expanduser().read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise DiceError(f"token file {token_file}: {exc.strerror or exc}") from exc
+        if not text:
+            raise DiceError(f"token file {token_file} is empty")
+        return text
+    return token or None
+
+
+class RemoteError(DiceError):
+    """The server answered with an error, or could not be reached (`code` says which)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class RemoteClient:
+    def __init__(self, address: Address, token: str | None = None,
+                 connect_timeout: float = CONNECT_TIMEOUT_S) -> None:
+        self.address, self.token, self.connect_timeout = address, token, connect_timeout
+        self._ids = itertools.count(1)
+        self._waiting: dict[int, tuple[asyncio.Future[Any], ProgressListener | None]] = {}
+        self._writer: asyncio.StreamWriter | None = None
+        self._reader_task: asyncio.Task[None] | None = None
+        self._connecting = asyncio.Lock()
+
+    async def call(self, method: str, params: dict[str, Any] | None = None,
+                   progress: ProgressListener | None = None) -> Any:
+        """The request's result; RemoteError for an error reply, a lost connection or an unreachable server.
+        Cancelling the awaiting task cancels the request on the server."""
+        writer = await self._connect()
+        request_id = next(self._ids)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._waiting[request_id] = (future, progress)
+        message: dict[str, Any] = {"id": request_id, "method": method, "params": params or {}}
+        if self.token is not None:
+            message["token"] = self.token
+        try:
+            writer.write(encode(message))
+            await writer.drain()
+            return await future
+        except asyncio.CancelledError:
+            if not writer.is_closing():
+                with contextlib.suppress(ConnectionError, ProtocolError):
+                    writer.write(encode({"id": next(self._ids), "method": "cancel", "params": {"id": request_id}}))
+            raise
+        except ProtocolError as exc:
+            raise RemoteError(exc.code, str(exc)) from exc
+        except ConnectionError as exc:
+            self._drop(f"connection to {self.address} lost ({exc})")
+            raise RemoteError("connection_lost", f"connection to {self.address} lost ({exc})") from exc
+        finally:
+            self._waiting.pop(request_id, None)
+
+    async def _connect(self) -> asyncio.StreamWriter:
+        async with self._connecting:
+            if self._writer is not None and not self._writer.is_closing():
+                return self._writer
+            try:
+                if self.address.socket is not None:
+                    opening = asyncio.open_unix_connection(self.address.socket)
+                else:
+                    opening = asyncio.open_connection(self.address.host, self.address.port)
+                reader, writer = await asyncio.wait_for(opening, self.connect_timeout)
+            except (OSError, TimeoutError) as exc:
+                reason = getattr(exc, "strerror", None) or str(exc) or "timed out"
+                raise RemoteError("unreachable", f"cannot reach the dice server at {self.address}: {reason}") from exc
+            self._writer = writer
+            self._reader_task = asyncio.create_task(self._read(reader, writer))
+            return writer
+
+    async def _read(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        reason = f"the dice server at {self.address} closed the connection"
+        try:
+            while (message := await read_frame(reader)) is not None:
+                waiting = self._waiting.get(message["id"])
+                if message["id"] == 0 and "error" in message:  # about the connection, not one request
+                    reason = f"{message['error']['code']}: {message['error']['message']}"
+                if waiting is None:
+                    continue
+                future, listener = waiting
+                if "progress" in message:
+                    if listener is not None:
+                        listener(message["progress"])
+                elif "error" in message and not future.done():
+                    future.set_exception(RemoteError(message["error"]["code"], message["error"]["message"]))
+                elif not future.done():
+                    future.set_result(message.get("result"))
+        except (ProtocolError, ConnectionError) as exc:
+            reason = f"connection to {self.address} lost ({exc})"
+        if self._writer is writer:
+            self._drop(reason)
+
+    def _drop(self, reason: str) -> None:
+        """Fail every request in flight; the next call connects again."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        for future, _ in self._waiting.values():
+            if not future.done():
+                future.set_exception(RemoteError("connection_lost", reason))
+
+    async def close(self) -> None:
+        if self._reader_task is not None:
+            self._reader_task.cancel()
+        if self._writer is not None:
+            self._writer.close()
+            with contextlib.suppress(ConnectionError):
+                await self._writer.wait_closed()
+            self._writer = None

@@ -1,0 +1,210 @@
+"""What the team server does for each request, whatever carries it (`dice-lsp serve`, a Ray Serve replica).
+
+The model lives on one `ModelHost` thread, which batches concurrent fills. Requests wait on a pool with a
+thread per request in flight (preparing a completion, compiling); benchmarks and optimizations take turns
+on one more thread, since two timings sharing a GPU would disturb each other. Requests carry the source
+text (and any local headers it needs as `files`), never paths on the server: each request that compiles
+gets its own temporary folder.
+Per-request settings are the `dice.*` keys that shape one request (sampler, flags, candidates); the model,
+the device and nvcc are the server's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any, TypeVar
+
+from dice_lsp import __version__
+from dice_lsp.complete import complete_at
+from dice_lsp.engine import FillRequest, FillResult, LoadedModel
+from dice_lsp.errors import Cancelled, DiceError
+from dice_lsp.harness.bench import Limits, bench_file
+from dice_lsp.jobs.model_host import ModelHost, Ticket
+from dice_lsp.optimize import OptimizeRequest, checker, optimize, repair
+from dice_lsp.settings import SERVER_OWNED, Settings
+from dice_lsp.textdoc import Position
+from dice_lsp.toolchain.cache import CompileCache
+from dice_lsp.toolchain.flags import flags_for
+from dice_lsp.toolchain.nvcc import find_nvcc
+from dice_lsp.toolchain.report import check_source
+
+T = TypeVar("T")
+LOG = logging.getLogger("dice_lsp.serve")
+Progress = Callable[[str], None]
+
+
+class RequestError(DiceError):
+    """A request the service refuses; `code` tells the client what kind (bad_params, busy, cancelled, failed)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True)
+class ServiceConfig:
+    settings: Settings  # the model and defaults requests start from
+    max_pending: int = 64  # requests in flight at once; more are answered "busy"
+    max_batch_rows: int = 32  # rows of one denoising batch (1: no batching)
+
+
+class Service:
+    def __init__(self, config: ServiceConfig) -> None:
+        self.config = config
+        self.host = ModelHost(lambda status: LOG.info("model: %s", " ".join(f"{k}={v}" for k, v in status.items())),
+                              config.max_batch_rows)
+        self.pool = ThreadPoolExecutor(config.max_pending, thread_name_prefix="dice-work")
+        self.gpu = ThreadPoolExecutor(1, thread_name_prefix="dice-gpu")
+        self.loading: asyncio.Future[None] | None = None
+        self.in_flight = 0
+        self.served = 0
+        self.started = time.time()
+        self.cache = CompileCache()
+
+    def load(self) -> asyncio.Future[None]:
+        """Start loading the model; requests that need it wait until it is loaded (or failed)."""
+        self.loading = asyncio.wrap_future(self.host.load(self.config.settings))
+        return self.loading
+
+    def close(self) -> None:
+        self.host.close()
+        for pool in (self.pool, self.gpu):
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    async def call(self, method: str, params: dict[str, Any], ticket: Ticket, progress: Progress) -> Any:
+        """Answer one request; RequestError for what the client did wrong or when the server is full."""
+        if method == "status":
+            return self.status()
+        if self.in_flight >= self.config.max_pending:
+            raise RequestError("busy", f"the server is busy ({self.in_flight} requests in flight); try again")
+        self.in_flight += 1
+        try:
+            if self.loading is not None:
+                await asyncio.shield(self.loading)
+            handler = getattr(self, f"_{method}")
+            pool = self.gpu if method in ("bench", "optimize") else self.pool
+            result = await asyncio.wrap_future(pool.submit(handler, params, ticket, progress))
+        except asyncio.CancelledError:
+            ticket.cancel()
+            raise
+        except Cancelled as exc:
+            raise RequestError("cancelled", str(exc)) from exc
+        except (KeyError, TypeError, ValueError) as exc:
+            raise RequestError("bad_params", f"{method}: bad or missing parameter ({exc})") from exc
+        finally:
+            self.in_flight -= 1
+        self.served += 1
+        return result
+
+    def status(self) -> dict[str, Any]:
+        host = self.host
+        return {**host.status, "version": __version__, "in_flight": self.in_flight, "queued": host.pending,
+                "served": self.served, "fills": host.fills, "fill_batches": host.fill_batches,
+                "uptime_s": round(time.time() - self.started, 1)}
+
+    def settings_for(self, params: dict[str, Any]) -> Settings:
+        raw = params.get("settings") or {}
+        if not isinstance(raw, dict):
+            raise RequestError("bad_params", "settings must be a map of dice.* keys")
+        owned = [key for key in raw if _snake(key) in SERVER_OWNED]
+        if owned:
+            raise RequestError("bad_params", f"dice.{owned[0]} is chosen by the server, not per request")
+        settings, errors = self.config.settings.updated(raw)
+        if errors:
+            raise RequestError("bad_params", errors[0])
+        return settings
+
+    def _filler(self, ticket: Ticket) -> Callable[[FillRequest], FillResult]:
+        return lambda request: self.host.fill(request, ticket).result()
+
+    def _run_model(self, job: Callable[[LoadedModel], T]) -> T:
+        return self.host.submit(job).result()
+
+    def _complete(self, params: dict[str, Any], ticket: Ticket, _progress: Progress) -> dict[str, Any]:
+        settings = self.settings_for(params)
+        model = self.host.model()
+        selection = params.get("selection")
+        span = None if selection is None else (Position(*selection[0]), Position(*selection[1]))
+        result = complete_at(model, str(params["text"]), Position(int(params["line"]), int(params["character"])),
+                             settings, cancel=ticket, selection=span, filler=self._filler(ticket))
+        return result.to_json(model)
+
+    def _fill(self, params: dict[str, Any], ticket: Ticket, _progress: Progress) -> dict[str, Any]:
+        settings = self.settings_for(params)
+        max_tokens = int(params.get("max_tokens", settings.max_canvas))
+        request = FillRequest(str(params["prefix"]), str(params.get("suffix", "")), max_tokens,
+                              settings.candidates, settings.sampler_config(max_tokens))
+        result = self._filler(ticket)(request)
+        return {"texts": result.texts, "model_calls": result.model_calls}
+
+    def _check(self, params: dict[str, Any], _ticket: Ticket, _progress: Progress) -> dict[str, Any]:
+        settings = self.settings_for(params)
+        with workspace(params) as (path, text):
+            flags = flags_for(path, settings.compile_flags(path.parent))
+            return check_source(text, path.parent, flags, cache=self.cache, nvcc=find_nvcc(settings.nvcc)).to_json()
+
+    def _bench(self, params: dict[str, Any], _ticket: Ticket, progress: Progress) -> dict[str, Any]:
+        settings = self.settings_for(params)
+        limits = Limits(timeout=float(params.get("timeout", 60.0)), trials=int(params.get("trials", 3)))
+        with workspace(params) as (path, _text):
+            ref = path.parent / str(params["ref"]) if params.get("ref") else None
+            flags = flags_for(path, settings.compile_flags(path.parent))
+            return bench_file(path, ref, limits, flags, progress).to_json()
+
+    def _optimize(self, params: dict[str, Any], ticket: Ticket, progress: Progress) -> dict[str, Any]:
+        settings = self.settings_for(params)
+        with workspace(params) as (path, text):
+            flags = flags_for(path, settings.compile_flags(path.parent))
+            ref = path.parent / str(params["ref"]) if params.get("ref") else None
+            request = OptimizeRequest(path, text, str(params["kernel"]), ref, settings.optimize_candidates,
+                                      settings.repair_rounds, settings.sampler_config(), flags,
+                                      Limits(timeout=float(params.get("timeout", 60.0))))
+            check = checker(path.parent, flags, find_nvcc(settings.nvcc))
+            return optimize(self._run_model, request, check, ticket, progress).to_json()
+
+    def _repair(self, params: dict[str, Any], ticket: Ticket, progress: Progress) -> dict[str, Any]:
+        settings = self.settings_for(params)
+        with workspace(params) as (path, text):
+            flags = flags_for(path, settings.compile_flags(path.parent))
+            check = checker(path.parent, flags, find_nvcc(settings.nvcc))
+            result = repair(self._run_model, text, check, settings.repair_rounds, int(params.get("candidates", 4)),
+                            settings.sampler_config(), ticket, progress)
+        return {"text": result.text, "compiles": result.compiles, "rounds": result.rounds,
+                "errors": [d.to_json() for d in result.errors]}
+
+
+def _snake(key: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in key)
+
+
+def _relative(name: str) -> PurePosixPath:
+    path = PurePosixPath(name)
+    if not name or path.is_absolute() or ".." in path.parts:
+        raise RequestError("bad_params", f"{name!r} must be a relative path inside the request's folder")
+    return path
+
+
+@contextmanager
+def workspace(params: dict[str, Any]) -> Iterator[tuple[Path, str]]:
+    """A temporary folder holding the request's file (`path`, `text`) and its `files` (local headers, a
+    reference); yields the file's path and text, and removes the folder afterwards."""
+    text = str(params["text"])
+    files = params.get("files") or {}
+    if not isinstance(files, dict):
+        raise RequestError("bad_params", "files must be a map of relative path to text")
+    with tempfile.TemporaryDirectory(prefix="dice-serve-") as folder:
+        root = Path(folder)
+        for name, content in {**files, str(params.get("path", "kernel.cu")): text}.items():
+            target = root / _relative(str(name))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(str(content), encoding="utf-8")
+        yield root / _relative(str(params.get("path", "kernel.cu"))), text
+

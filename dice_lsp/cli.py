@@ -96,7 +96,7 @@ def remote_call(args: argparse.Namespace, method: str, params: dict[str, Any]) -
 
     from dice_lsp.remote.client import RemoteClient, parse_address, read_token
 
-    client = RemoteClient(parse_address(args.server), read_token(None, args.token_file))
+    client = RemoteClient(parse_address(args.server), lambda: read_token(None, args.token_file))
 
     async def call() -> Any:
         try:
@@ -330,8 +330,7 @@ def cmd_repair(args: argparse.Namespace) -> int:
     if out is not None and result.compiles:  # a file that still fails is not worth a new copy
         out.write_text(result.text, encoding="utf-8")
     if args.json:
-        print(json.dumps({"compiles": result.compiles, "rounds": result.rounds, "diff": diff,
-                          "errors": [d.to_json() for d in result.errors]}))
+        print(json.dumps({**result.to_json(), "diff": diff}))
     else:
         print(diff, end="")
         state = "compiles" if result.compiles else f"still {len(result.errors)} errors"

@@ -43,6 +43,14 @@ class Completion:
             "latency_ms": round(self.latency_ms, 1),
         }
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any], position: Position) -> Completion:
+        """A completion a team server sent (`to_json`), asked for at `position`."""
+        items = data["items"]
+        span = items[0]["range"] if items else {"start": position.to_json(), "end": position.to_json()}
+        return cls([item["text"] for item in items], Position(**span["start"]), Position(**span["end"]),
+                   float(data["latency_ms"]), 0, data["hole"])
+
 
 def fill_hole(model: LoadedModel, text: str, hole: Hole, settings: Settings, filler: Filler) -> tuple[list[str], int]:
     """Cleaned candidate texts for `hole` and the number of model calls spent."""

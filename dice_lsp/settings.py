@@ -1,7 +1,8 @@
 """The one settings schema, `dice.*`, shared by the language server, the CLI and the editor extension.
 
 Editors send it as `initializationOptions` (either `{"dice": {...}}` or the bare object) and answer
-`workspace/configuration` for the section `dice`; keys are camelCase there (`maxCanvas`) and snake_case
+`workspace/configuration` for the section `dice`; keys are camelCase there (`maxCanvas`; the team server's
+are grouped as `server.url`, `server.token`, `server.tokenFile`, which editors send nested) and snake_case
 here. A bad value is reported and ignored, never fatal: the previous value stays.
 """
 
@@ -89,16 +90,25 @@ class Settings:
         changes: dict[str, Any] = {}
         errors: list[str] = []
         for f in fields(self):
-            camel = "".join(w.capitalize() if i else w for i, w in enumerate(f.name.split("_")))
+            camel = editor_key(f.name).replace(".", "_")
+            camel = "".join(w[:1].upper() + w[1:] if i else w for i, w in enumerate(camel.split("_")))
             key = camel if camel in raw else f.name
             if key not in raw:
                 continue
             value, problem = check_value(f.name, raw[key])
             if problem:
-                errors.append(f"dice.{camel}: {problem}")
+                errors.append(f"dice.{editor_key(f.name)}: {problem}")
             else:
                 changes[f.name] = value
         return replace(self, **changes), errors
+
+
+def editor_key(name: str) -> str:
+    """How editors spell a setting under `dice.`: `max_canvas` → `maxCanvas`, `server_token_file` →
+    `server.tokenFile`."""
+    group, _, rest = name.partition("_") if name in SERVER_KEYS else ("", "", name)
+    head, *words = rest.split("_")
+    return (f"{group}." if group else "") + head + "".join(word.capitalize() for word in words)
 
 
 def _flatten(raw: dict[str, Any]) -> dict[str, Any]:

@@ -6,6 +6,7 @@ export interface DiceStatus {
   device?: string;
   dtype?: string;
   message?: string;
+  server?: string; // the team server serving the model, when dice.server.url is set
 }
 
 export interface StatusView {
@@ -28,11 +29,13 @@ export function statusView(status: DiceStatus | null, compileErrors: number | nu
       return {
         text: `$(sparkle) DICE ${model}${compile}`,
         tooltip: `dice-lsp: ${model} ready on ${status.device ?? "?"} (${status.dtype ?? "?"})` +
+          (status.server ? ` at ${status.server}` : "") +
           (compileErrors ? `; nvcc: ${compileErrors} errors in this file` : ""),
         error: false,
       };
     case "error":
-      return { text: `$(error) DICE`, tooltip: `dice-lsp: ${status.message ?? "the model failed to load"}`, error: true };
+      return { text: status.message?.includes("cannot reach") ? "$(debug-disconnect) DICE" : "$(error) DICE",
+        tooltip: `dice-lsp: ${status.message ?? "the model failed to load"}`, error: true };
     default:
       return { text: "$(circle-outline) DICE", tooltip: "dice-lsp: starting", error: false };
   }

@@ -36,7 +36,8 @@ from dice_lsp.lsp.rewrite_actions import (
     repair_actions,
     whole_document_edit,
 )
-from dice_lsp.optimize import OptimizeReport, OptimizeRequest, RepairResult, checker, optimize, repair
+from dice_lsp.optimize import OptimizeRequest, checker, optimize, repair
+from dice_lsp.remote.client import RemoteClient, RemoteError, local_headers, parse_address, read_token
 from dice_lsp.settings import Settings
 from dice_lsp.textdoc import Position, position_at
 from dice_lsp.toolchain.flags import flags_for
@@ -66,6 +67,9 @@ class DiceServer(LanguageServer):
         self.unconfigured: set[str] = set()  # documents opened before the settings were read
         self.has_gpu: bool | None = None  # looked up on the first benchmark
         self.bench_reports: dict[str, BenchReport] = {}
+        self.remote: RemoteClient | None = None  # the team server, when dice.server.url is set
+        self.remote_calls: dict[str, asyncio.Future[Any]] = {}  # the completion in flight per document
+        self.remote_state: str | None = None  # the last status said about the server
 
     def check_document(self, uri: str, delay: float = 0.0) -> None:
         """Compile an open .cu document in the background (diagnostics and kernel resources)."""
@@ -127,17 +131,71 @@ class DiceServer(LanguageServer):
             await self.load_model()
 
     async def load_model(self) -> None:
-        """Load in the background with `$/progress` when the client supports it."""
-        loading = asyncio.wrap_future(self.host.load(self.settings))
+        """Load in the background with `$/progress` when the client supports it; with `dice.server.url`,
+        connect to the team server instead."""
+        if self.remote is not None:
+            await self.remote.close()
+        url = self.settings.server_url
+        settings = self.settings
+        self.remote = None if url is None else RemoteClient(
+            parse_address(url), lambda: read_token(settings.server_token, settings.server_token_file))
+        loading = None if self.remote is not None else asyncio.wrap_future(self.host.load(self.settings))
         self.load_submitted().set()
         for uri in self.unconfigured.intersection(self.workspace.text_documents):
             self.check_document(uri)
         self.unconfigured.clear()
+        if loading is None:
+            await self.remote_status()
+            return
         token = await self.begin_progress("dice-lsp", f"loading {self.settings.model or 'dice-tiny'}")
         await loading
         self.end_progress(token, self.host.status["state"])
 
-    async def begin_progress(self, title: str, message: str, cancel: Ticket | None = None) -> str | None:
+    async def remote_status(self, failure: RemoteError | None = None) -> None:
+        """Tell the client whether the team server answers (`dice/status`), once per change of state."""
+        assert self.remote is not None
+        status: dict[str, Any]
+        if failure is None:
+            try:
+                found = await self.remote.call("status")
+                status = {"state": "ready", "model": found.get("model"), "device": found.get("device"),
+                          "dtype": found.get("dtype"), "server": str(self.remote.address)}
+            except DiceError as exc:
+                failure = RemoteError("unreachable", str(exc))
+        if failure is not None:
+            status = {"state": "error", "model": str(self.remote.address), "message": str(failure)}
+        if status["state"] != self.remote_state:
+            self.remote_state = status["state"]
+            self.protocol.notify(STATUS_NOTIFICATION, status)
+            if failure is not None:
+                self.window_log_message(types.LogMessageParams(types.MessageType.Warning, f"dice-lsp: {failure}"))
+
+    async def ask_server(self, key: str, method: str, params: dict[str, Any],
+                         progress: Callable[[dict[str, Any]], None] | None = None) -> Any:
+        """One request to the team server; a newer one for the same `key` cancels it. A server that cannot be
+        reached (or refuses the token) is also said in the status bar."""
+        assert self.remote is not None
+        previous = self.remote_calls.pop(key, None)
+        if previous is not None:
+            previous.cancel()
+        call = asyncio.ensure_future(self.remote.call(method, {**params, "settings": self.settings.per_request()},
+                                                      progress))
+        self.remote_calls[key] = call
+        try:
+            result = await call
+        except RemoteError as exc:
+            if exc.code in ("unreachable", "connection_lost", "unauthorized"):
+                await self.remote_status(exc)
+            raise
+        finally:
+            if self.remote_calls.get(key) is call:
+                del self.remote_calls[key]
+        if self.remote_state != "ready":
+            await self.remote_status()
+        return result
+
+    async def begin_progress(self, title: str, message: str,
+                             cancel: Callable[[], None] | None = None) -> str | None:
         """Start a `$/progress` report when the client supports it; its token, or None. With `cancel`, the
         user can cancel it from the editor, which cancels that ticket."""
         capabilities = self.client_capabilities.window
@@ -151,7 +209,7 @@ class DiceServer(LanguageServer):
         except Exception:  # a client may refuse the token; the work goes on without progress
             return None
         if cancel is not None:
-            self.work_done_progress.tokens[token].add_done_callback(lambda _future: cancel.cancel())
+            self.work_done_progress.tokens[token].add_done_callback(lambda _future: cancel())
         return token
 
     def report_progress(self, token: str | None, message: str) -> None:
@@ -177,19 +235,36 @@ class DiceServer(LanguageServer):
         return self.host.submit(job).result()
 
     async def rewrite_job(self, uri: str, version: int | None, title: str,
-                          work: Callable[[Path, str, Ticket, Callable[[str], None]], T]) -> tuple[T | None, str]:
-        """Run a model rewrite of document `uri` (optimize, repair) on a worker thread with cancellable
-        `$/progress`; returns its result (None if refused, cancelled or failed) and what to tell the user."""
+                          work: Callable[[Path, str, Ticket, Callable[[str], None]], dict[str, Any]],
+                          params: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+        """Run a model rewrite of document `uri` (optimize, repair) with cancellable `$/progress`: `work` on a
+        worker thread, or the team server's method `title` with `params`. Returns its result as JSON (None if
+        refused, cancelled or failed) and what to tell the user."""
         await self.load_submitted().wait()
         document = self.workspace.get_text_document(uri)
         if version is not None and document.version != version:
             return None, "the document changed since the action was offered; run it again"
-        ticket = self.host.ticket(f"{title} {uri}")
-        token = await self.begin_progress(f"DICE {title}", Path(document.path).name, ticket)
+        path, text = Path(document.path), document.source
+        job: asyncio.Future[Any]
+        if self.remote is not None:
+            calls: list[asyncio.Future[Any]] = []
+
+            def stop() -> None:
+                for call in calls:
+                    call.cancel()
+
+            token = await self.begin_progress(f"DICE {title}", path.name, stop)
+            request = {"text": text, "path": path.name, "files": local_headers(path, text), **params}
+            job = asyncio.ensure_future(self.ask_server(f"{title} {uri}", title, request,
+                                                        lambda update: self.report_progress(token, update["message"])))
+            calls.append(job)
+        else:
+            ticket = self.host.ticket(f"{title} {uri}")
+            token = await self.begin_progress(f"DICE {title}", path.name, ticket.cancel)
+            job = asyncio.ensure_future(asyncio.to_thread(work, path, text, ticket, self.progress_reporter(token)))
         try:
-            result = await asyncio.to_thread(work, Path(document.path), document.source, ticket,
-                                             self.progress_reporter(token))
-        except Cancelled:
+            result: dict[str, Any] = await job
+        except (Cancelled, asyncio.CancelledError):
             self.end_progress(token, "cancelled")
             return None, f"{title} cancelled"
         except DiceError as exc:
@@ -203,29 +278,29 @@ class DiceServer(LanguageServer):
         is still the version it was made for. Without `ask`, the edit is returned for the client to preview."""
         settings = self.settings
 
-        def work(path: Path, text: str, ticket: Ticket, said: Callable[[str], None]) -> OptimizeReport:
+        def work(path: Path, text: str, ticket: Ticket, said: Callable[[str], None]) -> dict[str, Any]:
             flags = flags_for(path, settings.compile_flags(self.workspace_root(path) or path.parent))
             request = OptimizeRequest(path, text, kernel, None, settings.optimize_candidates, settings.repair_rounds,
                                       settings.sampler_config(), flags)
             return optimize(self.on_model_thread, request, checker(path.parent, flags, find_nvcc(settings.nvcc)),
-                            ticket, said)
+                            ticket, said).to_json()
 
         started = self.workspace.get_text_document(uri)
         made_for = started.version
-        report, problem = await self.rewrite_job(uri, version, "optimize", work)
+        report, problem = await self.rewrite_job(uri, version, "optimize", work, {"kernel": kernel})
         if report is None:
             self.window_show_message(types.ShowMessageParams(types.MessageType.Warning, f"dice-lsp: {problem}"))
             return {"summary": problem, "report": None, "edit": None, "applied": False}
-        best = report.best
-        edit = whole_document_edit(uri, made_for, started.source, best.text) if best is not None else None
-        result = {"summary": report.summary(), "report": report.to_json(), "edit": edit_json(edit), "applied": False}
+        summary, best = report["summary"], report["text"]
+        edit = whole_document_edit(uri, made_for, started.source, best) if best is not None else None
+        result = {"summary": summary, "report": report, "edit": edit_json(edit), "applied": False}
         if not ask:
             return result
         if edit is None:
-            self.window_show_message(types.ShowMessageParams(types.MessageType.Info, f"DICE: {report.summary()}"))
+            self.window_show_message(types.ShowMessageParams(types.MessageType.Info, f"DICE: {summary}"))
             return result
         choice = await self.window_show_message_request_async(types.ShowMessageRequestParams(
-            type=types.MessageType.Info, message=f"DICE: {report.summary()}",
+            type=types.MessageType.Info, message=f"DICE: {summary}",
             actions=[types.MessageActionItem(APPLY), types.MessageActionItem("Discard")]))
         if choice is None or choice.title != APPLY:
             return result
@@ -244,19 +319,19 @@ class DiceServer(LanguageServer):
         started = self.workspace.get_text_document(uri)
         made_for, before = started.version, started.source
 
-        def work(path: Path, text: str, ticket: Ticket, said: Callable[[str], None]) -> RepairResult:
+        def work(path: Path, text: str, ticket: Ticket, said: Callable[[str], None]) -> dict[str, Any]:
             flags = flags_for(path, settings.compile_flags(self.workspace_root(path) or path.parent))
             check = checker(path.parent, flags, find_nvcc(settings.nvcc))
             return repair(self.on_model_thread, text, check, settings.repair_rounds, sampler=settings.sampler_config(),
-                          cancel=ticket, said=said)
+                          cancel=ticket, said=said).to_json()
 
-        result, problem = await self.rewrite_job(uri, version, "repair", work)
-        if result is not None and not result.compiles:
-            problem = f"could not make it compile in {result.rounds} rounds"
+        result, problem = await self.rewrite_job(uri, version, "repair", work, {})
+        if result is not None and not result["compiles"]:
+            problem = f"could not make it compile in {result['rounds']} rounds"
         elif result is not None and self.workspace.get_text_document(uri).version != made_for:
             problem = "the document changed during the repair; run it again"
         elif result is not None:
-            return whole_document_edit(uri, made_for, before, result.text)
+            return whole_document_edit(uri, made_for, before, result["text"])
         self.window_show_message(types.ShowMessageParams(types.MessageType.Warning, f"dice-lsp: {problem}"))
         return None
 
@@ -322,6 +397,15 @@ class DiceServer(LanguageServer):
         document = self.workspace.get_text_document(uri)
         text, settings = document.source, self.settings
         where = Position(position.line, position.character)
+        if self.remote is not None:
+            await self.load_submitted().wait()
+            try:
+                found = await self.ask_server(uri, "complete", {"text": text, "line": where.line,
+                                                                "character": where.character})
+            except DiceError as exc:
+                LOG.warning("%s", exc)
+                return None
+            return Completion.from_json(found, where)
 
         def job(model: LoadedModel, cancel: Callable[[], bool]) -> Completion:
             return complete_at(model, text, where, settings, cancel=cancel)

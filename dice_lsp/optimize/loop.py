@@ -98,6 +98,7 @@ class OptimizeReport:
         return {"kernel": self.kernel, "gpu": self.gpu, "generated": self.generated, "compiled": self.compiled,
                 "verified": self.verified, "faster": self.faster, "wall_s": round(self.wall_s, 2),
                 "candidates": [r.to_json() for r in self.rewrites], "best": best.to_json() if best else None,
+                "text": best.text if best else None,
                 "summary": self.summary()}
 
 

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from dice_lsp.cuda.functions import enclosing_function
 from dice_lsp.engine import Draft, FillRequest, LoadedModel, SamplerConfig, fill
@@ -48,6 +49,10 @@ class RepairResult:
     @property
     def compiles(self) -> bool:
         return not self.errors
+
+    def to_json(self) -> dict[str, Any]:
+        return {"text": self.text, "compiles": self.compiles, "rounds": self.rounds,
+                "errors": [d.to_json() for d in self.errors]}
 
 
 def checker(folder: Path, flags: CompileFlags, nvcc: Path | None = None) -> Check:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +63,25 @@ def read_token(token: str | None, token_file: str | None) -> str | None:
     return token or None
 
 
+def local_headers(path: Path, text: str, seen: set[Path] | None = None) -> dict[str, str]:
+    """The quoted includes of `text` that live in `path`'s folder or below, recursively, by relative path:
+    what a server needs besides the file to compile it as it compiles here."""
+    seen = seen if seen is not None else {path.resolve()}
+    root = path.parent.resolve()
+    found: dict[str, str] = {}
+    for name in re.findall(r'^\s*#\s*include\s*"([^"]+)"', text, flags=re.MULTILINE):
+        header = (root / name).resolve()
+        if header in seen or not header.is_file() or not header.is_relative_to(root):
+            continue
+        seen.add(header)
+        content = header.read_text(encoding="utf-8", errors="replace")
+        found[header.relative_to(root).as_posix()] = content
+        nested = local_headers(header, content, seen)
+        folder = header.parent.relative_to(root)
+        found.update({(folder / inner).as_posix(): body for inner, body in nested.items()})
+    return found
+
+
 class RemoteError(DiceError):
     """The server answered with an error, or could not be reached (`code` says which)."""
 
@@ -71,9 +91,12 @@ class RemoteError(DiceError):
 
 
 class RemoteClient:
-    def __init__(self, address: Address, token: str | None = None,
+    """`credentials` gives the token for each new connection (read again, so a rotated token file is seen)."""
+
+    def __init__(self, address: Address, credentials: Callable[[], str | None] = lambda: None,
                  connect_timeout: float = CONNECT_TIMEOUT_S) -> None:
-        self.address, self.token, self.connect_timeout = address, token, connect_timeout
+        self.address, self.credentials, self.connect_timeout = address, credentials, connect_timeout
+        self._token: str | None = None
         self._ids = itertools.count(1)
         self._waiting: dict[int, tuple[asyncio.Future[Any], ProgressListener | None]] = {}
         self._writer: asyncio.StreamWriter | None = None
@@ -89,8 +112,8 @@ class RemoteClient:
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._waiting[request_id] = (future, progress)
         message: dict[str, Any] = {"id": request_id, "method": method, "params": params or {}}
-        if self.token is not None:
-            message["token"] = self.token
+        if self._token is not None:
+            message["token"] = self._token
         try:
             writer.write(encode(message))
             await writer.drain()
@@ -112,6 +135,7 @@ class RemoteClient:
         async with self._connecting:
             if self._writer is not None and not self._writer.is_closing():
                 return self._writer
+            self._token = self.credentials()
             try:
                 if self.address.socket is not None:
                     opening = asyncio.open_unix_connection(self.address.socket)

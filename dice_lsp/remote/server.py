@@ -142,7 +142,15 @@ class Connection:
         else:
             ticket = Ticket()
             task = asyncio.create_task(self.answer(request_id, method, params, ticket))
+            task.add_done_callback(lambda done: self.finished(request_id, method, done))
             self.tasks[request_id] = (task, ticket)
+
+    def finished(self, request_id: int, method: str, task: asyncio.Task[None]) -> None:
+        """Every request gets a reply: a task cancelled (even before it started) answers `cancelled`."""
+        self.tasks.pop(request_id, None)
+        if task.cancelled():
+            self.send(error(request_id, "cancelled", f"{method} cancelled"))
+            LOG.info("%s %s #%d cancelled", self.peer, method, request_id)
 
     def cancel(self, request_id: int, target: Any) -> None:
         running = self.tasks.get(target) if isinstance(target, int) else None
@@ -161,9 +169,6 @@ class Connection:
         try:
             result = await self.service.call(method, params, ticket, progress)
             self.send({"id": request_id, "result": result})
-        except asyncio.CancelledError:
-            outcome = "cancelled"
-            self.send(error(request_id, "cancelled", f"{method} cancelled"))
         except RequestError as exc:
             outcome = exc.code
             self.send(error(request_id, exc.code, str(exc)))
@@ -174,10 +179,7 @@ class Connection:
             LOG.exception("%s: %s failed", self.peer, method)
             outcome = "internal"
             self.send(error(request_id, "internal", f"{method} failed on the server: {exc!r}"))
-        finally:
-            self.tasks.pop(request_id, None)
-            LOG.info("%s %s #%d %s %.0f ms", self.peer, method, request_id, outcome,
-                     (time.perf_counter() - started) * 1000)
+        LOG.info("%s %s #%d %s %.0f ms", self.peer, method, request_id, outcome, (time.perf_counter() - started) * 1000)
         with contextlib.suppress(ConnectionError):
             await self.writer.drain()
 

@@ -175,10 +175,8 @@ class Service:
         with workspace(params) as (path, text):
             flags = flags_for(path, settings.compile_flags(path.parent))
             check = checker(path.parent, flags, find_nvcc(settings.nvcc))
-            result = repair(self._run_model, text, check, settings.repair_rounds, int(params.get("candidates", 4)),
-                            settings.sampler_config(), ticket, progress)
-        return {"text": result.text, "compiles": result.compiles, "rounds": result.rounds,
-                "errors": [d.to_json() for d in result.errors]}
+            return repair(self._run_model, text, check, settings.repair_rounds, int(params.get("candidates", 4)),
+                          settings.sampler_config(), ticket, progress).to_json()
 
 
 def _snake(key: str) -> str:

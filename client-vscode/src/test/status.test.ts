@@ -18,3 +18,14 @@ test("loading, a failed load and no server are told apart", () => {
   assert.match(failed.tooltip, /no tokenizer.json/);
   assert.equal(statusView(null, 3).tooltip, "dice-lsp: not connected");
 });
+
+test("a team server says where it is, and an unreachable one says so", () => {
+  const remote = statusView({ state: "ready", model: "dice-8b", device: "cuda:0", dtype: "torch.bfloat16",
+    server: "tcp://gpu-host:7077" }, null);
+  assert.match(remote.tooltip, /dice-8b ready on cuda:0 .* at tcp:\/\/gpu-host:7077/);
+  const down = statusView({ state: "error", model: "tcp://gpu-host:7077",
+    message: "cannot reach the dice server at tcp://gpu-host:7077: Connection refused" }, null);
+  assert.equal(down.text, "$(debug-disconnect) DICE");
+  assert.match(down.tooltip, /cannot reach the dice server/);
+  assert.equal(down.error, true);
+});

@@ -1,0 +1,41 @@
+"""A real `dice-lsp serve` process for the team-server tests, and a raw socket to speak frames by hand."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+STARTUP_TIMEOUT_S = 120
+
+
+@contextmanager
+def serving(*args: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """Start `dice-lsp serve --json ARGS` and yield its address (tcp://... or unix://...) and process."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    process = subprocess.Popen([sys.executable, "-m", "dice_lsp.cli", "serve", "--json", *args],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        if not line:
+            raise AssertionError(f"dice-lsp serve did not start: {process.communicate(timeout=30)[1]}")
+        yield json.loads(line)["listening"], process
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def port_of(url: str) -> int:
+    return int(url.rsplit(":", 1)[1])
+
+
+def token_file(folder: Path, token: str) -> Path:
+    path = folder / "token"
+    path.write_text(token + "\n")
+    path.chmod(0o600)
+    return path

@@ -1,0 +1,294 @@
+"""The team server, black box: a real `dice-lsp serve` process, the embedded model, real sockets."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import stat
+import struct
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dice_lsp.complete import complete_at
+from dice_lsp.engine import load_model
+from dice_lsp.remote.client import RemoteClient, RemoteError, parse_address
+from dice_lsp.remote.protocol import MAX_FRAME, encode
+from dice_lsp.settings import Settings
+from dice_lsp.textdoc import Position
+
+from .remote_server import port_of, serving, token_file
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+SOURCE = (EXAMPLES / "vector_add.cu").read_text()
+TOKEN = "team-secret"
+LINE = Settings(max_canvas=24).per_request()  # a one-line region: every request below has the same shape
+LONG = {"prefix": "__global__ void k(float* x) {\n", "max_tokens": 256, "settings": {"steps": 64}}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    folder = tmp_path_factory.mktemp("serve")
+    tokens = token_file(folder, TOKEN)
+    with serving("--port", "0", "--token-file", str(tokens), "--max-pending", "16") as (url, _):
+        yield url, tokens
+
+
+async def ask(url: str, method: str, params: dict[str, Any] | None = None, token: str | None = TOKEN) -> Any:
+    client = RemoteClient(parse_address(url), lambda: token)
+    try:
+        return await client.call(method, params)
+    finally:
+        await client.close()
+
+
+class Raw:
+    """Frames by hand over a plain socket: what a broken or hostile client can send."""
+
+    def __init__(self, url: str) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port_of(url)), timeout=60)
+        self.buffer = b""
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.sock.sendall(encode(message))
+
+    def receive(self) -> dict[str, Any] | None:
+        """The next frame, or None when the server closed the connection."""
+        import msgpack  # type: ignore[import-untyped]
+
+        while True:
+            if len(self.buffer) >= 4:
+                (length,) = struct.unpack(">I", self.buffer[:4])
+                if len(self.buffer) >= 4 + length:
+                    body, self.buffer = self.buffer[4:4 + length], self.buffer[4 + length:]
+                    return dict(msgpack.unpackb(body, raw=False))
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                return None
+            self.buffer += chunk
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def completion_of(url: str, text: str = SOURCE, line: int = 7, character: int = 4) -> Any:
+    return asyncio.run(ask(url, "complete", {"text": text, "line": line, "character": character, "settings": LINE}))
+
+
+def test_a_remote_completion_is_the_local_one(server: tuple[str, Path]) -> None:
+    url, _ = server
+    remote = completion_of(url)
+    local = complete_at(load_model(None), SOURCE, Position(7, 4), Settings(max_canvas=24))
+    assert local.texts and [item["text"] for item in remote["items"]] == local.texts
+    assert remote["items"][0]["range"]["start"] == {"line": 7, "character": 4}
+    assert remote["model"] == "dice-tiny" and remote["hole"] == "line"
+
+
+def test_status_says_what_is_served(server: tuple[str, Path]) -> None:
+    status = asyncio.run(ask(server[0], "status"))
+    assert status["state"] == "ready" and status["model"] == "dice-tiny"
+    assert {"version", "in_flight", "queued", "served", "fills", "fill_batches"} <= status.keys()
+
+
+@pytest.mark.parametrize("offered", [None, "wrong"])
+def test_a_missing_or_wrong_token_is_refused_and_the_connection_closed(server: tuple[str, Path],
+                                                                        offered: str | None) -> None:
+    with pytest.raises(RemoteError) as refused:
+        asyncio.run(ask(server[0], "status", token=offered))
+    assert refused.value.code == "unauthorized"
+    raw = Raw(server[0])
+    raw.send({"id": 1, "method": "status", "params": {}, **({"token": offered} if offered else {})})
+    reply = raw.receive()
+    assert reply is not None and reply["error"]["code"] == "unauthorized"
+    assert raw.receive() is None, "the connection is closed"
+
+
+def test_a_rotated_token_file_admits_the_new_token_only(server: tuple[str, Path]) -> None:
+    url, tokens = server
+    stamp = tokens.stat().st_mtime
+    tokens.write_text("rotated-secret\n")
+    os.utime(tokens, (stamp + 5, stamp + 5))  # a new modification time, however coarse the file system's clock
+    try:
+        with pytest.raises(RemoteError, match="wrong token"):
+            asyncio.run(ask(url, "status"))
+        assert asyncio.run(ask(url, "status", token="rotated-secret"))["state"] == "ready"
+    finally:
+        tokens.write_text(TOKEN + "\n")
+        os.utime(tokens, (stamp + 10, stamp + 10))
+    assert asyncio.run(ask(url, "status"))["state"] == "ready"
+
+
+def test_cancel_stops_a_running_request_and_the_server_goes_on(server: tuple[str, Path]) -> None:
+    raw = Raw(server[0])
+    raw.send({"id": 1, "method": "fill", "params": LONG, "token": TOKEN})
+    raw.send({"id": 2, "method": "cancel", "params": {"id": 1}})
+    replies = {reply["id"]: reply for reply in (raw.receive(), raw.receive()) if reply is not None}
+    assert replies[2]["result"] == {"cancelled": True}
+    assert replies[1]["error"]["code"] == "cancelled"
+    raw.send({"id": 3, "method": "status", "params": {}})
+    assert (reply := raw.receive()) is not None and reply["result"]["state"] == "ready"
+    raw.close()
+
+
+def test_a_cancelled_client_task_cancels_its_request(server: tuple[str, Path]) -> None:
+    async def scenario() -> dict[str, Any]:
+        client = RemoteClient(parse_address(server[0]), lambda: TOKEN)
+        long = asyncio.create_task(client.call("fill", LONG))
+        while (await client.call("status"))["in_flight"] == 0:
+            await asyncio.sleep(0.05)
+        long.cancel()
+        while (status := await client.call("status"))["in_flight"] != 0:  # the server let go of it
+            await asyncio.sleep(0.05)
+        await client.close()
+        return dict(status)
+
+    assert asyncio.run(scenario())["state"] == "ready"
+
+
+@pytest.mark.parametrize(("frame", "code"), [
+    (struct.pack(">I", 3) + b"\xc1\xc1\xc1", "malformed"),  # 0xc1 is never valid msgpack
+    (struct.pack(">I", MAX_FRAME + 1), "too_large"),  # refused from the header alone, before any body
+    (struct.pack(">I", 1) + b"\x05", "malformed"),  # msgpack, but not a map
+])
+def test_a_broken_frame_gets_an_error_and_a_closed_connection(server: tuple[str, Path], frame: bytes,
+                                                              code: str) -> None:
+    raw = Raw(server[0])
+    raw.sock.sendall(frame)
+    reply = raw.receive()
+    assert reply is not None and reply["error"]["code"] == code
+    assert raw.receive() is None
+    assert asyncio.run(ask(server[0], "status"))["state"] == "ready", "the server survived"
+
+
+def test_an_unknown_method_is_an_error_but_the_connection_stays(server: tuple[str, Path]) -> None:
+    raw = Raw(server[0])
+    raw.send({"id": 1, "method": "format_disk", "params": {}, "token": TOKEN})
+    assert (reply := raw.receive()) is not None and reply["error"]["code"] == "unknown_method"
+    raw.send({"id": 2, "method": "status", "params": {}})
+    assert (reply := raw.receive()) is not None and reply["result"]["state"] == "ready"
+    raw.close()
+
+
+def test_bad_params_are_named(server: tuple[str, Path]) -> None:
+    for params, expected in [({"line": 1}, "text"), ({"text": "x", "path": "../../etc/passwd"}, "relative path"),
+                             ({"text": "x", "settings": {"model": "/elsewhere"}}, "chosen by the server")]:
+        with pytest.raises(RemoteError, match=expected) as refused:
+            asyncio.run(ask(server[0], "complete" if "line" in params else "check", params))
+        assert refused.value.code == "bad_params"
+
+
+def test_concurrent_clients_share_one_denoising_batch(server: tuple[str, Path]) -> None:
+    """Requests that queue while the model is busy are filled together, each as it would be alone."""
+    url = server[0]
+    files = [SOURCE.replace("vector_add", name) for name in ("add", "vadd", "sum2", "plus")]
+    alone = [completion_of(url, text)["items"] for text in files]
+
+    async def scenario() -> tuple[list[Any], dict[str, Any], dict[str, Any]]:
+        clients = [RemoteClient(parse_address(url), lambda: TOKEN) for _ in range(len(files) + 1)]
+        busy = asyncio.create_task(clients[0].call("fill", LONG))  # holds the model while the others queue
+        while (await clients[0].call("status"))["in_flight"] == 0:
+            await asyncio.sleep(0.05)
+        before = await clients[0].call("status")
+        calls = [asyncio.create_task(c.call("complete", {"text": t, "line": 7, "character": 4, "settings": LINE}))
+                 for c, t in zip(clients[1:], files, strict=True)]
+        while (await clients[0].call("status"))["queued"] < len(files):
+            await asyncio.sleep(0.05)
+        busy.cancel()
+        answers = await asyncio.gather(*calls)
+        after = await clients[0].call("status")
+        for client in clients:
+            await client.close()
+        return answers, before, after
+
+    answers, before, after = asyncio.run(scenario())
+    assert [answer["items"] for answer in answers] == alone
+    assert after["fills"] - before["fills"] >= len(files)
+    assert after["fill_batches"] - before["fill_batches"] <= 2, "the queued fills ran as one batch (after the long one)"
+
+
+def test_a_full_server_answers_busy(tmp_path: Path) -> None:
+    with serving("--port", "0", "--max-pending", "1") as (url, _):
+        async def scenario() -> None:
+            client = RemoteClient(parse_address(url))
+            long = asyncio.create_task(client.call("fill", LONG))
+            while (await client.call("status"))["in_flight"] == 0:  # status is always answered
+                await asyncio.sleep(0.05)
+            with pytest.raises(RemoteError, match="busy") as refused:
+                await client.call("complete", {"text": SOURCE, "line": 7, "character": 4})
+            assert refused.value.code == "busy"
+            long.cancel()
+            await client.close()
+
+        asyncio.run(scenario())
+
+
+def test_check_compiles_the_sent_file_with_its_headers(server: tuple[str, Path]) -> None:
+    text = '#include "sizes.cuh"\n__global__ void k(float* x) { x[threadIdx.x] = N }\n'
+    report = asyncio.run(ask(server[0], "check", {"text": text, "path": "k.cu", "files": {"sizes.cuh": "#define N 4\n"}}))
+    errors = [d for d in report["diagnostics"] if d["severity"] == "error"]
+    assert errors and errors[0]["range"]["start"]["line"] == 1, "nvcc ran on the file, with its header found"
+    fixed = asyncio.run(ask(server[0], "check", {"text": text.replace("N }", "N; }"), "path": "k.cu",
+                                                 "files": {"sizes.cuh": "#define N 4\n"}}))
+    assert not [d for d in fixed["diagnostics"] if d["severity"] == "error"]
+    assert fixed["kernels"][0]["name"] == "k(float*)" and fixed["kernels"][0]["registers"] > 0
+
+
+def test_a_client_reconnects_after_a_server_restart() -> None:
+    with serving("--port", "0") as (url, _):
+        client = RemoteClient(parse_address(url))
+        loop = asyncio.new_event_loop()
+        assert loop.run_until_complete(client.call("status"))["state"] in ("loading", "ready")
+    with pytest.raises(RemoteError) as down:
+        loop.run_until_complete(client.call("status"))
+    assert down.value.code in ("unreachable", "connection_lost")
+    with serving("--port", str(port_of(url))):
+        assert loop.run_until_complete(client.call("status"))["state"] in ("loading", "ready")
+    loop.run_until_complete(client.close())
+    loop.close()
+
+
+def test_an_unreachable_server_is_a_clear_error_not_a_hang() -> None:
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with pytest.raises(RemoteError, match="cannot reach the dice server") as failed:
+        asyncio.run(ask(f"tcp://127.0.0.1:{port}", "status"))
+    assert failed.value.code == "unreachable"
+
+
+def test_a_unix_socket_is_private_to_its_owner(tmp_path: Path) -> None:
+    path = tmp_path / "dice.sock"
+    with serving("--socket", str(path)) as (url, _):
+        assert url == f"unix://{path}"
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        assert asyncio.run(ask(url, "status", token=None))["model"] == "dice-tiny"
+    assert not path.exists(), "the socket is removed on shutdown"
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "dice_lsp.cli", *args], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
+
+
+def test_listening_beyond_loopback_needs_a_token() -> None:
+    result = run_cli("serve", "--host", "0.0.0.0", "--port", "0")
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "without a token" in result.stderr
+
+
+def test_cli_complete_through_the_server_prints_what_a_local_run_prints(server: tuple[str, Path]) -> None:
+    url, tokens = server
+    common = ["complete", str(EXAMPLES / "vector_add.cu"), "--line", "7", "--character", "4", "--max-tokens", "24",
+              "--json"]
+    remote, local = run_cli(*common, "--server", url, "--token-file", str(tokens)), run_cli(*common)
+    assert remote.returncode == 0 and local.returncode == 0
+    assert json.loads(remote.stdout)["items"] == json.loads(local.stdout)["items"]
+    refused = run_cli(*common, "--server", url)
+    assert refused.returncode == 2 and "token is required" in refused.stderr
+    assert refused.stderr.count("\n") == 1

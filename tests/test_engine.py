@@ -253,7 +253,8 @@ def test_a_batch_of_different_lengths_fills_each_region_as_alone(native_dir: Pat
     sampler = SamplerConfig(steps=4, context_cache=context_cache)
     requests = [FillRequest(PREFIX, SUFFIX, max_tokens=10, sampler=sampler),
                 FillRequest("int x = ", "", max_tokens=10, sampler=sampler),
-                FillRequest("#include <cuda.h>\n" + PREFIX * 3, SUFFIX * 2, max_tokens=10, sampler=sampler, candidates=2)]
+                FillRequest("#include <cuda.h>\n" + PREFIX * 3, SUFFIX * 2, max_tokens=10, sampler=sampler,
+                            candidates=2)]
     alone = [fill(model, request) for request in requests]
     together = fill_batch(model, requests)
     assert [r.texts for r in together] == [r.texts for r in alone]

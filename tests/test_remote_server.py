@@ -230,11 +230,12 @@ def test_a_full_server_answers_busy(tmp_path: Path) -> None:
 
 def test_check_compiles_the_sent_file_with_its_headers(server: tuple[str, Path]) -> None:
     text = '#include "sizes.cuh"\n__global__ void k(float* x) { x[threadIdx.x] = N }\n'
-    report = asyncio.run(ask(server[0], "check", {"text": text, "path": "k.cu", "files": {"sizes.cuh": "#define N 4\n"}}))
+    headers = {"sizes.cuh": "#define N 4\n"}
+    report = asyncio.run(ask(server[0], "check", {"text": text, "path": "k.cu", "files": headers}))
     errors = [d for d in report["diagnostics"] if d["severity"] == "error"]
     assert errors and errors[0]["range"]["start"]["line"] == 1, "nvcc ran on the file, with its header found"
     fixed = asyncio.run(ask(server[0], "check", {"text": text.replace("N }", "N; }"), "path": "k.cu",
-                                                 "files": {"sizes.cuh": "#define N 4\n"}}))
+                                                 "files": headers}))
     assert not [d for d in fixed["diagnostics"] if d["severity"] == "error"]
     assert fixed["kernels"][0]["name"] == "k(float*)" and fixed["kernels"][0]["registers"] > 0
 

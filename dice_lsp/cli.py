@@ -143,7 +143,7 @@ def cmd_complete(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    """Host the model, nvcc and the harness for a team (docs/SERVER.md); stops on Ctrl+C / SIGTERM."""
+    """Host the model, nvcc and the harness for a team (server/README.md); stops on Ctrl+C / SIGTERM."""
     import asyncio
 
     from dice_lsp.remote.client import Address

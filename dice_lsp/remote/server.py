@@ -20,15 +20,21 @@ import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from dice_lsp.errors import DiceError
 from dice_lsp.jobs.model_host import Ticket
 from dice_lsp.remote.client import Address
 from dice_lsp.remote.protocol import ProtocolError, check_request, encode, error, read_frame
-from dice_lsp.remote.service import RequestError, Service
+from dice_lsp.remote.service import Progress, RequestError, Service
 
 LOG = logging.getLogger("dice_lsp.serve")
+
+
+class Backend(Protocol):
+    """What answers requests: a `Service` here, or the replicas of a Ray Serve deployment."""
+
+    async def call(self, method: str, params: dict[str, Any], ticket: Ticket, progress: Progress) -> Any: ...
 
 
 class TokenFile:
@@ -82,9 +88,9 @@ def check_bind(address: Address, tokens: TokenFile) -> None:
 
 
 class Connection:
-    def __init__(self, service: Service, tokens: TokenFile, reader: asyncio.StreamReader,
+    def __init__(self, backend: Backend, tokens: TokenFile, reader: asyncio.StreamReader,
                  writer: asyncio.StreamWriter) -> None:
-        self.service, self.tokens, self.reader, self.writer = service, tokens, reader, writer
+        self.backend, self.tokens, self.reader, self.writer = backend, tokens, reader, writer
         self.admitted = not tokens.required
         self.tasks: dict[int, tuple[asyncio.Task[None], Ticket]] = {}
         self.peer = str(writer.get_extra_info("peername") or "unix socket")
@@ -167,7 +173,7 @@ class Connection:
 
         outcome = "ok"
         try:
-            result = await self.service.call(method, params, ticket, progress)
+            result = await self.backend.call(method, params, ticket, progress)
             self.send({"id": request_id, "result": result})
         except RequestError as exc:
             outcome = exc.code
@@ -184,27 +190,30 @@ class Connection:
             await self.writer.drain()
 
 
-async def serve(service: Service, address: Address, tokens: TokenFile,
-                on_ready: Callable[[str], None] = lambda _where: None) -> None:
-    """Listen until SIGINT/SIGTERM; the model loads while the first clients connect."""
+async def listen(backend: Backend, address: Address, tokens: TokenFile) -> tuple[asyncio.Server, str]:
+    """Start accepting connections on `address`; returns the server and where it listens (the real port)."""
     check_bind(address, tokens)
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await Connection(service, tokens, reader, writer).run()
+        await Connection(backend, tokens, reader, writer).run()
 
     if address.socket is not None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(address.socket)
         listener = await asyncio.start_unix_server(handle, path=address.socket)
         os.chmod(address.socket, 0o600)  # the socket's permissions are its access control
-        where = f"unix://{address.socket}"
-    else:
-        try:
-            listener = await asyncio.start_server(handle, address.host, address.port)
-        except OSError as exc:
-            raise DiceError(f"cannot listen on {address.host}:{address.port}: {exc.strerror or exc}") from exc
-        port = listener.sockets[0].getsockname()[1]
-        where = f"tcp://{address.host}:{port}"
+        return listener, f"unix://{address.socket}"
+    try:
+        listener = await asyncio.start_server(handle, address.host, address.port)
+    except OSError as exc:
+        raise DiceError(f"cannot listen on {address.host}:{address.port}: {exc.strerror or exc}") from exc
+    return listener, f"tcp://{address.host}:{listener.sockets[0].getsockname()[1]}"
+
+
+async def serve(service: Service, address: Address, tokens: TokenFile,
+                on_ready: Callable[[str], None] = lambda _where: None) -> None:
+    """Listen until SIGINT/SIGTERM; the model loads while the first clients connect."""
+    listener, where = await listen(service, address, tokens)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):

@@ -1,0 +1,100 @@
+"""The Ray Serve application started locally on CPU: a replica with the embedded model behind the gateway,
+answering an editor's completion over the same protocol as `dice-lsp serve`."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dice_lsp.complete import complete_at
+from dice_lsp.engine import load_model
+from dice_lsp.remote.client import RemoteClient, RemoteError, parse_address
+from dice_lsp.settings import Settings
+from dice_lsp.textdoc import Position
+
+from .remote_server import token_file
+
+serve = pytest.importorskip("ray.serve", reason="Ray Serve is not installed (pip install 'dice-lsp[serve]')")
+SOURCE = (Path(__file__).resolve().parents[1] / "examples" / "vector_add.cu").read_text()
+TOKEN = "ray-secret"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    import ray
+
+    from dice_lsp.remote.ray_serve import build_app
+
+    tokens = token_file(tmp_path_factory.mktemp("ray"), TOKEN)
+    port = free_port()
+    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": {"HF_HUB_OFFLINE": "1"}})
+    try:
+        serve.start(proxy_location="Disabled")
+        serve.run(build_app({"port": port, "token_file": str(tokens), "device": "cpu"}), name="dice",
+                  route_prefix=None)
+        yield f"tcp://127.0.0.1:{port}"
+    finally:
+        serve.shutdown()
+        ray.shutdown()
+
+
+async def ask(url: str, method: str, params: dict[str, Any], token: str | None = TOKEN) -> Any:
+    client = RemoteClient(parse_address(url), lambda: token)
+    try:
+        return await client.call(method, params)
+    finally:
+        await client.close()
+
+
+def test_a_replica_answers_a_completion_through_the_gateway(gateway: str) -> None:
+    settings = Settings(max_canvas=24)
+    answer = asyncio.run(ask(gateway, "complete", {"text": SOURCE, "line": 7, "character": 4,
+                                                    "settings": settings.per_request()}))
+    local = complete_at(load_model(None, device="cpu"), SOURCE, Position(7, 4), settings)
+    assert [item["text"] for item in answer["items"]] == local.texts and local.texts
+    assert answer["model"] == "dice-tiny"
+
+
+def test_the_gateway_keeps_the_token_and_the_replicas_errors(gateway: str) -> None:
+    with pytest.raises(RemoteError) as refused:
+        asyncio.run(ask(gateway, "status", {}, token="wrong"))
+    assert refused.value.code == "unauthorized"
+    with pytest.raises(RemoteError, match="chosen by the server") as bad:
+        asyncio.run(ask(gateway, "check", {"text": "x", "settings": {"model": "/elsewhere"}}))
+    assert bad.value.code == "bad_params"
+    assert asyncio.run(ask(gateway, "status", {}))["state"] == "ready"
+
+
+@pytest.mark.parametrize("config", sorted((Path(__file__).resolve().parents[1] / "server" / "configs").glob("*.yaml")),
+                         ids=lambda path: path.name)
+def test_each_example_config_is_a_valid_serve_config_of_this_app(config: Path) -> None:
+    import yaml  # type: ignore[import-untyped]
+    from ray.serve.config import AutoscalingConfig
+    from ray.serve.schema import ServeDeploySchema
+
+    from dice_lsp.remote import ray_serve
+
+    schema = ServeDeploySchema.model_validate(yaml.safe_load(config.read_text()))
+    [app] = schema.applications
+    module, builder = app.import_path.split(":")
+    assert module == ray_serve.__name__ and callable(getattr(ray_serve, builder))
+    assert {d.name for d in app.deployments} <= {"DiceReplica", "Gateway"}
+    for deployment in app.deployments:
+        scaling = deployment.autoscaling_config if isinstance(deployment.autoscaling_config, dict) else {}
+        assert set(scaling) <= set(AutoscalingConfig.model_fields), f"unknown autoscaling keys in {config.name}"
+        AutoscalingConfig(**scaling)
+    assert set(app.args) <= {"model", "device", "dtype", "max_batch_rows", "host", "port", "token_file"}
+    if app.args.get("host", "127.0.0.1") not in ("127.0.0.1", "localhost"):
+        assert app.args.get("token_file"), "beyond loopback a token is required"

@@ -1,0 +1,70 @@
+"""Does sharing a denoising batch change a fill? Batched against alone, on one device.
+
+    python bench/batch_agreement.py [--device cuda] [--holes 64] [--batch 8]
+
+The held-out holes of bench/lsp_latency.py, prepared as the server prepares completions, grouped into
+batches of `--batch` requests of one shape; each batch's fills are compared with the same requests filled
+one at a time (greedy decoding). On the CPU in fp32 they are identical (tests/test_engine.py); in bf16 on a
+GPU, other kernels for the padded batch may round differently and flip a near-tie.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections import defaultdict
+from typing import Any
+
+from lsp_latency import holes
+
+from dice_lsp.engine import FillRequest, FillResult, batch_key, fill, fill_batch, load_model
+from dice_lsp.engine.model import LoadedModel
+from dice_lsp.settings import Settings
+from dice_lsp.textdoc import Position
+
+
+def requests_of(model: LoadedModel, count: int) -> list[FillRequest]:
+    """The fill each hole's completion would send to the model."""
+    from dice_lsp.complete import complete_at
+
+    found: list[FillRequest] = []
+
+    def capture(request: FillRequest) -> FillResult:
+        found.append(request)
+        return FillResult([""] * request.candidates, 0)
+
+    for text, line, character, _ in holes(count):
+        complete_at(model, text, Position(line, character), Settings(), filler=capture)
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--holes", type=int, default=64)
+    parser.add_argument("--batch", type=int, default=8)
+    args = parser.parse_args()
+    model = load_model(None, device=args.device)
+    groups: dict[Any, list[FillRequest]] = defaultdict(list)
+    for request in requests_of(model, args.holes):
+        groups[batch_key(model, request)].append(request)
+    same = total = 0
+    alone_s = batched_s = 0.0
+    for group in groups.values():
+        for lo in range(0, len(group), args.batch):
+            chunk = group[lo:lo + args.batch]
+            started = time.perf_counter()
+            alone = [fill(model, request).texts for request in chunk]
+            alone_s += time.perf_counter() - started
+            started = time.perf_counter()
+            together = [result.texts for result in fill_batch(model, chunk)]
+            batched_s += time.perf_counter() - started
+            same += sum(a == b for a, b in zip(alone, together, strict=True))
+            total += len(chunk)
+    print(f"{model.name} on {model.device} ({model.dtype}): {same}/{total} fills identical batched and alone; "
+          f"{total} fills took {alone_s:.2f} s one at a time, {batched_s:.2f} s in batches of up to {args.batch} "
+          f"({alone_s / batched_s:.2f}x)")
+
+
+if __name__ == "__main__":
+    main()

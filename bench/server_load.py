@@ -1,0 +1,108 @@
+"""Load on the team server: N editors completing at once over loopback, against one editor alone.
+
+    python bench/server_load.py [--clients 8] [--seconds 30] [--device cpu] [--json out.json]
+
+Starts `dice-lsp serve` twice, with batching (`--max-batch-rows 32`) and without (`--max-batch-rows 1`),
+and runs on each, for a bounded time: 1 client, then N clients, each sending one completion after another
+(the next as soon as the last returns, as an editor whose user keeps typing would). The requests are the
+held-out kernels with 1-3 lines removed and the cursor on the emptied line (bench/lsp_latency.py's holes),
+with the editor's default settings. Prints throughput, p50/p95 round trip and the mean batch size the
+server ran (fills per denoising batch, from its status).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from lsp_latency import holes
+
+from dice_lsp.remote.client import RemoteClient, parse_address
+
+
+def start_server(batch_rows: int, device: str) -> tuple[subprocess.Popen[str], str]:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "dice_lsp.cli", "serve", "--port", "0", "--json", "--device", device,
+         "--max-batch-rows", str(batch_rows)],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert process.stdout is not None
+    return process, json.loads(process.stdout.readline())["listening"]
+
+
+async def run_clients(url: str, cases: list[tuple[str, int, int, int]], clients: int,
+                      seconds: float) -> dict[str, Any]:
+    """`clients` closed-loop editors for `seconds`; round trips of the requests that finished in time."""
+    connections = [RemoteClient(parse_address(url)) for _ in range(clients + 1)]
+    before = await connections[-1].call("status")
+    deadline = time.perf_counter() + seconds
+    latencies: list[float] = []
+
+    async def editor(index: int) -> None:
+        turn = index
+        while time.perf_counter() < deadline:
+            text, line, character, _ = cases[turn % len(cases)]
+            turn += clients
+            started = time.perf_counter()
+            await connections[index].call("complete", {"text": text, "line": line, "character": character})
+            latencies.append((time.perf_counter() - started) * 1000)
+
+    began = time.perf_counter()
+    await asyncio.gather(*(editor(i) for i in range(clients)))
+    wall = time.perf_counter() - began
+    after = await connections[-1].call("status")
+    for connection in connections:
+        await connection.close()
+    batches = after["fill_batches"] - before["fill_batches"]
+    latencies.sort()
+    return {"clients": clients, "requests": len(latencies), "wall_s": round(wall, 2),
+            "throughput_rps": round(len(latencies) / wall, 2),
+            "p50_ms": round(statistics.median(latencies), 1),
+            "p95_ms": round(latencies[min(len(latencies) - 1, int(0.95 * len(latencies)))], 1),
+            "mean_batch": round((after["fills"] - before["fills"]) / batches, 2) if batches else None}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--seconds", type=float, default=30.0, help="per phase")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--json", type=Path, help="also write the rows here")
+    args = parser.parse_args()
+    cases = holes(200)
+    rows = []
+    for label, batch_rows in (("batched", 32), ("unbatched", 1)):
+        process, url = start_server(batch_rows, args.device)
+        try:
+            asyncio.run(run_clients(url, cases, 2, 3.0))  # warm-up: model loaded, first-call costs paid
+            for clients in (1, args.clients):
+                row = {"server": label, **asyncio.run(run_clients(url, cases, clients, args.seconds))}
+                rows.append(row)
+                print(json.dumps(row), file=sys.stderr)
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+    print(f"{'server':10} {'clients':>7} {'requests':>8} {'req/s':>7} {'p50 ms':>8} {'p95 ms':>8} {'batch':>6}")
+    for row in rows:
+        print(f"{row['server']:10} {row['clients']:>7} {row['requests']:>8} {row['throughput_rps']:>7} "
+              f"{row['p50_ms']:>8} {row['p95_ms']:>8} {row['mean_batch'] or '-':>6}")
+    by = {(r["server"], r["clients"]): r for r in rows}
+    n = args.clients
+    print(f"throughput, {n} clients vs 1 (batched): "
+          f"{by['batched', n]['throughput_rps'] / by['batched', 1]['throughput_rps']:.2f}x; "
+          f"batched vs unbatched at {n} clients: "
+          f"{by['batched', n]['throughput_rps'] / by['unbatched', n]['throughput_rps']:.2f}x throughput, "
+          f"p95 {by['unbatched', n]['p95_ms'] / by['batched', n]['p95_ms']:.2f}x lower")
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()

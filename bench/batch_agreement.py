@@ -17,25 +17,18 @@ from typing import Any
 
 from lsp_latency import holes
 
-from dice_lsp.engine import FillRequest, FillResult, batch_key, fill, fill_batch, load_model
+from dice_lsp.complete import prepare
+from dice_lsp.engine import FillRequest, batch_key, fill, fill_batch, load_model
 from dice_lsp.engine.model import LoadedModel
 from dice_lsp.settings import Settings
 from dice_lsp.textdoc import Position
 
 
 def requests_of(model: LoadedModel, count: int) -> list[FillRequest]:
-    """The fill each hole's completion would send to the model."""
-    from dice_lsp.complete import complete_at
-
-    found: list[FillRequest] = []
-
-    def capture(request: FillRequest) -> FillResult:
-        found.append(request)
-        return FillResult([""] * request.candidates, 0)
-
-    for text, line, character, _ in holes(count):
-        complete_at(model, text, Position(line, character), Settings(), filler=capture)
-    return found
+    """The fill each hole's completion sends to the model."""
+    prepared = (prepare(model.tokenizer, model.window, text, Position(line, character), Settings())
+                for text, line, character, _ in holes(count))
+    return [p.request for p in prepared if p is not None]
 
 
 def main() -> None:

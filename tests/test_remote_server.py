@@ -176,7 +176,8 @@ def test_an_unknown_method_is_an_error_but_the_connection_stays(server: tuple[st
 
 
 def test_bad_params_are_named(server: tuple[str, Path]) -> None:
-    for params, expected in [({"line": 1}, "text"), ({"text": "x", "path": "../../etc/passwd"}, "relative path"),
+    for params, expected in [({"line": 1, "character": 0}, "text"),
+                             ({"text": "x", "path": "../../etc/passwd"}, "relative path"),
                              ({"text": "x", "settings": {"model": "/elsewhere"}}, "chosen by the server")]:
         with pytest.raises(RemoteError, match=expected) as refused:
             asyncio.run(ask(server[0], "complete" if "line" in params else "check", params))

@@ -16,7 +16,7 @@ from functools import cache, lru_cache
 from typing import Literal
 
 import tree_sitter_cuda
-from tree_sitter import Language, Node, Parser
+from tree_sitter import Language, Node, Parser, Query, QueryCursor
 
 QUALIFIERS = ("__global__", "__device__", "__host__")
 _NAME_TYPES = frozenset({"identifier", "type_identifier", "field_identifier", "namespace_identifier"})
@@ -69,11 +69,16 @@ class Function:
         return "__global__" in self.qualifiers
 
 
-def _definitions(node: Node) -> Iterator[Node]:
-    if node.type == "function_definition":
-        yield node
-    for child in node.children:
-        yield from _definitions(child)
+@cache
+def _definition_query() -> Query:
+    return Query(Language(tree_sitter_cuda.language()), "(function_definition) @definition")
+
+
+def _definitions(node: Node) -> list[Node]:
+    """Every function definition under `node`, in source order (a query runs in C: a walk of every node
+    in Python cost ~15 ms per request on a 1,000-line file)."""
+    found = QueryCursor(_definition_query()).captures(node).get("definition", [])
+    return sorted(found, key=lambda definition: definition.start_byte)
 
 
 def _name(definition: Node) -> str:

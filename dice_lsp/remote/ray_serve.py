@@ -38,7 +38,7 @@ class DiceReplica:
         if errors:
             raise DiceError(errors[0])
         self.service = Service(ServiceConfig(settings, max_batch_rows=max_batch_rows))
-        self.service.host.load(settings).result()
+        self.service.start()
         if self.service.host.status.get("state") != "ready":
             raise DiceError(f"the model did not load: {self.service.host.status.get('message')}")
 

@@ -1,8 +1,10 @@
 """What the team server does for each request, whatever carries it (`dice-lsp serve`, a Ray Serve replica).
 
-The model lives on one `ModelHost` thread, which batches concurrent fills. Requests wait on a pool with a
-thread per request in flight (preparing a completion, compiling); benchmarks and optimizations take turns
-on one more thread, since two timings sharing a GPU would disturb each other. Requests carry the source
+The model lives on one `ModelHost` thread, which batches concurrent fills. Completions are prepared
+(hole, context, tokens) in a few worker processes: done on threads, that Python work would hold the GIL
+the model thread needs between denoising steps, and the batches would stay small. Requests wait on a pool
+with a thread per request in flight; benchmarks and optimizations take turns on one more thread, since
+two timings sharing a GPU would disturb each other. Requests carry the source
 text (and any local headers it needs as `files`), never paths on the server: each request that compiles
 gets its own temporary folder.
 Per-request settings are the `dice.*` keys that shape one request (sampler, flags, candidates); the model,
@@ -13,18 +15,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import multiprocessing
+import os
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
 from dice_lsp import __version__
-from dice_lsp.complete import complete_at
-from dice_lsp.engine import FillRequest, FillResult, LoadedModel
+from dice_lsp.complete import PreparedFill, no_completion, prepare
+from dice_lsp.engine import FillRequest, LoadedModel
+from dice_lsp.engine.tokenizer import Tokenizer
 from dice_lsp.errors import Cancelled, DiceError
 from dice_lsp.harness.bench import Limits, bench_file
 from dice_lsp.jobs.model_host import ModelHost, Ticket
@@ -64,20 +69,32 @@ class Service:
         self.pool = ThreadPoolExecutor(config.max_pending, thread_name_prefix="dice-work")
         self.gpu = ThreadPoolExecutor(1, thread_name_prefix="dice-gpu")
         self.loading: asyncio.Future[None] | None = None
+        self.preparers: ProcessPoolExecutor | None = None
         self.in_flight = 0
         self.served = 0
         self.started = time.time()
         self.cache = CompileCache()
 
+    def start(self) -> None:
+        """Load the model, then start the processes that prepare completions (with its tokenizer)."""
+        self.host.load(self.config.settings).result()
+        if self.host.status.get("state") != "ready":
+            return  # requests are answered with the load error
+        model = self.host.model()
+        self.preparers = ProcessPoolExecutor(PREPARERS, mp_context=multiprocessing.get_context("spawn"),
+                                             initializer=load_preparer, initargs=(model.tokenizer.folder, model.window))
+        list(self.preparers.map(str, range(PREPARERS)))  # each worker has imported and loaded before the first request
+
     def load(self) -> asyncio.Future[None]:
-        """Start loading the model; requests that need it wait until it is loaded (or failed)."""
-        self.loading = asyncio.wrap_future(self.host.load(self.config.settings))
+        """`start` in the background; requests that need the model wait for it."""
+        self.loading = asyncio.wrap_future(self.pool.submit(self.start))
         return self.loading
 
     def close(self) -> None:
         self.host.close()
-        for pool in (self.pool, self.gpu):
-            pool.shutdown(wait=False, cancel_futures=True)
+        for pool in (self.pool, self.gpu, self.preparers):
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
 
     async def call(self, method: str, params: dict[str, Any], ticket: Ticket, progress: Progress) -> Any:
         """Answer one request; RequestError for what the client did wrong or when the server is full."""
@@ -122,27 +139,29 @@ class Service:
             raise RequestError("bad_params", errors[0])
         return settings
 
-    def _filler(self, ticket: Ticket) -> Callable[[FillRequest], FillResult]:
-        return lambda request: self.host.fill(request, ticket).result()
-
     def _run_model(self, job: Callable[[LoadedModel], T]) -> T:
         return self.host.submit(job).result()
 
     def _complete(self, params: dict[str, Any], ticket: Ticket, _progress: Progress) -> dict[str, Any]:
+        started = time.perf_counter()
         settings = self.settings_for(params)
         model = self.host.model()
         selection = params.get("selection")
         span = None if selection is None else (Position(*selection[0]), Position(*selection[1]))
-        result = complete_at(model, str(params["text"]), Position(int(params["line"]), int(params["character"])),
-                             settings, cancel=ticket, selection=span, filler=self._filler(ticket))
-        return result.to_json(model)
+        position = Position(int(params["line"]), int(params["character"]))
+        assert self.preparers is not None
+        prepared = self.preparers.submit(prepare_here, str(params["text"]), position, settings, span).result()
+        if prepared is None:
+            return no_completion(position, started).to_json(model)
+        result = self.host.fill(prepared.request, ticket).result()
+        return replace(prepared, started=started).completion(result).to_json(model)
 
     def _fill(self, params: dict[str, Any], ticket: Ticket, _progress: Progress) -> dict[str, Any]:
         settings = self.settings_for(params)
         max_tokens = int(params.get("max_tokens", settings.max_canvas))
         request = FillRequest(str(params["prefix"]), str(params.get("suffix", "")), max_tokens,
                               settings.candidates, settings.sampler_config(max_tokens))
-        result = self._filler(ticket)(request)
+        result = self.host.fill(request, ticket).result()
         return {"texts": result.texts, "model_calls": result.model_calls}
 
     def _check(self, params: dict[str, Any], _ticket: Ticket, _progress: Progress) -> dict[str, Any]:
@@ -177,6 +196,22 @@ class Service:
             check = checker(path.parent, flags, find_nvcc(settings.nvcc))
             return repair(self._run_model, text, check, settings.repair_rounds, int(params.get("candidates", 4)),
                           settings.sampler_config(), ticket, progress).to_json()
+
+
+PREPARERS = max(1, min(8, (os.cpu_count() or 2) // 2))  # processes that parse and tokenize completions
+_PREPARER: tuple[Tokenizer, int] | None = None  # in a preparer process: the tokenizer and the model window
+
+
+def load_preparer(folder: Path, window: int) -> None:
+    global _PREPARER
+    _PREPARER = Tokenizer(folder), window
+
+
+def prepare_here(text: str, position: Position, settings: Settings,
+                 selection: tuple[Position, Position] | None) -> PreparedFill | None:
+    """`prepare` in a preparer process."""
+    assert _PREPARER is not None, "load_preparer runs first"
+    return prepare(*_PREPARER, text, position, settings, selection)
 
 
 def _snake(key: str) -> str:

@@ -3,8 +3,10 @@
     python bench/server_load.py [--clients 8] [--seconds 30] [--device cpu] [--json out.json]
 
 Starts `dice-lsp serve` twice, with batching (`--max-batch-rows 32`) and without (`--max-batch-rows 1`),
-and runs on each, for a bounded time: 1 client, then N clients, each sending one completion after another
-(the next as soon as the last returns, as an editor whose user keeps typing would). The requests are the
+both kept up, and drives one at a time for a bounded time with 1 client or N clients, each sending one
+completion after another (the next as soon as the last returns, as an editor whose user keeps typing
+would). Phases run in the order A1 B1 AN BN BN AN B1 A1 and each row pools its two phases, so a drift
+of the machine (clocks warming up, caches) weighs on both servers alike. The requests are the
 held-out kernels with 1-3 lines removed and the cursor on the emptied line (bench/lsp_latency.py's holes),
 with the editor's default settings. Prints throughput, p50/p95 round trip and the mean batch size the
 server ran (fills per denoising batch, from its status).
@@ -39,7 +41,7 @@ def start_server(batch_rows: int, device: str) -> tuple[subprocess.Popen[str], s
 
 async def run_clients(url: str, cases: list[tuple[str, int, int, int]], clients: int,
                       seconds: float) -> dict[str, Any]:
-    """`clients` closed-loop editors for `seconds`; round trips of the requests that finished in time."""
+    """`clients` closed-loop editors for `seconds`: round trips, wall time and the server's batch counts."""
     connections = [RemoteClient(parse_address(url)) for _ in range(clients + 1)]
     before = await connections[-1].call("status")
     deadline = time.perf_counter() + seconds
@@ -60,13 +62,17 @@ async def run_clients(url: str, cases: list[tuple[str, int, int, int]], clients:
     after = await connections[-1].call("status")
     for connection in connections:
         await connection.close()
-    batches = after["fill_batches"] - before["fill_batches"]
-    latencies.sort()
-    return {"clients": clients, "requests": len(latencies), "wall_s": round(wall, 2),
-            "throughput_rps": round(len(latencies) / wall, 2),
-            "p50_ms": round(statistics.median(latencies), 1),
+    return {"latencies": latencies, "wall_s": wall, "fills": after["fills"] - before["fills"],
+            "batches": after["fill_batches"] - before["fill_batches"]}
+
+
+def row(server: str, clients: int, phases: list[dict[str, Any]]) -> dict[str, Any]:
+    latencies = sorted(ms for phase in phases for ms in phase["latencies"])
+    wall, batches = sum(p["wall_s"] for p in phases), sum(p["batches"] for p in phases)
+    return {"server": server, "clients": clients, "requests": len(latencies), "wall_s": round(wall, 2),
+            "throughput_rps": round(len(latencies) / wall, 2), "p50_ms": round(statistics.median(latencies), 1),
             "p95_ms": round(latencies[min(len(latencies) - 1, int(0.95 * len(latencies)))], 1),
-            "mean_batch": round((after["fills"] - before["fills"]) / batches, 2) if batches else None}
+            "mean_batch": round(sum(p["fills"] for p in phases) / batches, 2) if batches else None}
 
 
 def main() -> None:
@@ -77,24 +83,27 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the rows here")
     args = parser.parse_args()
     cases = holes(200)
-    rows = []
-    for label, batch_rows in (("batched", 32), ("unbatched", 1)):
-        process, url = start_server(batch_rows, args.device)
-        try:
-            asyncio.run(run_clients(url, cases, 2, 3.0))  # warm-up: model loaded, first-call costs paid
-            for clients in (1, args.clients):
-                row = {"server": label, **asyncio.run(run_clients(url, cases, clients, args.seconds))}
-                rows.append(row)
-                print(json.dumps(row), file=sys.stderr)
-        finally:
+    servers = {"batched": start_server(32, args.device), "unbatched": start_server(1, args.device)}
+    phases: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    n = args.clients
+    order = [("batched", 1), ("unbatched", 1), ("batched", n), ("unbatched", n)]
+    try:
+        for _, url in servers.values():
+            asyncio.run(run_clients(url, cases, 2, 5.0))  # warm-up: model loaded, first-call costs paid
+        for label, clients in [*order, *reversed(order)]:
+            phase = asyncio.run(run_clients(servers[label][1], cases, clients, args.seconds))
+            phases.setdefault((label, clients), []).append(phase)
+            print(f"{label} x{clients}: {len(phase['latencies'])} requests", file=sys.stderr)
+    finally:
+        for process, _ in servers.values():
             process.terminate()
             process.wait(timeout=30)
+    rows = [row(label, clients, phases[label, clients]) for label, clients in order]
     print(f"{'server':10} {'clients':>7} {'requests':>8} {'req/s':>7} {'p50 ms':>8} {'p95 ms':>8} {'batch':>6}")
-    for row in rows:
-        print(f"{row['server']:10} {row['clients']:>7} {row['requests']:>8} {row['throughput_rps']:>7} "
-              f"{row['p50_ms']:>8} {row['p95_ms']:>8} {row['mean_batch'] or '-':>6}")
+    for line in rows:
+        print(f"{line['server']:10} {line['clients']:>7} {line['requests']:>8} {line['throughput_rps']:>7} "
+              f"{line['p50_ms']:>8} {line['p95_ms']:>8} {line['mean_batch'] or '-':>6}")
     by = {(r["server"], r["clients"]): r for r in rows}
-    n = args.clients
     print(f"throughput, {n} clients vs 1 (batched): "
           f"{by['batched', n]['throughput_rps'] / by['batched', 1]['throughput_rps']:.2f}x; "
           f"batched vs unbatched at {n} clients: "

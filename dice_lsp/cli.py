@@ -142,6 +142,21 @@ def cmd_complete(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_status(args: argparse.Namespace) -> int:
+    """A team server's health: exit 0 when its model is ready (a probe for systemd or a load balancer)."""
+    status = remote_call(args, "status", {})
+    if args.json:
+        print(json.dumps(status))
+    else:
+        batch = status["fills"] / status["fill_batches"] if status.get("fill_batches") else 1.0
+        detail = (f"{status.get('model')} on {status.get('device')} ({status.get('dtype')})"
+                  if status.get("state") == "ready" else status.get("message") or status.get("model"))
+        print(f"{args.server}: {status.get('state')}: {detail}; {status['in_flight']} in flight, "
+              f"{status['queued']} queued, {status['served']} served, mean batch {batch:.2f}, "
+              f"up {status['uptime_s']:.0f} s, dice-lsp {status['version']}")
+    return 0 if status.get("state") == "ready" else 1
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     """Host the model, nvcc and the harness for a team (server/README.md); stops on Ctrl+C / SIGTERM."""
     import asyncio
@@ -438,6 +453,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--json", action="store_true", help="print the listening address as a JSON line on stdout")
     add_model_arguments(serve)
     serve.set_defaults(handler=cmd_serve)
+
+    health = sub.add_parser("status", help="ask a team server whether it is ready (exit 0) and how loaded it is")
+    health.add_argument("--server", metavar="URL", required=True, help="tcp://HOST:PORT or unix:///PATH")
+    health.add_argument("--token-file", help="file holding the team server's token")
+    health.add_argument("--json", action="store_true", help="print the server's status as JSON")
+    health.set_defaults(handler=cmd_status)
 
     check = sub.add_parser("check", help="compile a CUDA file with nvcc: diagnostics and resources per kernel")
     check.add_argument("file", help="source file (.cu, .cuh, ...)")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -13,9 +14,23 @@ from pathlib import Path
 STARTUP_TIMEOUT_S = 120
 
 
+def wait_loaded(url: str, token: str | None) -> None:
+    """Poll `status` until the model has loaded (the server listens before it has)."""
+    from dice_lsp.remote.client import RemoteClient, parse_address
+
+    async def poll() -> None:
+        client = RemoteClient(parse_address(url), lambda: token)
+        while (await client.call("status"))["state"] == "loading":
+            await asyncio.sleep(0.1)
+        await client.close()
+
+    asyncio.run(asyncio.wait_for(poll(), STARTUP_TIMEOUT_S))
+
+
 @contextmanager
-def serving(*args: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    """Start `dice-lsp serve --json ARGS` and yield its address (tcp://... or unix://...) and process."""
+def serving(*args: str, token: str | None = None) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """Start `dice-lsp serve --json ARGS`, wait for its model, and yield its address (tcp://... or
+    unix://...) and process."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     process = subprocess.Popen([sys.executable, "-m", "dice_lsp.cli", "serve", "--json", *args],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
@@ -24,7 +39,9 @@ def serving(*args: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
         line = process.stdout.readline()
         if not line:
             raise AssertionError(f"dice-lsp serve did not start: {process.communicate(timeout=30)[1]}")
-        yield json.loads(line)["listening"], process
+        url = json.loads(line)["listening"]
+        wait_loaded(url, token)
+        yield url, process
     finally:
         process.terminate()
         process.wait(timeout=30)

@@ -23,7 +23,7 @@ TOKEN = "editor-secret"
 @pytest.fixture(scope="module")
 def team_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     tokens = token_file(tmp_path_factory.mktemp("team"), TOKEN)
-    with serving("--port", "0", "--token-file", str(tokens)) as (url, _):
+    with serving("--port", "0", "--token-file", str(tokens), token=TOKEN) as (url, _):
         yield url, tokens
 
 

@@ -36,7 +36,7 @@ LONG = {"prefix": "__global__ void k(float* x) {\n", "max_tokens": 256, "setting
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     folder = tmp_path_factory.mktemp("serve")
     tokens = token_file(folder, TOKEN)
-    with serving("--port", "0", "--token-file", str(tokens), "--max-pending", "16") as (url, _):
+    with serving("--port", "0", "--token-file", str(tokens), "--max-pending", "16", token=TOKEN) as (url, _):
         yield url, tokens
 
 
@@ -245,12 +245,12 @@ def test_a_client_reconnects_after_a_server_restart() -> None:
     with serving("--port", "0") as (url, _):
         client = RemoteClient(parse_address(url))
         loop = asyncio.new_event_loop()
-        assert loop.run_until_complete(client.call("status"))["state"] in ("loading", "ready")
+        assert loop.run_until_complete(client.call("status"))["state"] == "ready"
     with pytest.raises(RemoteError) as down:
         loop.run_until_complete(client.call("status"))
     assert down.value.code in ("unreachable", "connection_lost")
     with serving("--port", str(port_of(url))):
-        assert loop.run_until_complete(client.call("status"))["state"] in ("loading", "ready")
+        assert loop.run_until_complete(client.call("status"))["state"] == "ready"
     loop.run_until_complete(client.close())
     loop.close()
 
@@ -294,3 +294,16 @@ def test_cli_complete_through_the_server_prints_what_a_local_run_prints(server: 
     refused = run_cli(*common, "--server", url)
     assert refused.returncode == 2 and "token is required" in refused.stderr
     assert refused.stderr.count("\n") == 1
+
+
+def test_cli_status_is_a_health_probe(server: tuple[str, Path]) -> None:
+    url, tokens = server
+    ready = run_cli("status", "--server", url, "--token-file", str(tokens))
+    assert ready.returncode == 0 and "ready: dice-tiny" in ready.stdout
+    as_json = run_cli("status", "--server", url, "--token-file", str(tokens), "--json")
+    assert json.loads(as_json.stdout)["state"] == "ready"
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    down = run_cli("status", "--server", f"tcp://127.0.0.1:{port}")
+    assert down.returncode == 2 and down.stderr.count("\n") == 1 and "Connection refused" in down.stderr

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -143,7 +144,8 @@ class RemoteClient:
                     opening = asyncio.open_connection(self.address.host, self.address.port)
                 reader, writer = await asyncio.wait_for(opening, self.connect_timeout)
             except (OSError, TimeoutError) as exc:
-                reason = getattr(exc, "strerror", None) or str(exc) or "timed out"
+                errno = getattr(exc, "errno", None)
+                reason = os.strerror(errno) if errno else (str(exc) or f"no answer in {self.connect_timeout:g} s")
                 raise RemoteError("unreachable", f"cannot reach the dice server at {self.address}: {reason}") from exc
             self._writer = writer
             self._reader_task = asyncio.create_task(self._read(reader, writer))

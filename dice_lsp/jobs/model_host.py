@@ -7,15 +7,20 @@ for while the model loads simply waits for it.
 
 Fills queued while the model is busy are taken together: every queued fill with the same `batch_key` as
 the oldest one joins its batch (up to `max_batch_rows` rows), so concurrent completions from several
-editors cost about one generation instead of one each, without a timer that would delay a lone request.
+editors cost about one generation instead of one each. Requests announce a fill they are still preparing
+(`expecting_fill`); while some are, a batch about to start waits for them, up to `GATHER_S`. Without that,
+editors answered by one batch come back together, the first to arrive starts a batch alone and the rest
+wait for it (measured: 0.87x the throughput of no batching with 8 editors). A lone request never waits.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -26,6 +31,7 @@ from dice_lsp.settings import Settings
 T = TypeVar("T")
 StatusListener = Callable[[dict[str, Any]], None]
 MAX_BATCH_ROWS = 32  # rows of one denoising batch: past this a small model's step time grows linearly
+GATHER_S = 0.05  # longest wait for fills still being prepared (preparing one takes 30-50 ms)
 
 
 class Ticket:
@@ -61,6 +67,7 @@ class ModelHost:
         self._ready = threading.Condition(self._lock)
         self._queue: deque[_Job] = deque()
         self._closed = False
+        self._incoming = 0  # fills announced by `expecting_fill` and not queued yet
         self.status: dict[str, Any] = {"state": "idle"}
         self.fills = self.fill_batches = 0  # fills done and the batches they took (their ratio: batching's gain)
         threading.Thread(target=self._serve, name="dice-model", daemon=True).start()
@@ -104,6 +111,18 @@ class ModelHost:
         key = batch_key(self._model, request) if self._model is not None else None
         return self._enqueue(_Job(Future(), fill=request, ticket=ticket, key=key))
 
+    @contextmanager
+    def expecting_fill(self) -> Iterator[None]:
+        """Announce a fill while its request is prepared; queue it (`fill`) before the block ends."""
+        with self._lock:
+            self._incoming += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._incoming -= 1
+                self._ready.notify()
+
     @property
     def pending(self) -> int:
         """Jobs waiting for the model."""
@@ -130,6 +149,12 @@ class ModelHost:
                 self._ready.wait()
             if self._closed:
                 return None
+            if self._queue[0].key is not None and self._max_rows > 1:
+                deadline = time.monotonic() + GATHER_S
+                while self._incoming and not self._closed and (left := deadline - time.monotonic()) > 0:
+                    self._ready.wait(left)
+                if self._closed:
+                    return None
             first = self._queue.popleft()
             batch = [first]
             if first.key is None or first.fill is None:

@@ -150,11 +150,12 @@ class Service:
         span = None if selection is None else (Position(*selection[0]), Position(*selection[1]))
         position = Position(int(params["line"]), int(params["character"]))
         assert self.preparers is not None
-        prepared = self.preparers.submit(prepare_here, str(params["text"]), position, settings, span).result()
-        if prepared is None:
-            return no_completion(position, started).to_json(model)
-        result = self.host.fill(prepared.request, ticket).result()
-        return replace(prepared, started=started).completion(result).to_json(model)
+        with self.host.expecting_fill():
+            prepared = self.preparers.submit(prepare_here, str(params["text"]), position, settings, span).result()
+            if prepared is None:
+                return no_completion(position, started).to_json(model)
+            filled = self.host.fill(prepared.request, ticket)
+        return replace(prepared, started=started).completion(filled.result()).to_json(model)
 
     def _fill(self, params: dict[str, Any], ticket: Ticket, _progress: Progress) -> dict[str, Any]:
         settings = self.settings_for(params)

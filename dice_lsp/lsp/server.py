@@ -36,8 +36,9 @@ from dice_lsp.lsp.rewrite_actions import (
     repair_actions,
     whole_document_edit,
 )
+from dice_lsp.lsp.team_server import TeamServer
 from dice_lsp.optimize import OptimizeRequest, checker, optimize, repair
-from dice_lsp.remote.client import RemoteClient, RemoteError, local_headers, parse_address, read_token
+from dice_lsp.remote.client import RemoteError, local_headers
 from dice_lsp.settings import Settings
 from dice_lsp.textdoc import Position, position_at
 from dice_lsp.toolchain.flags import flags_for
@@ -67,9 +68,7 @@ class DiceServer(LanguageServer):
         self.unconfigured: set[str] = set()  # documents opened before the settings were read
         self.has_gpu: bool | None = None  # looked up on the first benchmark
         self.bench_reports: dict[str, BenchReport] = {}
-        self.remote: RemoteClient | None = None  # the team server, when dice.server.url is set
-        self.remote_calls: dict[str, asyncio.Future[Any]] = {}  # the completion in flight per document
-        self.remote_state: str | None = None  # the last status said about the server
+        self.remote: TeamServer | None = None  # when dice.server.url is set
 
     def check_document(self, uri: str, delay: float = 0.0) -> None:
         """Compile an open .cu document in the background (diagnostics and kernel resources)."""
@@ -135,64 +134,24 @@ class DiceServer(LanguageServer):
         connect to the team server instead."""
         if self.remote is not None:
             await self.remote.close()
-        url = self.settings.server_url
-        settings = self.settings
-        self.remote = None if url is None else RemoteClient(
-            parse_address(url), lambda: read_token(settings.server_token, settings.server_token_file))
-        loading = None if self.remote is not None else asyncio.wrap_future(self.host.load(self.settings))
+        self.remote = None if self.settings.server_url is None else TeamServer(self.settings, self.team_status)
+        loading = asyncio.wrap_future(self.host.load(self.settings)) if self.remote is None else None
         self.load_submitted().set()
         for uri in self.unconfigured.intersection(self.workspace.text_documents):
             self.check_document(uri)
         self.unconfigured.clear()
         if loading is None:
-            await self.remote_status()
+            assert self.remote is not None
+            await self.remote.check()
             return
         token = await self.begin_progress("dice-lsp", f"loading {self.settings.model or 'dice-tiny'}")
         await loading
         self.end_progress(token, self.host.status["state"])
 
-    async def remote_status(self, failure: RemoteError | None = None) -> None:
-        """Tell the client whether the team server answers (`dice/status`), once per change of state."""
-        assert self.remote is not None
-        status: dict[str, Any]
-        if failure is None:
-            try:
-                found = await self.remote.call("status")
-                status = {"state": "ready", "model": found.get("model"), "device": found.get("device"),
-                          "dtype": found.get("dtype"), "server": str(self.remote.address)}
-            except DiceError as exc:
-                failure = RemoteError("unreachable", str(exc))
+    def team_status(self, status: dict[str, Any], failure: RemoteError | None) -> None:
+        self.protocol.notify(STATUS_NOTIFICATION, status)
         if failure is not None:
-            status = {"state": "error", "model": str(self.remote.address), "message": str(failure)}
-        if status["state"] != self.remote_state:
-            self.remote_state = status["state"]
-            self.protocol.notify(STATUS_NOTIFICATION, status)
-            if failure is not None:
-                self.window_log_message(types.LogMessageParams(types.MessageType.Warning, f"dice-lsp: {failure}"))
-
-    async def ask_server(self, key: str, method: str, params: dict[str, Any],
-                         progress: Callable[[dict[str, Any]], None] | None = None) -> Any:
-        """One request to the team server; a newer one for the same `key` cancels it. A server that cannot be
-        reached (or refuses the token) is also said in the status bar."""
-        assert self.remote is not None
-        previous = self.remote_calls.pop(key, None)
-        if previous is not None:
-            previous.cancel()
-        call = asyncio.ensure_future(self.remote.call(method, {**params, "settings": self.settings.per_request()},
-                                                      progress))
-        self.remote_calls[key] = call
-        try:
-            result = await call
-        except RemoteError as exc:
-            if exc.code in ("unreachable", "connection_lost", "unauthorized"):
-                await self.remote_status(exc)
-            raise
-        finally:
-            if self.remote_calls.get(key) is call:
-                del self.remote_calls[key]
-        if self.remote_state != "ready":
-            await self.remote_status()
-        return result
+            self.window_log_message(types.LogMessageParams(types.MessageType.Warning, f"dice-lsp: {failure}"))
 
     async def begin_progress(self, title: str, message: str,
                              cancel: Callable[[], None] | None = None) -> str | None:
@@ -255,7 +214,7 @@ class DiceServer(LanguageServer):
 
             token = await self.begin_progress(f"DICE {title}", path.name, stop)
             request = {"text": text, "path": path.name, "files": local_headers(path, text), **params}
-            job = asyncio.ensure_future(self.ask_server(f"{title} {uri}", title, request,
+            job = asyncio.ensure_future(self.remote.ask(f"{title} {uri}", title, request,
                                                         lambda update: self.report_progress(token, update["message"])))
             calls.append(job)
         else:
@@ -400,7 +359,7 @@ class DiceServer(LanguageServer):
         if self.remote is not None:
             await self.load_submitted().wait()
             try:
-                found = await self.ask_server(uri, "complete", {"text": text, "line": where.line,
+                found = await self.remote.ask(uri, "complete", {"text": text, "line": where.line,
                                                                 "character": where.character})
             except DiceError as exc:
                 LOG.warning("%s", exc)

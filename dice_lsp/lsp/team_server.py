@@ -1,0 +1,73 @@
+"""The language server's link to a team server (`dice.server.url`): requests, and what the status bar says.
+
+A newer request for the same key (a document's completion) cancels the older one on the server. A server
+that cannot be reached or refuses the token turns the status to `error` with the reason, once; the next
+request that succeeds turns it back to `ready`. The client reconnects by itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from dice_lsp.errors import DiceError
+from dice_lsp.remote.client import ProgressListener, RemoteClient, RemoteError, parse_address, read_token
+from dice_lsp.settings import Settings
+
+LINK_FAILURES = ("unreachable", "connection_lost", "unauthorized")
+
+
+class TeamServer:
+    def __init__(self, settings: Settings, on_status: Callable[[dict[str, Any], RemoteError | None], None]) -> None:
+        assert settings.server_url is not None
+        self.client = RemoteClient(parse_address(settings.server_url),
+                                   lambda: read_token(settings.server_token, settings.server_token_file))
+        self.settings = settings
+        self.on_status = on_status
+        self.state: str | None = None  # the last state told
+        self.calls: dict[str, asyncio.Future[Any]] = {}  # the request in flight per key
+
+    async def check(self, failure: RemoteError | None = None) -> None:
+        """Ask the server how it is (unless `failure` already says) and tell a change of state."""
+        address = str(self.client.address)
+        status: dict[str, Any]
+        if failure is None:
+            try:
+                found = await self.client.call("status")
+                status = {"state": "ready", "model": found.get("model"), "device": found.get("device"),
+                          "dtype": found.get("dtype"), "server": address}
+            except DiceError as exc:
+                failure = exc if isinstance(exc, RemoteError) else RemoteError("unreachable", str(exc))
+        if failure is not None:
+            status = {"state": "error", "model": address, "message": str(failure)}
+        if status["state"] != self.state:
+            self.state = status["state"]
+            self.on_status(status, failure)
+
+    async def ask(self, key: str, method: str, params: dict[str, Any],
+                  progress: ProgressListener | None = None) -> Any:
+        """`method` on the server with this editor's per-request settings; a newer `ask` for `key` cancels it."""
+        previous = self.calls.pop(key, None)
+        if previous is not None:
+            previous.cancel()
+        call = asyncio.ensure_future(self.client.call(method, {**params, "settings": self.settings.per_request()},
+                                                      progress))
+        self.calls[key] = call
+        try:
+            result = await call
+        except RemoteError as exc:
+            if exc.code in LINK_FAILURES:
+                await self.check(exc)
+            raise
+        finally:
+            if self.calls.get(key) is call:
+                del self.calls[key]
+        if self.state != "ready":
+            await self.check()
+        return result
+
+    async def close(self) -> None:
+        for call in self.calls.values():
+            call.cancel()
+        await self.client.close()

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import torch
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
@@ -27,10 +28,11 @@ def team_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str,
         yield url, tokens
 
 
-def remote(url: str, tokens: Path | None, **more: object) -> dict[str, object]:
-    """What VS Code sends for the `dice` section: `dice.server.*` nested under `server`."""
-    return {**FAST, "diagnostics": False, "server": {"url": url, "tokenFile": str(tokens) if tokens else None},
-            **more}
+def remote(url: str, tokens: Path | str | None, **more: object) -> dict[str, object]:
+    """What VS Code sends for the `dice` section: `dice.server.*` nested under `server` (a Path is a token
+    file, a str the token itself)."""
+    token = {"token": tokens} if isinstance(tokens, str) else {"tokenFile": str(tokens) if tokens else None}
+    return {**FAST, "diagnostics": False, "server": {"url": url, **token}, **more}
 
 
 async def inline_at(client: LanguageClient, line: int, character: int) -> types.InlineCompletionList | None:
@@ -40,10 +42,9 @@ async def inline_at(client: LanguageClient, line: int, character: int) -> types.
 
 
 async def test_completions_come_from_the_team_server(client: LanguageClient, team_server: tuple[str, Path]) -> None:
-    url, tokens = team_server
-    statuses = await start(client, configuration=remote(url, tokens))
+    statuses = await start(client, configuration=remote(team_server[0], TOKEN))
     status = await wait_status(statuses, "ready")
-    assert status["server"] == url and status["model"] == "dice-tiny"
+    assert status["server"] == team_server[0] and status["model"] == "dice-tiny"
     open_document(client)
     result = await inline_at(client, 4, 4)
     assert isinstance(result, types.InlineCompletionList) and result.items
@@ -102,3 +103,32 @@ async def test_optimize_runs_on_the_team_server(client: LanguageClient, team_ser
     assert report is not None and report["kernel"] == "saxpy" and report["generated"] == 4
     assert "saxpy" in result["summary"]
 
+
+
+async def test_benchmarks_on_save_run_on_the_team_server(client: LanguageClient, team_server: tuple[str, Path],
+                                                         tmp_path: Path) -> None:
+    """The editor's machine needs no GPU: the server builds the saved file and reports (here, a server
+    without a GPU says it compiled the file only)."""
+    url, tokens = team_server
+    path = tmp_path / "saxpy.cu"
+    path.write_text(EXAMPLE.read_text())
+    refreshed = asyncio.Event()
+
+    @client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
+    def on_refresh(params: None) -> None:
+        refreshed.set()
+
+    statuses = await start(client, configuration=remote(url, tokens, benchOnSave=True))
+    await wait_status(statuses, "ready")
+    open_document(client, path.read_text(), path.as_uri())
+    client.text_document_did_save(types.DidSaveTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=path.as_uri())))
+    await asyncio.wait_for(refreshed.wait(), timeout=240)
+    lenses = await client.text_document_code_lens_async(types.CodeLensParams(
+        text_document=types.TextDocumentIdentifier(uri=path.as_uri())))
+    titles = [lens.command.title for lens in lenses or [] if lens.command is not None]
+    if torch.cuda.is_available():
+        assert any(" ms ±" in title for title in titles), titles
+    else:
+        assert "benchmark: no CUDA GPU here: compiled only, nothing verified or timed" in titles
+    assert not [m for m in client.messages if "benchmarks on save are off" in m.message]

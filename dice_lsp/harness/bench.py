@@ -59,6 +59,12 @@ class BenchReport:
         return {"gpu": self.gpu, "compile": {"ok": self.compile_ok, "diagnostics": self.diagnostics},
                 "kernels": [k.to_json() for k in self.kernels], "reason": self.reason}
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> BenchReport:
+        """A report a team server sent (`to_json`)."""
+        return cls(data["gpu"], data["compile"]["ok"], data["compile"]["diagnostics"],
+                   [KernelResult(**kernel) for kernel in data["kernels"]], data["reason"])
+
 
 @dataclass(frozen=True)
 class Limits:

@@ -24,7 +24,7 @@ from dice_lsp.complete import Completion, complete_at
 from dice_lsp.cuda.holes import find_markers
 from dice_lsp.engine import LoadedModel
 from dice_lsp.errors import Cancelled, DiceError
-from dice_lsp.harness.bench import BenchReport, Limits, bench_file, gpu_arch, has_benchmark
+from dice_lsp.harness.bench import BenchReport, Limits, bench_file, gpu_arch, has_benchmark, kernelbench_reference
 from dice_lsp.jobs.model_host import ModelHost, Ticket
 from dice_lsp.lsp.bench_lenses import bench_lenses
 from dice_lsp.lsp.compile_checks import IDLE_SECONDS, CheckRequest, CompileChecks
@@ -295,21 +295,33 @@ class DiceServer(LanguageServer):
         return None
 
     async def bench_document(self, uri: str) -> None:
-        """Verify and time the saved file's kernels on the GPU (dice.benchOnSave), then refresh the lenses."""
+        """Verify and time the saved file's kernels on the GPU (dice.benchOnSave), here or on the team
+        server's GPU, then refresh the lenses."""
         document = self.workspace.get_text_document(uri)
-        path = Path(document.path)
-        if self.has_gpu is None:
+        path, text = Path(document.path), document.source
+        if self.remote is None and self.has_gpu is None:
             self.has_gpu = await asyncio.to_thread(gpu_arch) is not None
             if not self.has_gpu:
                 self.window_show_message(types.ShowMessageParams(
                     types.MessageType.Warning, "dice-lsp: no CUDA GPU here; benchmarks on save are off"))
-        if not self.has_gpu or not has_benchmark(path, document.source):
+        if (self.remote is None and not self.has_gpu) or not has_benchmark(path, text):
             return  # nothing says how to run this file's kernels
         token = await self.begin_progress("dice-lsp benchmark", path.name)
         try:
-            report = await asyncio.to_thread(bench_file, path, None, Limits(),
-                                             flags_for(path, self.settings.compile_flags(path.parent)),
-                                             self.progress_reporter(token))
+            if self.remote is not None:
+                files = local_headers(path, text)
+                reference = kernelbench_reference(path, text, None)
+                if reference is not None and reference.is_file():
+                    files[reference.name] = reference.read_text(encoding="utf-8")
+                found = await self.remote.ask(f"bench {uri}", "bench", {
+                    "text": text, "path": path.name, "files": files,
+                    "ref": reference.name if reference is not None else None,
+                }, lambda update: self.report_progress(token, update["message"]))
+                report = BenchReport.from_json(found)
+            else:
+                report = await asyncio.to_thread(bench_file, path, None, Limits(),
+                                                 flags_for(path, self.settings.compile_flags(path.parent)),
+                                                 self.progress_reporter(token))
         except DiceError as exc:
             self.end_progress(token, str(exc))
             self.window_show_message(types.ShowMessageParams(types.MessageType.Warning, f"dice-lsp: {exc}"))

@@ -54,6 +54,12 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run the modeling code shipped in the model folder (SDAR/DICE)")
 
 
+def add_server_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--server", metavar="URL", help="run it on a team server (tcp://HOST:PORT or unix:///PATH; "
+                        "the file and its local headers are sent) instead of here")
+    parser.add_argument("--token-file", help="file holding the team server's token")
+
+
 def add_sampler_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sampler", choices=["low-confidence", "threshold"], default="low-confidence",
                         help="commit the k most confident tokens per step, or all above --threshold")
@@ -106,6 +112,18 @@ def remote_call(args: argparse.Namespace, method: str, params: dict[str, Any]) -
             await client.close()
 
     return asyncio.run(call())
+
+
+def remote_file(args: argparse.Namespace, text: str, ref: str | None = None) -> dict[str, Any]:
+    """The file for a team server request: its text, name, local headers and, given, its reference."""
+    from dice_lsp.remote.client import local_headers
+
+    path = Path(args.file)
+    request: dict[str, Any] = {"text": text, "path": path.name, "files": local_headers(path, text)}
+    if ref is not None:
+        request["files"][Path(ref).name] = Path(ref).read_text(encoding="utf-8")
+        request["ref"] = Path(ref).name
+    return request
 
 
 def cmd_complete(args: argparse.Namespace) -> int:
@@ -190,15 +208,24 @@ def cmd_check(args: argparse.Namespace) -> int:
     from dice_lsp.textdoc import read_source
     from dice_lsp.toolchain.cache import CompileCache
     from dice_lsp.toolchain.flags import CompileFlags, flags_for
-    from dice_lsp.toolchain.report import check_source
+    from dice_lsp.toolchain.report import CheckReport, check_source
 
     path = Path(args.file)
     text = read_source(args.file)
-    flags = flags_for(path.resolve(), CompileFlags())
-    flags = replace(flags, arch=args.arch or flags.arch, std=args.std or flags.std,
-                    include_dirs=(*flags.include_dirs, *(Path(d).resolve() for d in args.include)),
-                    defines=(*flags.defines, *args.define))
-    report = check_source(text, path.resolve().parent, flags, cache=CompileCache())
+    if args.server:
+        if args.include:
+            raise DiceError("-I does not reach a team server (it has its own file system): the headers "
+                            "beside FILE and below its folder are sent with it")
+        wanted = {"arch": args.arch, "std": args.std, "defines": args.define or None}
+        found = remote_call(args, "check", {**remote_file(args, text),
+                                            "settings": {k: v for k, v in wanted.items() if v is not None}})
+        report = replace(CheckReport.from_json(found, found["elapsed_ms"]), cached=found["cached"])
+    else:
+        flags = flags_for(path.resolve(), CompileFlags())
+        flags = replace(flags, arch=args.arch or flags.arch, std=args.std or flags.std,
+                        include_dirs=(*flags.include_dirs, *(Path(d).resolve() for d in args.include)),
+                        defines=(*flags.defines, *args.define))
+        report = check_source(text, path.resolve().parent, flags, cache=CompileCache())
     if args.json:
         print(json.dumps(report.to_json()))
     else:
@@ -219,21 +246,25 @@ def cmd_check(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from dice_lsp.harness.bench import Limits, bench_file
+    from dice_lsp.harness.bench import BenchReport, Limits, bench_file
     from dice_lsp.textdoc import read_source
     from dice_lsp.toolchain.flags import CompileFlags, flags_for
 
     path = Path(args.file)
-    read_source(args.file)  # a missing or unreadable file: one line, exit 2
+    text = read_source(args.file)  # a missing or unreadable file: one line, exit 2
     if args.ref is not None and not Path(args.ref).is_file():
         raise DiceError(f"reference {args.ref} not found")
-    with tqdm(desc="bench", bar_format="{desc} [{elapsed}]", file=sys.stderr, disable=None, leave=False) as bar:
-        def progress(message: str) -> None:
-            bar.set_description_str(message)
+    if args.server:
+        report = BenchReport.from_json(remote_call(args, "bench", {
+            **remote_file(args, text, args.ref), "timeout": args.timeout, "trials": args.trials}))
+    else:
+        with tqdm(desc="bench", bar_format="{desc} [{elapsed}]", file=sys.stderr, disable=None, leave=False) as bar:
+            def progress(message: str) -> None:
+                bar.set_description_str(message)
 
-        report = bench_file(path, Path(args.ref) if args.ref else None,
-                            Limits(timeout=args.timeout, trials=args.trials),
-                            flags_for(path.resolve(), CompileFlags()), progress)
+            report = bench_file(path, Path(args.ref) if args.ref else None,
+                                Limits(timeout=args.timeout, trials=args.trials),
+                                flags_for(path.resolve(), CompileFlags()), progress)
     if args.json:
         print(json.dumps(report.to_json()))
     else:
@@ -300,32 +331,38 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     out = _output_path(args)
     if args.ref is not None and not Path(args.ref).is_file():
         raise DiceError(f"reference {args.ref} not found")
-    run_model, check, sampler = _rewrite_setup(args)
-    path = Path(args.file).resolve()
-    request = OptimizeRequest(path, text, args.kernel, Path(args.ref).resolve() if args.ref else None,
-                              args.candidates, args.rounds, sampler, flags_for(path, CompileFlags()),
-                              Limits(timeout=args.timeout))
-    with status_bar("optimize") as bar:
-        report = optimize(run_model, request, check, said=bar.set_description_str)
-    best = report.best
+    if args.server:
+        report = remote_call(args, "optimize", {
+            **remote_file(args, text, args.ref), "kernel": args.kernel, "timeout": args.timeout,
+            "settings": {"optimize_candidates": args.candidates, "repair_rounds": args.rounds, "steps": args.steps,
+                         "seed": args.seed}})
+    else:
+        run_model, check, sampler = _rewrite_setup(args)
+        path = Path(args.file).resolve()
+        request = OptimizeRequest(path, text, args.kernel, Path(args.ref).resolve() if args.ref else None,
+                                  args.candidates, args.rounds, sampler, flags_for(path, CompileFlags()),
+                                  Limits(timeout=args.timeout))
+        with status_bar("optimize") as bar:
+            report = optimize(run_model, request, check, said=bar.set_description_str).to_json()
+    best = report["best"]
     if out is not None and best is not None:
-        out.write_text(best.text, encoding="utf-8")
+        out.write_text(report["text"], encoding="utf-8")
     if args.json:
-        print(json.dumps(report.to_json()))
+        print(json.dumps(report))
     else:
         print(f"{'rank':>4} {'origin':14} {'compiled':>8} {'repairs':>7} {'verified':>8} {'speedup':>8} "
               f"{'median ms':>10} {'regs':>5} {'spills':>6}  note")
-        for r in report.rewrites:
-            res = r.resources
-            print(f"{r.rank:>4} {r.origin[:14]:14} {'yes' if r.compiled else 'no':>8} {r.repair_rounds:>7} "
-                  f"{('yes' if r.verified else 'no') if report.gpu else '-':>8} "
-                  f"{f'{r.speedup:.2f}x' if r.speedup is not None else '-':>8} "
-                  f"{f'{r.median_ms:.4f}' if r.median_ms is not None else '-':>10} "
-                  f"{res.registers if res else '-':>5} {res.spill_stores + res.spill_loads if res else '-':>6}  "
-                  f"{(r.failure or '')[:60]}")
-        print(report.summary())
+        for r in report["candidates"]:
+            res, speedup, median = r["resources"], r["speedup"], r["median_ms"]
+            print(f"{r['rank']:>4} {r['origin'][:14]:14} {'yes' if r['compiled'] else 'no':>8} {r['repair_rounds']:>7} "
+                  f"{('yes' if r['verified'] else 'no') if report['gpu'] else '-':>8} "
+                  f"{f'{speedup:.2f}x' if speedup is not None else '-':>8} "
+                  f"{f'{median:.4f}' if median is not None else '-':>10} "
+                  f"{res['registers'] if res else '-':>5} "
+                  f"{res['spill_stores'] + res['spill_loads'] if res else '-':>6}  {(r['failure'] or '')[:60]}")
+        print(report["summary"])
         if best is not None and out is None:
-            print(best.diff, end="")
+            print(best["diff"], end="")
         if out is not None:
             print(f"dice-lsp: {'wrote ' + str(out) if best is not None else 'nothing written to ' + str(out)}",
                   file=sys.stderr)
@@ -338,21 +375,28 @@ def cmd_repair(args: argparse.Namespace) -> int:
 
     text = read_source(args.file)
     out = _output_path(args)
-    run_model, check, sampler = _rewrite_setup(args)
-    with status_bar("repair") as bar:
-        result = repair(run_model, text, check, args.rounds, args.candidates, sampler, said=bar.set_description_str)
-    diff = unified_diff(Path(args.file), text, result.text)
-    if out is not None and result.compiles:  # a file that still fails is not worth a new copy
-        out.write_text(result.text, encoding="utf-8")
+    if args.server:
+        result = remote_call(args, "repair", {**remote_file(args, text), "candidates": args.candidates,
+                                              "settings": {"repair_rounds": args.rounds, "steps": args.steps,
+                                                           "seed": args.seed}})
+    else:
+        run_model, check, sampler = _rewrite_setup(args)
+        with status_bar("repair") as bar:
+            result = repair(run_model, text, check, args.rounds, args.candidates, sampler,
+                            said=bar.set_description_str).to_json()
+    diff = unified_diff(Path(args.file), text, result["text"])
+    if out is not None and result["compiles"]:  # a file that still fails is not worth a new copy
+        out.write_text(result["text"], encoding="utf-8")
     if args.json:
-        print(json.dumps({**result.to_json(), "diff": diff}))
+        print(json.dumps({**result, "diff": diff}))
     else:
         print(diff, end="")
-        state = "compiles" if result.compiles else f"still {len(result.errors)} errors"
-        print(f"dice-lsp: {state} after {result.rounds} rounds", file=sys.stderr)
-        for d in result.errors:
-            print(f"{args.file}:{d.line + 1}:{d.character + 1}: error: {d.message}", file=sys.stderr)
-    return 0 if result.compiles else 1
+        state = "compiles" if result["compiles"] else f"still {len(result['errors'])} errors"
+        print(f"dice-lsp: {state} after {result['rounds']} rounds", file=sys.stderr)
+        for d in result["errors"]:
+            start = d["range"]["start"]
+            print(f"{args.file}:{start['line'] + 1}:{start['character'] + 1}: error: {d['message']}", file=sys.stderr)
+    return 0 if result["compiles"] else 1
 
 
 class OneLineErrors(argparse.ArgumentParser):
@@ -432,9 +476,7 @@ def build_parser() -> argparse.ArgumentParser:
     complete.add_argument("--character", type=_non_negative, required=True,
                           help="0-based UTF-16 column, as in LSP")
     complete.add_argument("--json", action="store_true", help="print JSON instead of text")
-    complete.add_argument("--server", metavar="URL", help="ask a team server (tcp://HOST:PORT or unix:///PATH) "
-                          "instead of loading a model here")
-    complete.add_argument("--token-file", help="file holding the team server's token")
+    add_server_arguments(complete)
     add_model_arguments(complete)
     add_sampler_arguments(complete)
     complete.set_defaults(handler=cmd_complete)
@@ -468,6 +510,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("-D", dest="define", action="append", default=[], metavar="NAME[=VALUE]",
                        help="define a macro")
     check.add_argument("--json", action="store_true", help="print JSON instead of text")
+    add_server_arguments(check)
     check.set_defaults(handler=cmd_check)
 
     bench = sub.add_parser("bench", help="verify a file's kernels against a reference and time them on the GPU")
@@ -476,6 +519,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--timeout", type=float, default=60.0, help="seconds per kernel before it is killed (60)")
     bench.add_argument("--trials", type=_positive, default=3, help="random-input trials per size (3)")
     bench.add_argument("--json", action="store_true", help="print JSON instead of text")
+    add_server_arguments(bench)
     bench.set_defaults(handler=cmd_bench)
 
     def rewrite_arguments(command: argparse.ArgumentParser) -> None:
@@ -486,6 +530,7 @@ def build_parser() -> argparse.ArgumentParser:
                              help="denoising steps per 32 tokens of region")
         command.add_argument("--seed", type=int, default=0)
         command.add_argument("--json", action="store_true", help="print JSON instead of text")
+        add_server_arguments(command)
         add_model_arguments(command)
 
     optimize = sub.add_parser("optimize", help="rewrite a kernel with the model; compile, verify, time and rank")

@@ -156,7 +156,7 @@ def check_value(name: str, value: Any) -> tuple[Any, str | None]:
         return None, None
     if isinstance(value, bool) or not isinstance(value, int):
         return None, "must be an integer"
-    minimum = 0 if name in ("top_k", "seed") else 1
+    minimum = 0 if name in ("top_k", "seed", "repair_rounds") else 1
     if value < minimum:
         return None, f"must be at least {minimum}"
     return value, None

@@ -307,3 +307,37 @@ def test_cli_status_is_a_health_probe(server: tuple[str, Path]) -> None:
         port = probe.getsockname()[1]
     down = run_cli("status", "--server", f"tcp://127.0.0.1:{port}")
     assert down.returncode == 2 and down.stderr.count("\n") == 1 and "Connection refused" in down.stderr
+
+
+def test_cli_check_bench_repair_and_optimize_through_the_server(server: tuple[str, Path], tmp_path: Path) -> None:
+    """Each file command with --server sends the file and its headers, and prints what a local run prints."""
+    url, tokens = server
+    remote = ["--server", url, "--token-file", str(tokens)]
+    (tmp_path / "sizes.cuh").write_text("#define N 4\n")
+    broken = tmp_path / "k.cu"
+    broken.write_text('#include "sizes.cuh"\n__global__ void k(float* x) { x[threadIdx.x] = N }\n')
+    there, here = run_cli("check", str(broken), "--json", *remote), run_cli("check", str(broken), "--json")
+    assert there.returncode == here.returncode == 1
+    assert json.loads(there.stdout)["diagnostics"] == json.loads(here.stdout)["diagnostics"]
+
+    saxpy = tmp_path / "saxpy.cu"
+    good = (EXAMPLES / "saxpy.cu").read_text()
+    saxpy.write_text(good.replace("y[i] = a * x[i] + y[i];", "y[i] = a * x[i] + y[i]"))
+    there, here = (run_cli("repair", str(saxpy), "--rounds", "1", "--json", *more) for more in (remote, []))
+    assert there.returncode == here.returncode == 0
+    assert json.loads(there.stdout)["text"] == json.loads(here.stdout)["text"] == good
+
+    saxpy.write_text(good)
+    bench = run_cli("bench", str(saxpy), "--json", *remote)
+    report = json.loads(bench.stdout)
+    assert report["compile"]["ok"], "the server built the file it was sent"
+    assert bench.returncode == (0 if report["gpu"] else 3)
+
+    optimized = run_cli("optimize", str(saxpy), "--kernel", "saxpy", "--candidates", "4", "--rounds", "0", "--json",
+                        *remote)
+    result = json.loads(optimized.stdout)
+    assert result["kernel"] == "saxpy" and result["generated"] == 4
+    assert [c["rank"] for c in result["candidates"]] == list(range(1, len(result["candidates"]) + 1))
+    assert optimized.returncode == (0 if result["best"] else 1)
+    refused = run_cli("check", str(broken), "-I", str(tmp_path), *remote)
+    assert refused.returncode == 2 and "-I does not reach a team server" in refused.stderr

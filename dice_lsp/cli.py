@@ -188,6 +188,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
                                            "trust_remote_code": args.trust_remote_code})
     if errors:
         raise DiceError(errors[0])
+    if args.model and not Path(args.model).is_dir():
+        raise DiceError(f"--model {args.model}: no such folder")
     tokens = TokenFile(Path(args.token_file) if args.token_file else None)
     address = Address(socket=args.socket) if args.socket else Address(args.host, args.port)
     service = Service(ServiceConfig(settings, args.max_pending, args.max_batch_rows))
@@ -406,6 +408,13 @@ class OneLineErrors(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
 
 
+def _port(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0-65535, got {value}")
+    return value
+
+
 def _host_port(text: str) -> tuple[str, int]:
     host, _, port = text.rpartition(":")
     if not host or not port.isdigit():
@@ -486,7 +495,7 @@ def build_parser() -> argparse.ArgumentParser:
     listen.add_argument("--socket", metavar="PATH", help="listen on a Unix socket (mode 0600) instead of TCP")
     serve.add_argument("--host", default="127.0.0.1",
                        help="address to listen on (default: loopback only; any other needs --token-file)")
-    serve.add_argument("--port", type=_non_negative, default=7077, help="TCP port (default: %(default)s; 0: any free)")
+    serve.add_argument("--port", type=_port, default=7077, help="TCP port (default: %(default)s; 0: any free)")
     serve.add_argument("--token-file", help="file holding the shared token; re-read when it changes")
     serve.add_argument("--max-pending", type=_positive, default=64,
                        help="requests in flight before new ones are answered busy (%(default)s)")

@@ -284,6 +284,21 @@ def test_listening_beyond_loopback_needs_a_token() -> None:
     assert result.stderr.count("\n") == 1 and "without a token" in result.stderr
 
 
+@pytest.mark.parametrize(("args", "expected"), [
+    (["--token-file", "/nonexistent/token"], "token file /nonexistent/token"),
+    (["--model", "/nonexistent/model"], "no such folder"),
+    (["--port", "70000"], "a port is 0-65535"),
+    (["--port", "{busy}"], "Address already in use"),
+])
+def test_a_server_that_cannot_start_says_why_in_one_line(args: list[str], expected: str) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        result = run_cli("serve", *(arg.replace("{busy}", port) for arg in args))
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and expected in result.stderr
+
+
 def test_cli_complete_through_the_server_prints_what_a_local_run_prints(server: tuple[str, Path]) -> None:
     url, tokens = server
     common = ["complete", str(EXAMPLES / "vector_add.cu"), "--line", "7", "--character", "4", "--max-tokens", "24",

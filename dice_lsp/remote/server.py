@@ -206,7 +206,8 @@ async def listen(backend: Backend, address: Address, tokens: TokenFile) -> tuple
     try:
         listener = await asyncio.start_server(handle, address.host, address.port)
     except OSError as exc:
-        raise DiceError(f"cannot listen on {address.host}:{address.port}: {exc.strerror or exc}") from exc
+        reason = os.strerror(exc.errno) if exc.errno else str(exc)
+        raise DiceError(f"cannot listen on {address.host}:{address.port}: {reason}") from exc
     return listener, f"tcp://{address.host}:{listener.sockets[0].getsockname()[1]}"
 
 

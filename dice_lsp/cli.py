@@ -54,9 +54,10 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run the modeling code shipped in the model folder (SDAR/DICE)")
 
 
-def add_server_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--server", metavar="URL", help="run it on a team server (tcp://HOST:PORT or unix:///PATH; "
-                        "the file and its local headers are sent) instead of here")
+def add_server_arguments(parser: argparse.ArgumentParser, required: bool = False) -> None:
+    parser.add_argument("--server", metavar="URL", required=required,
+                        help="run it on a team server (tcp://HOST:PORT or unix:///PATH; the file and its local "
+                        "headers are sent) instead of here")
     parser.add_argument("--token-file", help="file holding the team server's token")
 
 
@@ -115,15 +116,9 @@ def remote_call(args: argparse.Namespace, method: str, params: dict[str, Any]) -
 
 
 def remote_file(args: argparse.Namespace, text: str, ref: str | None = None) -> dict[str, Any]:
-    """The file for a team server request: its text, name, local headers and, given, its reference."""
-    from dice_lsp.remote.client import local_headers
+    from dice_lsp.remote.client import file_request
 
-    path = Path(args.file)
-    request: dict[str, Any] = {"text": text, "path": path.name, "files": local_headers(path, text)}
-    if ref is not None:
-        request["files"][Path(ref).name] = Path(ref).read_text(encoding="utf-8")
-        request["ref"] = Path(ref).name
-    return request
+    return file_request(Path(args.file), text, Path(ref) if ref is not None else None)
 
 
 def cmd_complete(args: argparse.Namespace) -> int:
@@ -246,8 +241,6 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
     from dice_lsp.harness.bench import BenchReport, Limits, bench_file
     from dice_lsp.textdoc import read_source
     from dice_lsp.toolchain.flags import CompileFlags, flags_for
@@ -260,13 +253,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         report = BenchReport.from_json(remote_call(args, "bench", {
             **remote_file(args, text, args.ref), "timeout": args.timeout, "trials": args.trials}))
     else:
-        with tqdm(desc="bench", bar_format="{desc} [{elapsed}]", file=sys.stderr, disable=None, leave=False) as bar:
-            def progress(message: str) -> None:
-                bar.set_description_str(message)
-
+        with status_bar("bench") as bar:
             report = bench_file(path, Path(args.ref) if args.ref else None,
                                 Limits(timeout=args.timeout, trials=args.trials),
-                                flags_for(path.resolve(), CompileFlags()), progress)
+                                flags_for(path.resolve(), CompileFlags()), bar.set_description_str)
     if args.json:
         print(json.dumps(report.to_json()))
     else:
@@ -301,8 +291,8 @@ def _output_path(args: argparse.Namespace) -> Path | None:
     return out
 
 
-def _rewrite_setup(args: argparse.Namespace) -> tuple[Any, Any, Any]:
-    """The model runner, the compile check and the sampler for `optimize` and `repair`."""
+def _rewrite_setup(args: argparse.Namespace) -> tuple[Any, Any, Any, Any]:
+    """The model runner, the compile check, the sampler and the file's flags for `optimize` and `repair`."""
     from dice_lsp.engine import load_model
     from dice_lsp.optimize import checker
     from dice_lsp.toolchain.flags import CompileFlags, flags_for
@@ -313,7 +303,7 @@ def _rewrite_setup(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     settings, errors = Settings().updated({"steps": args.steps, "seed": args.seed, "candidates": 2})
     if errors:
         raise DiceError(errors[0])
-    return (lambda job: job(model)), checker(path.parent, flags), settings.sampler_config()
+    return (lambda job: job(model)), checker(path.parent, flags), settings.sampler_config(), flags
 
 
 def status_bar(description: str) -> Any:
@@ -327,7 +317,6 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     from dice_lsp.harness.bench import Limits
     from dice_lsp.optimize import OptimizeRequest, optimize
     from dice_lsp.textdoc import read_source
-    from dice_lsp.toolchain.flags import CompileFlags, flags_for
 
     text = read_source(args.file)
     out = _output_path(args)
@@ -339,11 +328,10 @@ def cmd_optimize(args: argparse.Namespace) -> int:
             "settings": {"optimize_candidates": args.candidates, "repair_rounds": args.rounds, "steps": args.steps,
                          "seed": args.seed}})
     else:
-        run_model, check, sampler = _rewrite_setup(args)
-        path = Path(args.file).resolve()
-        request = OptimizeRequest(path, text, args.kernel, Path(args.ref).resolve() if args.ref else None,
-                                  args.candidates, args.rounds, sampler, flags_for(path, CompileFlags()),
-                                  Limits(timeout=args.timeout))
+        run_model, check, sampler, flags = _rewrite_setup(args)
+        request = OptimizeRequest(Path(args.file).resolve(), text, args.kernel,
+                                  Path(args.ref).resolve() if args.ref else None, args.candidates, args.rounds,
+                                  sampler, flags, Limits(timeout=args.timeout))
         with status_bar("optimize") as bar:
             report = optimize(run_model, request, check, said=bar.set_description_str).to_json()
     best = report["best"]
@@ -382,7 +370,7 @@ def cmd_repair(args: argparse.Namespace) -> int:
                                               "settings": {"repair_rounds": args.rounds, "steps": args.steps,
                                                            "seed": args.seed}})
     else:
-        run_model, check, sampler = _rewrite_setup(args)
+        run_model, check, sampler, _flags = _rewrite_setup(args)
         with status_bar("repair") as bar:
             result = repair(run_model, text, check, args.rounds, args.candidates, sampler,
                             said=bar.set_description_str).to_json()
@@ -506,8 +494,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(handler=cmd_serve)
 
     health = sub.add_parser("status", help="ask a team server whether it is ready (exit 0) and how loaded it is")
-    health.add_argument("--server", metavar="URL", required=True, help="tcp://HOST:PORT or unix:///PATH")
-    health.add_argument("--token-file", help="file holding the team server's token")
+    add_server_arguments(health, required=True)
     health.add_argument("--json", action="store_true", help="print the server's status as JSON")
     health.set_defaults(handler=cmd_status)
 

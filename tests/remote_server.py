@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 STARTUP_TIMEOUT_S = 120
 
@@ -45,6 +47,24 @@ def serving(*args: str, token: str | None = None) -> Iterator[tuple[str, subproc
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+async def ask(url: str, method: str, params: dict[str, Any] | None = None, token: str | None = None) -> Any:
+    """One request on a fresh connection."""
+    from dice_lsp.remote.client import RemoteClient, parse_address
+
+    client = RemoteClient(parse_address(url), lambda: token)
+    try:
+        return await client.call(method, params)
+    finally:
+        await client.close()
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on (just now)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def port_of(url: str) -> int:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +13,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from .lsp_client import FAST, URI, open_document, read_code_actions_as_vscode_does, start, wait_status
-from .remote_server import serving, token_file
+from .remote_server import free_port, serving, token_file
 from .test_lsp_optimize import EXAMPLE, lines, optimize
 
 pytestmark = pytest.mark.asyncio
@@ -52,9 +51,7 @@ async def test_completions_come_from_the_team_server(client: LanguageClient, tea
 
 
 async def test_an_unreachable_server_is_a_status_not_a_hang(client: LanguageClient) -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     statuses = await start(client, configuration=remote(f"tcp://127.0.0.1:{port}", None))
     status = await wait_status(statuses, "error")
     assert "cannot reach the dice server" in status["message"]

@@ -4,7 +4,6 @@ answering an editor's completion over the same protocol as `dice-lsp serve`."""
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,21 +12,16 @@ import pytest
 
 from dice_lsp.complete import complete_at
 from dice_lsp.engine import load_model
-from dice_lsp.remote.client import RemoteClient, RemoteError, parse_address
+from dice_lsp.remote.protocol import RemoteError
 from dice_lsp.settings import Settings
 from dice_lsp.textdoc import Position
 
-from .remote_server import token_file
+from .remote_server import ask as ask_once
+from .remote_server import free_port, token_file
 
 serve = pytest.importorskip("ray.serve", reason="Ray Serve is not installed (pip install 'dice-lsp[serve]')")
 SOURCE = (Path(__file__).resolve().parents[1] / "examples" / "vector_add.cu").read_text()
 TOKEN = "ray-secret"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -51,11 +45,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 async def ask(url: str, method: str, params: dict[str, Any], token: str | None = TOKEN) -> Any:
-    client = RemoteClient(parse_address(url), lambda: token)
-    try:
-        return await client.call(method, params)
-    finally:
-        await client.close()
+    return await ask_once(url, method, params, token)
 
 
 def test_a_replica_answers_a_completion_through_the_gateway(gateway: str) -> None:

@@ -18,12 +18,13 @@ import pytest
 
 from dice_lsp.complete import complete_at
 from dice_lsp.engine import load_model
-from dice_lsp.remote.client import RemoteClient, RemoteError, parse_address
-from dice_lsp.remote.protocol import MAX_FRAME, encode
+from dice_lsp.remote.client import RemoteClient, parse_address
+from dice_lsp.remote.protocol import MAX_FRAME, RemoteError, encode
 from dice_lsp.settings import Settings
 from dice_lsp.textdoc import Position
 
-from .remote_server import port_of, serving, token_file
+from .remote_server import ask as ask_once
+from .remote_server import free_port, port_of, serving, token_file
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 SOURCE = (EXAMPLES / "vector_add.cu").read_text()
@@ -41,11 +42,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
 
 
 async def ask(url: str, method: str, params: dict[str, Any] | None = None, token: str | None = TOKEN) -> Any:
-    client = RemoteClient(parse_address(url), lambda: token)
-    try:
-        return await client.call(method, params)
-    finally:
-        await client.close()
+    return await ask_once(url, method, params, token)
 
 
 class Raw:
@@ -256,9 +253,7 @@ def test_a_client_reconnects_after_a_server_restart() -> None:
 
 
 def test_an_unreachable_server_is_a_clear_error_not_a_hang() -> None:
-    with socket.socket() as probe:  # a port nobody listens on
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     with pytest.raises(RemoteError, match="cannot reach the dice server") as failed:
         asyncio.run(ask(f"tcp://127.0.0.1:{port}", "status"))
     assert failed.value.code == "unreachable"
@@ -317,9 +312,7 @@ def test_cli_status_is_a_health_probe(server: tuple[str, Path]) -> None:
     assert ready.returncode == 0 and "ready: dice-tiny" in ready.stdout
     as_json = run_cli("status", "--server", url, "--token-file", str(tokens), "--json")
     assert json.loads(as_json.stdout)["state"] == "ready"
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     down = run_cli("status", "--server", f"tcp://127.0.0.1:{port}")
     assert down.returncode == 2 and down.stderr.count("\n") == 1 and "Connection refused" in down.stderr
 

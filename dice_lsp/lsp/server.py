@@ -38,10 +38,11 @@ from dice_lsp.lsp.rewrite_actions import (
 )
 from dice_lsp.lsp.team_server import TeamServer
 from dice_lsp.optimize import OptimizeRequest, checker, optimize, repair
-from dice_lsp.remote.client import RemoteError, local_headers
+from dice_lsp.remote.client import file_request
+from dice_lsp.remote.protocol import RemoteError
 from dice_lsp.settings import Settings
 from dice_lsp.textdoc import Position, position_at
-from dice_lsp.toolchain.flags import flags_for
+from dice_lsp.toolchain.flags import CompileFlags, flags_for
 from dice_lsp.toolchain.nvcc import find_nvcc
 
 LOG = logging.getLogger("dice_lsp.server")
@@ -94,6 +95,11 @@ class DiceServer(LanguageServer):
             self.watch.watch(path.parent, recursive=False)  # no workspace: at least the file's own folder
         self.checks.schedule(CheckRequest(uri, path, document.source, self.settings.compile_flags(root or path.parent),
                                           root, self.nvcc), delay)
+
+    def flags_of(self, path: Path, settings: Settings) -> CompileFlags:
+        """How `path` compiles: its compile_commands.json entry, else the settings (relative include folders
+        taken from its workspace folder)."""
+        return flags_for(path, settings.compile_flags(self.workspace_root(path) or path.parent))
 
     def workspace_root(self, path: Path) -> Path | None:
         """The workspace folder holding `path`, if any."""
@@ -213,7 +219,7 @@ class DiceServer(LanguageServer):
                     call.cancel()
 
             token = await self.begin_progress(f"DICE {title}", path.name, stop)
-            request = {"text": text, "path": path.name, "files": local_headers(path, text), **params}
+            request = {**file_request(path, text), **params}
             job = asyncio.ensure_future(self.remote.ask(f"{title} {uri}", title, request,
                                                         lambda update: self.report_progress(token, update["message"])))
             calls.append(job)
@@ -238,7 +244,7 @@ class DiceServer(LanguageServer):
         settings = self.settings
 
         def work(path: Path, text: str, ticket: Ticket, said: Callable[[str], None]) -> dict[str, Any]:
-            flags = flags_for(path, settings.compile_flags(self.workspace_root(path) or path.parent))
+            flags = self.flags_of(path, settings)
             request = OptimizeRequest(path, text, kernel, None, settings.optimize_candidates, settings.repair_rounds,
                                       settings.sampler_config(), flags)
             return optimize(self.on_model_thread, request, checker(path.parent, flags, find_nvcc(settings.nvcc)),
@@ -279,8 +285,7 @@ class DiceServer(LanguageServer):
         made_for, before = started.version, started.source
 
         def work(path: Path, text: str, ticket: Ticket, said: Callable[[str], None]) -> dict[str, Any]:
-            flags = flags_for(path, settings.compile_flags(self.workspace_root(path) or path.parent))
-            check = checker(path.parent, flags, find_nvcc(settings.nvcc))
+            check = checker(path.parent, self.flags_of(path, settings), find_nvcc(settings.nvcc))
             return repair(self.on_model_thread, text, check, settings.repair_rounds, sampler=settings.sampler_config(),
                           cancel=ticket, said=said).to_json()
 
@@ -309,18 +314,14 @@ class DiceServer(LanguageServer):
         token = await self.begin_progress("dice-lsp benchmark", path.name)
         try:
             if self.remote is not None:
-                files = local_headers(path, text)
                 reference = kernelbench_reference(path, text, None)
-                if reference is not None and reference.is_file():
-                    files[reference.name] = reference.read_text(encoding="utf-8")
-                found = await self.remote.ask(f"bench {uri}", "bench", {
-                    "text": text, "path": path.name, "files": files,
-                    "ref": reference.name if reference is not None else None,
-                }, lambda update: self.report_progress(token, update["message"]))
+                sent = file_request(path, text, reference if reference is not None and reference.is_file() else None)
+                found = await self.remote.ask(f"bench {uri}", "bench", sent,
+                                              lambda update: self.report_progress(token, update["message"]))
                 report = BenchReport.from_json(found)
             else:
                 report = await asyncio.to_thread(bench_file, path, None, Limits(),
-                                                 flags_for(path, self.settings.compile_flags(path.parent)),
+                                                 self.flags_of(path, self.settings),
                                                  self.progress_reporter(token))
         except DiceError as exc:
             self.end_progress(token, str(exc))

@@ -12,7 +12,8 @@ from collections.abc import Callable
 from typing import Any
 
 from dice_lsp.errors import DiceError
-from dice_lsp.remote.client import ProgressListener, RemoteClient, RemoteError, parse_address, read_token
+from dice_lsp.remote.client import ProgressListener, RemoteClient, parse_address, read_token
+from dice_lsp.remote.protocol import RemoteError
 from dice_lsp.settings import Settings
 
 LINK_FAILURES = ("unreachable", "connection_lost", "unauthorized")

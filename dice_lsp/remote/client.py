@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from dice_lsp.errors import DiceError
-from dice_lsp.remote.protocol import ProtocolError, encode, read_frame
+from dice_lsp.remote.protocol import ProtocolError, RemoteError, encode, read_frame
 
 DEFAULT_PORT = 7077
 CONNECT_TIMEOUT_S = 5.0
@@ -51,17 +51,31 @@ def parse_address(url: str) -> Address:
     return Address(parts.hostname, port or DEFAULT_PORT)
 
 
+def read_token_file(path: Path) -> str:
+    """The token a file holds (surrounding whitespace dropped); a DiceError if it is missing or empty."""
+    try:
+        text = path.expanduser().read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise DiceError(f"token file {path}: {exc.strerror or exc}") from exc
+    if not text:
+        raise DiceError(f"token file {path} is empty")
+    return text
+
+
 def read_token(token: str | None, token_file: str | None) -> str | None:
     """The token to present: given directly, or the content of a file (which wins, as it can be rotated)."""
-    if token_file:
-        try:
-            text = Path(token_file).expanduser().read_text(encoding="utf-8").strip()
-        except OSError as exc:
-            raise DiceError(f"token file {token_file}: {exc.strerror or exc}") from exc
-        if not text:
-            raise DiceError(f"token file {token_file} is empty")
-        return text
-    return token or None
+    return read_token_file(Path(token_file)) if token_file else token or None
+
+
+def file_request(path: Path, text: str, ref: Path | None = None) -> dict[str, Any]:
+    """The file part of a request to a team server: `text` as `path`'s name, the local headers it
+    includes, and the reference it is measured against (sent among the files, named by `ref`)."""
+    files = local_headers(path, text)
+    request: dict[str, Any] = {"text": text, "path": path.name, "files": files}
+    if ref is not None:
+        files[ref.name] = ref.read_text(encoding="utf-8")
+        request["ref"] = ref.name
+    return request
 
 
 def local_headers(path: Path, text: str, seen: set[Path] | None = None) -> dict[str, str]:
@@ -81,14 +95,6 @@ def local_headers(path: Path, text: str, seen: set[Path] | None = None) -> dict[
         folder = header.parent.relative_to(root)
         found.update({(folder / inner).as_posix(): body for inner, body in nested.items()})
     return found
-
-
-class RemoteError(DiceError):
-    """The server answered with an error, or could not be reached (`code` says which)."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 class RemoteClient:
@@ -124,8 +130,6 @@ class RemoteClient:
                 with contextlib.suppress(ConnectionError, ProtocolError):
                     writer.write(encode({"id": next(self._ids), "method": "cancel", "params": {"id": request_id}}))
             raise
-        except ProtocolError as exc:
-            raise RemoteError(exc.code, str(exc)) from exc
         except ConnectionError as exc:
             self._drop(f"connection to {self.address} lost ({exc})")
             raise RemoteError("connection_lost", f"connection to {self.address} lost ({exc})") from exc

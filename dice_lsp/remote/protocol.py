@@ -15,18 +15,25 @@ from typing import Any
 
 import msgpack  # type: ignore[import-untyped]
 
+from dice_lsp.errors import DiceError
+
 VERSION = 1
 MAX_FRAME = 16 * 1024 * 1024  # bytes of one frame's body: a whole source file and its context fit easily
 METHODS = frozenset({"complete", "fill", "optimize", "repair", "check", "bench", "status", "cancel"})
 _LENGTH = struct.Struct(">I")
 
 
-class ProtocolError(Exception):
-    """The peer sent something that is not a frame of this protocol."""
+class RemoteError(DiceError):
+    """An error that travels as `{"code", "message"}`: raised by the service to answer a request, and by the
+    client for an error reply, a lost connection or a server it cannot reach."""
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
         self.code = code
+
+
+class ProtocolError(RemoteError):
+    """The peer sent something that is not a frame of this protocol."""
 
 
 def encode(message: dict[str, Any]) -> bytes:

@@ -23,8 +23,9 @@ from ray.serve.handle import DeploymentHandle, DeploymentResponseGenerator
 from dice_lsp.errors import DiceError
 from dice_lsp.jobs.model_host import Ticket
 from dice_lsp.remote.client import Address
+from dice_lsp.remote.protocol import RemoteError
 from dice_lsp.remote.server import TokenFile, check_bind, listen
-from dice_lsp.remote.service import Progress, RequestError, Service, ServiceConfig
+from dice_lsp.remote.service import Progress, Service, ServiceConfig
 from dice_lsp.settings import Settings
 
 
@@ -58,7 +59,7 @@ class DiceReplica:
                 yield event
             try:
                 yield {"result": task.result()}
-            except RequestError as exc:
+            except RemoteError as exc:
                 yield {"error": {"code": exc.code, "message": str(exc)}}
             except DiceError as exc:
                 yield {"error": {"code": "failed", "message": str(exc)}}
@@ -86,14 +87,14 @@ class ReplicaBackend:
                 if "progress" in event:
                     progress(event["progress"]["message"])
                 elif "error" in event:
-                    raise RequestError(event["error"]["code"], event["error"]["message"])
+                    raise RemoteError(event["error"]["code"], event["error"]["message"])
                 else:
                     return event["result"]
         except asyncio.CancelledError:
             ticket.cancel()
             stream.cancel()  # type: ignore[no-untyped-call]
             raise
-        raise RequestError("failed", f"{method}: the replica ended without an answer")
+        raise RemoteError("failed", f"{method}: the replica ended without an answer")
 
 
 @serve.deployment(num_replicas=1, ray_actor_options={"num_cpus": 0.5})

@@ -24,9 +24,9 @@ from typing import Any, Protocol
 
 from dice_lsp.errors import DiceError
 from dice_lsp.jobs.model_host import Ticket
-from dice_lsp.remote.client import Address
-from dice_lsp.remote.protocol import ProtocolError, check_request, encode, error, read_frame
-from dice_lsp.remote.service import Progress, RequestError, Service
+from dice_lsp.remote.client import Address, read_token_file
+from dice_lsp.remote.protocol import ProtocolError, RemoteError, check_request, encode, error, read_frame
+from dice_lsp.remote.service import Progress, Service
 
 LOG = logging.getLogger("dice_lsp.serve")
 
@@ -55,12 +55,10 @@ class TokenFile:
     def _read(self) -> None:
         assert self.path is not None
         try:
-            stamp, token = self.path.stat().st_mtime, self.path.read_text(encoding="utf-8").strip()
+            stamp = self.path.stat().st_mtime
         except OSError as exc:
             raise DiceError(f"token file {self.path}: {exc.strerror or exc}") from exc
-        if not token:
-            raise DiceError(f"token file {self.path} is empty")
-        self._stamp, self._token = stamp, token
+        self._stamp, self._token = stamp, read_token_file(self.path)
 
     def accepts(self, offered: Any) -> bool:
         if self.path is None:
@@ -175,7 +173,7 @@ class Connection:
         try:
             result = await self.backend.call(method, params, ticket, progress)
             self.send({"id": request_id, "result": result})
-        except RequestError as exc:
+        except RemoteError as exc:
             outcome = exc.code
             self.send(error(request_id, exc.code, str(exc)))
         except DiceError as exc:

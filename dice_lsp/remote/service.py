@@ -30,28 +30,22 @@ from dice_lsp import __version__
 from dice_lsp.complete import PreparedFill, no_completion, prepare
 from dice_lsp.engine import FillRequest, LoadedModel
 from dice_lsp.engine.tokenizer import Tokenizer
-from dice_lsp.errors import Cancelled, DiceError
+from dice_lsp.errors import Cancelled
 from dice_lsp.harness.bench import Limits, bench_file
 from dice_lsp.jobs.model_host import ModelHost, Ticket
 from dice_lsp.optimize import OptimizeRequest, checker, optimize, repair
-from dice_lsp.settings import SERVER_OWNED, Settings
+from dice_lsp.optimize.repair import Check
+from dice_lsp.remote.protocol import RemoteError
+from dice_lsp.settings import SERVER_OWNED, Settings, editor_key
 from dice_lsp.textdoc import Position
 from dice_lsp.toolchain.cache import CompileCache
-from dice_lsp.toolchain.flags import flags_for
+from dice_lsp.toolchain.flags import CompileFlags, flags_for
 from dice_lsp.toolchain.nvcc import find_nvcc
 from dice_lsp.toolchain.report import check_source
 
 T = TypeVar("T")
 LOG = logging.getLogger("dice_lsp.serve")
 Progress = Callable[[str], None]
-
-
-class RequestError(DiceError):
-    """A request the service refuses; `code` tells the client what kind (bad_params, busy, cancelled, failed)."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 @dataclass(frozen=True)
@@ -97,11 +91,11 @@ class Service:
                 pool.shutdown(wait=False, cancel_futures=True)
 
     async def call(self, method: str, params: dict[str, Any], ticket: Ticket, progress: Progress) -> Any:
-        """Answer one request; RequestError for what the client did wrong or when the server is full."""
+        """Answer one request; RemoteError for what the client did wrong or when the server is full."""
         if method == "status":
             return self.status()
         if self.in_flight >= self.config.max_pending:
-            raise RequestError("busy", f"the server is busy ({self.in_flight} requests in flight); try again")
+            raise RemoteError("busy", f"the server is busy ({self.in_flight} requests in flight); try again")
         self.in_flight += 1
         try:
             if self.loading is not None:
@@ -113,9 +107,9 @@ class Service:
             ticket.cancel()
             raise
         except Cancelled as exc:
-            raise RequestError("cancelled", str(exc)) from exc
+            raise RemoteError("cancelled", str(exc)) from exc
         except (KeyError, TypeError, ValueError) as exc:
-            raise RequestError("bad_params", f"{method}: bad or missing parameter ({exc})") from exc
+            raise RemoteError("bad_params", f"{method}: bad or missing parameter ({exc})") from exc
         finally:
             self.in_flight -= 1
         self.served += 1
@@ -130,13 +124,13 @@ class Service:
     def settings_for(self, params: dict[str, Any]) -> Settings:
         raw = params.get("settings") or {}
         if not isinstance(raw, dict):
-            raise RequestError("bad_params", "settings must be a map of dice.* keys")
-        owned = [key for key in raw if _snake(key) in SERVER_OWNED]
-        if owned:
-            raise RequestError("bad_params", f"dice.{owned[0]} is chosen by the server, not per request")
+            raise RemoteError("bad_params", "settings must be a map of dice.* keys")
         settings, errors = self.config.settings.updated(raw)
         if errors:
-            raise RequestError("bad_params", errors[0])
+            raise RemoteError("bad_params", errors[0])
+        owned = [name for name in SERVER_OWNED if getattr(settings, name) != getattr(self.config.settings, name)]
+        if owned:
+            raise RemoteError("bad_params", f"dice.{editor_key(owned[0])} is chosen by the server, not per request")
         return settings
 
     def _run_model(self, job: Callable[[LoadedModel], T]) -> T:
@@ -167,36 +161,27 @@ class Service:
 
     def _check(self, params: dict[str, Any], _ticket: Ticket, _progress: Progress) -> dict[str, Any]:
         settings = self.settings_for(params)
-        with workspace(params) as (path, text):
-            flags = flags_for(path, settings.compile_flags(path.parent))
-            return check_source(text, path.parent, flags, cache=self.cache, nvcc=find_nvcc(settings.nvcc)).to_json()
+        with workspace(params, settings) as sent:
+            return check_source(sent.text, sent.path.parent, sent.flags, cache=self.cache, nvcc=sent.nvcc).to_json()
 
     def _bench(self, params: dict[str, Any], _ticket: Ticket, progress: Progress) -> dict[str, Any]:
-        settings = self.settings_for(params)
         limits = Limits(timeout=float(params.get("timeout", 60.0)), trials=int(params.get("trials", 3)))
-        with workspace(params) as (path, _text):
-            ref = path.parent / str(params["ref"]) if params.get("ref") else None
-            flags = flags_for(path, settings.compile_flags(path.parent))
-            return bench_file(path, ref, limits, flags, progress).to_json()
+        with workspace(params, self.settings_for(params)) as sent:
+            return bench_file(sent.path, sent.ref, limits, sent.flags, progress).to_json()
 
     def _optimize(self, params: dict[str, Any], ticket: Ticket, progress: Progress) -> dict[str, Any]:
         settings = self.settings_for(params)
-        with workspace(params) as (path, text):
-            flags = flags_for(path, settings.compile_flags(path.parent))
-            ref = path.parent / str(params["ref"]) if params.get("ref") else None
-            request = OptimizeRequest(path, text, str(params["kernel"]), ref, settings.optimize_candidates,
-                                      settings.repair_rounds, settings.sampler_config(), flags,
-                                      Limits(timeout=float(params.get("timeout", 60.0))))
-            check = checker(path.parent, flags, find_nvcc(settings.nvcc))
-            return optimize(self._run_model, request, check, ticket, progress).to_json()
+        with workspace(params, settings) as sent:
+            request = OptimizeRequest(sent.path, sent.text, str(params["kernel"]), sent.ref,
+                                      settings.optimize_candidates, settings.repair_rounds, settings.sampler_config(),
+                                      sent.flags, Limits(timeout=float(params.get("timeout", 60.0))))
+            return optimize(self._run_model, request, sent.check, ticket, progress).to_json()
 
     def _repair(self, params: dict[str, Any], ticket: Ticket, progress: Progress) -> dict[str, Any]:
         settings = self.settings_for(params)
-        with workspace(params) as (path, text):
-            flags = flags_for(path, settings.compile_flags(path.parent))
-            check = checker(path.parent, flags, find_nvcc(settings.nvcc))
-            return repair(self._run_model, text, check, settings.repair_rounds, int(params.get("candidates", 4)),
-                          settings.sampler_config(), ticket, progress).to_json()
+        with workspace(params, settings) as sent:
+            return repair(self._run_model, sent.text, sent.check, settings.repair_rounds,
+                          int(params.get("candidates", 4)), settings.sampler_config(), ticket, progress).to_json()
 
 
 PREPARERS = max(1, min(8, (os.cpu_count() or 2) // 2))  # processes that parse and tokenize completions
@@ -215,30 +200,42 @@ def prepare_here(text: str, position: Position, settings: Settings,
     return prepare(*_PREPARER, text, position, settings, selection)
 
 
-def _snake(key: str) -> str:
-    return "".join(f"_{c.lower()}" if c.isupper() else c for c in key)
-
-
 def _relative(name: str) -> PurePosixPath:
     path = PurePosixPath(name)
     if not name or path.is_absolute() or ".." in path.parts:
-        raise RequestError("bad_params", f"{name!r} must be a relative path inside the request's folder")
+        raise RemoteError("bad_params", f"{name!r} must be a relative path inside the request's folder")
     return path
 
 
+@dataclass(frozen=True)
+class SentFile:
+    """A request's file in its temporary folder, and what compiling it there takes."""
+
+    path: Path
+    text: str
+    ref: Path | None  # the reference the request named among its `files`
+    flags: CompileFlags
+    nvcc: Path
+
+    @property
+    def check(self) -> Check:
+        return checker(self.path.parent, self.flags, self.nvcc)
+
+
 @contextmanager
-def workspace(params: dict[str, Any]) -> Iterator[tuple[Path, str]]:
+def workspace(params: dict[str, Any], settings: Settings) -> Iterator[SentFile]:
     """A temporary folder holding the request's file (`path`, `text`) and its `files` (local headers, a
-    reference); yields the file's path and text, and removes the folder afterwards."""
+    reference), compiled with `settings`; removed afterwards."""
     text = str(params["text"])
     files = params.get("files") or {}
     if not isinstance(files, dict):
-        raise RequestError("bad_params", "files must be a map of relative path to text")
+        raise RemoteError("bad_params", "files must be a map of relative path to text")
     with tempfile.TemporaryDirectory(prefix="dice-serve-") as folder:
         root = Path(folder)
         for name, content in {**files, str(params.get("path", "kernel.cu")): text}.items():
             target = root / _relative(str(name))
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(str(content), encoding="utf-8")
-        yield root / _relative(str(params.get("path", "kernel.cu"))), text
-
+        path = root / _relative(str(params.get("path", "kernel.cu")))
+        ref = root / _relative(str(params["ref"])) if params.get("ref") else None
+        yield SentFile(path, text, ref, flags_for(path, settings.compile_flags(path.parent)), find_nvcc(settings.nvcc))

@@ -103,7 +103,7 @@ class RemoteClient:
     def __init__(self, address: Address, credentials: Callable[[], str | None] = lambda: None,
                  connect_timeout: float = CONNECT_TIMEOUT_S) -> None:
         self.address, self.credentials, self.connect_timeout = address, credentials, connect_timeout
-        self._token: str | None = None
+        self._token: str | None = None  # to present on the connection's first request
         self._ids = itertools.count(1)
         self._waiting: dict[int, tuple[asyncio.Future[Any], ProgressListener | None]] = {}
         self._writer: asyncio.StreamWriter | None = None
@@ -119,8 +119,8 @@ class RemoteClient:
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._waiting[request_id] = (future, progress)
         message: dict[str, Any] = {"id": request_id, "method": method, "params": params or {}}
-        if self._token is not None:
-            message["token"] = self._token
+        if self._token is not None:  # the first request admits the connection; later ones need not repeat it
+            message["token"], self._token = self._token, None
         try:
             writer.write(encode(message))
             await writer.drain()

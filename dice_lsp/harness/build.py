@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dice_lsp.errors import DiceError
+from dice_lsp.sandbox import run_tool
 from dice_lsp.toolchain.cache import cache_key, cache_root
 from dice_lsp.toolchain.flags import CompileFlags
 from dice_lsp.toolchain.nvcc import SOURCE_NAME, find_nvcc, nvcc_command
@@ -58,7 +59,7 @@ def build_cubin(source: str, folder: Path | None, flags: CompileFlags, nvcc: Pat
         path.write_text(source, encoding="utf-8")
         command = nvcc_command(path, flags, folder, ptxas_verbose=True, nvcc=nvcc, cubin=True)
         try:
-            proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=scratch)
+            proc = run_tool(command, scratch, timeout, [folder] if folder else [])
             ok, output = proc.returncode == 0, proc.stderr + proc.stdout
         except subprocess.TimeoutExpired:
             ok, output = False, f"nvcc timed out after {timeout:.0f} s"

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dice_lsp.errors import DiceError
+from dice_lsp.sandbox import run_tool
 from dice_lsp.toolchain.flags import DEFAULT_FLAGS, CompileFlags
 
 
@@ -78,7 +79,7 @@ def compile_source(source: str, flags: CompileFlags = DEFAULT_FLAGS, folder: Pat
         path.write_text(source, encoding="utf-8")
         command = nvcc_command(path, flags, folder, ptxas_verbose, nvcc)
         try:
-            proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=scratch)
+            proc = run_tool(command, Path(scratch), timeout, [folder] if folder else [])
         except subprocess.TimeoutExpired:
             return CompileResult(False, f"nvcc timed out after {timeout:.0f} s")
         return CompileResult(proc.returncode == 0, proc.stderr + proc.stdout)

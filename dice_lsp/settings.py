@@ -17,7 +17,7 @@ from typing import Any
 from dice_lsp.engine.sampling import SamplerConfig
 from dice_lsp.errors import DiceError
 from dice_lsp.remote.client import parse_address
-from dice_lsp.toolchain.flags import CompileFlags
+from dice_lsp.toolchain.flags import CompileFlags, FlagError, check_define
 
 SAMPLERS = {"low-confidence": "low_confidence", "threshold": "threshold"}
 MODEL_KEYS = ("model", "device", "dtype", "trust_remote_code")
@@ -137,6 +137,11 @@ def check_value(name: str, value: Any) -> tuple[Any, str | None]:
         return value, None
     if name in ("include_dirs", "defines"):
         valid = isinstance(value, list) and all(isinstance(v, str) and v != "" for v in value)
+        if valid and name == "defines":
+            try:
+                [check_define(v) for v in value]
+            except FlagError as exc:
+                return None, str(exc)
         return (tuple(value), None) if valid else (None, "must be a list of strings")
     if name in PATTERNS:
         pattern, example = PATTERNS[name]

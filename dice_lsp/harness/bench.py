@@ -22,7 +22,7 @@ from dice_lsp.harness.isolate import run_isolated
 from dice_lsp.harness.spec import LaunchSpec, find_specs
 from dice_lsp.toolchain.cache import cache_root
 from dice_lsp.toolchain.flags import CompileFlags
-from dice_lsp.toolchain.nvcc import SOURCE_NAME
+from dice_lsp.toolchain.nvcc import SOURCE_NAME, linked_folders
 from dice_lsp.toolchain.report import parse_diagnostics
 
 _REFERENCE_COMMENT = re.compile(r"//\s*dice:reference\s+(\S+)")
@@ -195,9 +195,13 @@ def _bench_extension(path: Path, text: str, reference: Path, limits: Limits, say
     if not reference.is_file():
         raise DiceError(f"reference {reference} not found")
     digest = hashlib.sha256(text.encode() + torch.__version__.encode()).hexdigest()[:16]
-    job = {"source": str(path.resolve()), "name": f"dice_ext_{digest}",
-           "build_dir": str(cache_root() / "extensions" / digest), "reference": str(reference.resolve()),
-           "trials": limits.trials}
+    build_dir = cache_root() / "extensions" / digest
+    build_dir.mkdir(parents=True, exist_ok=True)
+    source = build_dir / SOURCE_NAME  # the build's commands run through a shell: only generated names in them
+    source.write_text(text, encoding="utf-8")
+    includes = [str(link) for link in linked_folders(build_dir, [path.resolve().parent])]
+    job = {"source": str(source), "includes": includes, "name": f"dice_ext_{digest}", "build_dir": str(build_dir),
+           "reference": str(reference.resolve()), "trials": limits.trials}
     result = KernelResult("forward", flags=_static_flags(text))
     if gpu_arch() is None:
         return BenchReport(False, True, [], [], "no CUDA GPU here: a torch extension is built and run on the GPU "

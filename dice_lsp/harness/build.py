@@ -21,7 +21,7 @@ from dice_lsp.errors import DiceError
 from dice_lsp.sandbox import run_tool
 from dice_lsp.toolchain.cache import cache_key, cache_root
 from dice_lsp.toolchain.flags import CompileFlags
-from dice_lsp.toolchain.nvcc import SOURCE_NAME, find_nvcc, nvcc_command
+from dice_lsp.toolchain.nvcc import INCLUDE_LINKS, SOURCE_NAME, find_nvcc, nvcc_command, user_paths
 from dice_lsp.toolchain.report import KernelResources, parse_resources
 
 
@@ -59,10 +59,11 @@ def build_cubin(source: str, folder: Path | None, flags: CompileFlags, nvcc: Pat
         path.write_text(source, encoding="utf-8")
         command = nvcc_command(path, flags, folder, ptxas_verbose=True, nvcc=nvcc, cubin=True)
         try:
-            proc = run_tool(command, scratch, timeout, [folder] if folder else [])
-            ok, output = proc.returncode == 0, proc.stderr + proc.stdout
+            proc = run_tool(command, scratch, timeout, [*flags.include_dirs, *([folder] if folder else [])])
+            ok, output = proc.returncode == 0, user_paths(proc.stderr + proc.stdout, scratch)
         except subprocess.TimeoutExpired:
             ok, output = False, f"nvcc timed out after {timeout:.0f} s"
+        shutil.rmtree(scratch / INCLUDE_LINKS, ignore_errors=True)  # links to the user's folders stay out of the cache
         kernels = parse_resources(output, source, nvcc) if ok else []
         (scratch / "build.json").write_text(json.dumps({"ok": ok, "output": output,
                                                         "kernels": [vars(k) for k in kernels]}))

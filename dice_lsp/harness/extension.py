@@ -28,6 +28,7 @@ def _load_extension(payload: dict[str, Any]) -> Any:
     Path(payload["build_dir"]).mkdir(parents=True, exist_ok=True)
     major, minor = torch.cuda.get_device_capability()
     return load(name=payload["name"], sources=[payload["source"]], build_directory=payload["build_dir"],
+                extra_include_paths=payload.get("includes", []),
                 extra_cuda_cflags=["-O3", f"-gencode=arch=compute_{major}{minor},code=sm_{major}{minor}"],
                 verbose=False)
 

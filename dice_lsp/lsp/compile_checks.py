@@ -17,7 +17,7 @@ from lsprotocol import types
 
 from dice_lsp.errors import DiceError
 from dice_lsp.toolchain.cache import CompileCache, include_dependencies
-from dice_lsp.toolchain.flags import CompileFlags, find_database, flags_for
+from dice_lsp.toolchain.flags import CompileFlags, FlagError, find_database, flags_for
 from dice_lsp.toolchain.report import CheckReport, Diagnostic, KernelResources, check_source
 
 LOG = logging.getLogger("dice_lsp.checks")
@@ -99,12 +99,15 @@ class CompileChecks:
                  len(report.kernels), report.elapsed_ms, " (cached)" if report.cached else "")
 
     def _check(self, request: CheckRequest) -> tuple[CheckReport, set[Path]]:
-        flags = flags_for(request.path, request.fallback, request.root)
+        database = find_database(request.path, request.root)
+        watched = {database.resolve()} if database else set()
+        try:
+            flags = flags_for(request.path, request.fallback, request.root)
+        except FlagError as exc:  # a flag nvcc's shell would run: said on the first line, nothing compiled
+            return CheckReport([Diagnostic(0, 0, 0, 0, "error", str(exc), "flags")], [], 0.0), watched
         folder = request.path.parent
         report = check_source(request.text, folder, flags, self.cache, request.nvcc)
-        dependencies = include_dependencies(request.text, (folder, *flags.include_dirs))
-        database = find_database(request.path, request.root)
-        return report, dependencies | ({database.resolve()} if database else set())
+        return report, include_dependencies(request.text, (folder, *flags.include_dirs)) | watched
 
     def lenses(self, uri: str) -> list[types.CodeLens]:
         report = self.reports.get(uri)

@@ -5,6 +5,13 @@ there. From a build's command only what changes what the compiler says about the
 paths, defines, the C++ standard, the target architecture and the options that change device code
 (`--maxrregcount`, `--use_fast_math`, `-G`, ...). Outputs, host-compiler options and the like are
 dropped, because the check compiles into a temporary directory of its own.
+
+nvcc runs its sub-steps through a shell, so every flag is shell text there. Flags from any source (settings,
+a database, the CLI, a team-server request) are therefore checked when `CompileFlags` is built: a define is
+`NAME` or `NAME=VALUE` with NAME an identifier and VALUE made of characters no shell treats specially; the
+architecture, the standard and the kept device-code options match exact patterns. Anything else is refused
+with a `FlagError` naming the flag. Paths (include folders) are not checked here: they never reach nvcc's
+command line as written (`toolchain.nvcc` maps them to generated names).
 """
 
 from __future__ import annotations
@@ -18,10 +25,47 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dice_lsp.errors import DiceError
+
 LOG = logging.getLogger("dice_lsp.flags")
 DATABASE = "compile_commands.json"
+_BOOLEAN = r"=(true|false)"
 _KEPT = re.compile(r"^(--?(expt-relaxed-constexpr|extended-lambda|expt-extended-lambda|use_fast_math|G|lineinfo|"
-                   r"rdc=\S+|relocatable-device-code=\S+|ftz=\S+|prec-div=\S+|prec-sqrt=\S+|fmad=\S+)|-U\S+)$")
+                   rf"rdc{_BOOLEAN}|relocatable-device-code{_BOOLEAN}|ftz{_BOOLEAN}|prec-div{_BOOLEAN}|"
+                   rf"prec-sqrt{_BOOLEAN}|fmad{_BOOLEAN}|maxrregcount=\d{{1,4}})|-U[A-Za-z_]\w*)$")
+_KEPT_NAME = re.compile(r"^(--?(rdc|relocatable-device-code|ftz|prec-div|prec-sqrt|fmad)=|-U)")  # kept when valid
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+_VALUE = re.compile(r"[\w.+\-/:,=@%^~]*")  # nothing a shell expands, quotes, splits or redirects
+_ARCH = re.compile(r"(sm|compute)_\d+[a-z]?|native|all|all-major")
+_STD = re.compile(r"c\+\+\d\d")
+
+
+class FlagError(DiceError):
+    """A compile flag that may not reach nvcc: the message names the flag and what it may be."""
+
+
+def check_define(define: str) -> str:
+    """`define` if it is `NAME` or `NAME=VALUE` safe for nvcc's shell, else a FlagError naming it."""
+    name, _, value = define.partition("=")
+    if not _IDENTIFIER.fullmatch(name):
+        raise FlagError(f"-D{define!r} refused: a define is NAME or NAME=VALUE with NAME an identifier")
+    if not _VALUE.fullmatch(value):
+        raise FlagError(f"-D{define!r} refused: its value may hold only letters, digits and _ . + - / : , = @ % ^ ~ "
+                        "(no spaces, quotes, $, `, ;, |, &, <, >, parentheses or backslashes)")
+    return define
+
+
+def check_flags(flags: CompileFlags) -> None:
+    """Refuse, naming the flag, anything in `flags` that is not safe on nvcc's command line."""
+    if not _ARCH.fullmatch(flags.arch):
+        raise FlagError(f"-arch={flags.arch!r} refused: an architecture is sm_NN or compute_NN (e.g. sm_90)")
+    if not _STD.fullmatch(flags.std):
+        raise FlagError(f"-std={flags.std!r} refused: a C++ standard is c++NN (e.g. c++17)")
+    for define in flags.defines:
+        check_define(define)
+    for option in flags.extra:
+        if not _KEPT.match(option):
+            raise FlagError(f"{option!r} refused: not a device-code option dice-lsp passes to nvcc")
 _VALUED = {"-I": "include", "-isystem": "include", "--include-path": "include", "-D": "define",
            "--define-macro": "define", "-std": "std", "--std": "std", "-arch": "arch",
            "--gpu-architecture": "arch", "-gencode": "gencode", "--generate-code": "gencode",
@@ -38,10 +82,16 @@ class CompileFlags:
     extra: tuple[str, ...] = ()  # device-code options kept from a build command
     origin: str = "settings"  # or the compile_commands.json they came from
 
+    def __post_init__(self) -> None:
+        check_flags(self)
+
     def arguments(self) -> list[str]:
-        """nvcc arguments, without the input, the output and the file's own folder."""
-        return [f"-std={self.std}", f"-arch={self.arch}", *(f"-I{d}" for d in self.include_dirs),
-                *(f"-D{d}" for d in self.defines), *self.extra]
+        """The flags as nvcc would read them, include folders as written (what a cache key is made of)."""
+        return [*self.options()[:2], *(f"-I{d}" for d in self.include_dirs), *self.options()[2:]]
+
+    def options(self) -> list[str]:
+        """nvcc arguments without the include folders (`toolchain.nvcc` adds those under safe names)."""
+        return [f"-std={self.std}", f"-arch={self.arch}", *(f"-D{d}" for d in self.defines), *self.extra]
 
 
 DEFAULT_FLAGS = CompileFlags()
@@ -67,6 +117,8 @@ def from_command(arguments: list[str], directory: Path, fallback: CompileFlags) 
         if name is None:
             if _KEPT.match(argument):
                 parsed.extra.append(argument)
+            elif _KEPT_NAME.match(argument):
+                raise FlagError(f"{argument!r} refused: not a valid value for a device-code option")
             continue
         if value is None:
             if index >= len(arguments):
@@ -133,7 +185,10 @@ def flags_for(path: Path, fallback: CompileFlags, stop: Path | None = None) -> C
         return fallback
     target = path.resolve()
     _, directory, arguments = max(commands, key=lambda c: (c[0] == target, _shared_depth(c[0], target)))
-    flags = from_command(arguments, directory, fallback)
+    try:
+        flags = from_command(arguments, directory, fallback)
+    except FlagError as exc:
+        raise FlagError(f"{database}: {exc}") from exc
     return CompileFlags(flags.arch, flags.std, flags.include_dirs, flags.defines, flags.extra, str(database))
 
 

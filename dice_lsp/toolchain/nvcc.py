@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -56,16 +57,52 @@ class CompileResult:
 
 
 SOURCE_NAME = "source.cu"  # what the compiled text is called in nvcc's messages
+INCLUDE_LINKS = "include"  # the scratch folder's links to the include folders: include/0, include/1, ...
+_SAFE_PATH = re.compile(r"[\w./+-]+")
 
 
 def nvcc_command(path: Path, flags: CompileFlags, folder: Path | None = None, ptxas_verbose: bool = False,
                  nvcc: Path | None = None, cubin: bool = False) -> list[str]:
-    """The compile-only command for the .cu file at `path` (its includes resolve from `folder`); the object
-    (or, with `cubin`, the device code alone, loadable by the driver) lands next to it."""
+    """The compile-only command for the .cu file at `path`, a generated name in its scratch folder (its
+    includes resolve from `folder`); the object (or, with `cubin`, the device code alone, loadable by the
+    driver) lands next to it.
+
+    nvcc hands its arguments to a shell, so no path the user chose appears here: each include folder is
+    linked into the scratch folder as `include/N` (`linked_folders`), and the flags were checked when they
+    were made (`CompileFlags`)."""
+    scratch = path.parent
+    if not _SAFE_PATH.fullmatch(str(path)):
+        raise DiceError(f"the scratch folder {scratch} has characters nvcc's shell would interpret; "
+                        "point TMPDIR (or XDG_CACHE_HOME) at a plain folder")
+    links = linked_folders(scratch, [*flags.include_dirs, *([folder] if folder else [])])
     output = ["-cubin", "-o", str(path.with_suffix(".cubin"))] if cubin else ["-c", "-o", str(path.with_suffix(".o"))]
-    command = [str(nvcc or find_nvcc()), *flags.arguments(), *([f"-I{folder}"] if folder else []), str(path),
-               *output]
+    command = [str(nvcc or find_nvcc()), *flags.options(), *(f"-I{link}" for link in links), str(path), *output]
     return command + (["-Xptxas", "-v"] if ptxas_verbose else [])
+
+
+def linked_folders(scratch: Path, folders: list[Path]) -> dict[Path, Path]:
+    """Each of `folders` as a symbolic link `scratch/include/N`, mapped to the folder."""
+    root = scratch / INCLUDE_LINKS
+    root.mkdir(exist_ok=True)
+    links = {}
+    for number, folder in enumerate(folders):
+        link = root / str(number)
+        if link.is_symlink() and os.readlink(link) != str(folder.resolve()):
+            link.unlink()
+        if not link.is_symlink():
+            link.symlink_to(folder.resolve(), target_is_directory=True)
+        links[link] = folder
+    return links
+
+
+def user_paths(output: str, scratch: Path) -> str:
+    """nvcc's `output` with the linked include folders spelled as the user's folders again."""
+    root = scratch / INCLUDE_LINKS
+    if not root.is_dir():
+        return output
+    for link in sorted(root.iterdir(), key=lambda entry: -len(entry.name)):  # include/10 before include/1
+        output = output.replace(f"{link}/", f"{os.readlink(link)}/")
+    return output
 
 
 def compile_source(source: str, flags: CompileFlags = DEFAULT_FLAGS, folder: Path | None = None,
@@ -79,7 +116,7 @@ def compile_source(source: str, flags: CompileFlags = DEFAULT_FLAGS, folder: Pat
         path.write_text(source, encoding="utf-8")
         command = nvcc_command(path, flags, folder, ptxas_verbose, nvcc)
         try:
-            proc = run_tool(command, Path(scratch), timeout, [folder] if folder else [])
+            proc = run_tool(command, Path(scratch), timeout, [*flags.include_dirs, *([folder] if folder else [])])
         except subprocess.TimeoutExpired:
             return CompileResult(False, f"nvcc timed out after {timeout:.0f} s")
-        return CompileResult(proc.returncode == 0, proc.stderr + proc.stdout)
+        return CompileResult(proc.returncode == 0, user_paths(proc.stderr + proc.stdout, Path(scratch)))

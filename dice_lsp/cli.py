@@ -418,7 +418,8 @@ def cmd_lsp(args: argparse.Namespace) -> int:
     from dice_lsp.remote.server import TokenFile
 
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s dice-lsp %(message)s")
-    logging.getLogger("pygls").setLevel(logging.WARNING)
+    for chatty in ("pygls", "websockets"):
+        logging.getLogger(chatty).setLevel(logging.WARNING)
     token_file = getattr(args, "token_file", None)
     kind = "tcp" if getattr(args, "tcp", None) else "ws" if getattr(args, "ws", None) else None
     if kind is None:

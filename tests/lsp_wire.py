@@ -6,6 +6,7 @@ malformed headers under test, and would hide what exactly comes back.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -140,4 +141,6 @@ class SocketClient:
         self.sock.sendall(data)
 
     def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)  # the reader's file keeps the socket itself open
         self.sock.close()

@@ -96,15 +96,19 @@ def deliver(protocol: JsonRPCProtocol, event: Message | Problem, outlet: Outlet,
     problem = event if isinstance(event, Problem) else check_message(event.value)
     if problem is None:
         assert isinstance(event, Message)
+        value: dict[str, Any] = event.value
+        if "method" in value and "params" not in value:
+            value = {**value, "params": None}  # JSON-RPC lets a request omit them; pygls's own class does not
         try:
-            message = protocol.structure_message(event.value)
+            message = protocol.structure_message(value)
         except JsonRpcException as exc:
-            method, msg_id = event.value.get("method"), request_id(event.value)
+            method, msg_id = value.get("method"), request_id(value)
             if method is None or msg_id is None:  # notifications and responses are never answered
                 LOG.warning("%s: dropped a %s that does not fit its type", peer, method or "response")
                 return
-            code = exc.code if exc.code == INVALID_PARAMS else INVALID_REQUEST
-            problem = Problem(code, f"{method}: the params do not fit the method", msg_id)
+            problem = (Problem(INVALID_PARAMS, f"{method}: the params do not fit the method", msg_id)
+                       if exc.code == INVALID_PARAMS else Problem(INVALID_REQUEST, f"not a valid {method} request",
+                                                                  msg_id))
         else:
             protocol.handle_message(message)
             return

@@ -432,8 +432,7 @@ def cmd_lsp(args: argparse.Namespace) -> int:
     host, port = getattr(args, kind)
     from dice_lsp.lsp.server import server
 
-    serve_socket(server, kind, host, port, tokens)
-    return 0
+    return serve_socket(server, kind, host, port, tokens)
 
 
 def cmd_train(args: argparse.Namespace) -> int:

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from dice_lsp.lsp.framing import Framer, Message, Problem
+
 from .lsp_wire import LspProcess, frame, initialize
 
 PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
@@ -125,3 +127,43 @@ def test_stdin_ending_inside_a_message_is_one_line_and_exit_1(tmp_path: Path) ->
         assert "Traceback" not in lsp.stderr()
     finally:
         lsp.close()
+
+
+GOOD = {"jsonrpc": "2.0", "id": 1, "method": "shutdown"}
+STREAMS = {  # each bad message is followed by a good one
+    "short": frame(body(GOOD), len(body(GOOD)) - 5) + frame(GOOD),
+    "long": frame(body(GOOD), len(body(GOOD)) + 50) + frame(GOOD),
+    "missing": b"Content-Type: x\r\n\r\n" + body(GOOD) + frame(GOOD),
+    "negative": b"Content-Length: -5\r\n\r\n" + body(GOOD) + frame(GOOD),
+    "huge": b"Content-Length: 1000000000000\r\n\r\n" + body(GOOD) + frame(GOOD),
+    "not a header": b"hello\r\n\r\n" + frame(GOOD),
+    "not json": frame(b"{nope}") + frame(GOOD),
+}
+
+
+def framed(data: bytes, chunk: int) -> list[Message | Problem]:
+    framer, found = Framer(), []
+    for start in range(0, len(data), chunk):
+        framer.feed(data[start:start + chunk])
+        while (event := framer.next()) is not None:
+            found.append(event)
+    return found
+
+
+@pytest.mark.parametrize("name", STREAMS)
+def test_the_framer_finds_the_good_message_however_the_bytes_arrive(name: str) -> None:
+    whole = framed(STREAMS[name], len(STREAMS[name]))
+    assert [type(e) for e in whole] == [Problem, Message] and whole[1] == Message(GOOD)
+    assert all(framed(STREAMS[name], chunk) == whole for chunk in (1, 2, 3, 7, 64))
+
+
+def test_the_framer_holds_little_while_it_looks_for_a_header() -> None:
+    framer = Framer()
+    framer.feed(b"Content-Length: 1000000000000\r\n\r\n")
+    assert isinstance(framer.next(), Problem)
+    for _ in range(100):  # 100 MiB of a body it refused
+        framer.feed(b"x" * (1 << 20))
+        assert framer.next() is None
+    assert framer.buffered < len(b"Content-Length:")
+    framer.feed(frame(GOOD))
+    assert framer.next() == Message(GOOD)

@@ -7,9 +7,11 @@ Real processes and sockets; the model never loads (no `initialized` is sent).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,9 +35,10 @@ def write_token(folder: Path) -> Path:
     return path
 
 
-def start(folder: Path, kind: str) -> tuple[LspProcess, int]:
+def start(folder: Path, kind: str, token: bool = True) -> tuple[LspProcess, int]:
     port = free_port()
-    lsp = LspProcess(folder, f"--{kind}", f"127.0.0.1:{port}", "--token-file", str(write_token(folder)))
+    tokens = ["--token-file", str(write_token(folder))] if token else []
+    lsp = LspProcess(folder, f"--{kind}", f"127.0.0.1:{port}", *tokens)
     lsp.wait_listening()
     return lsp, port
 
@@ -88,22 +91,26 @@ def test_bytes_that_are_not_lsp_are_refused_and_closed(guarded: int) -> None:
         None, PARSE_ERROR, "'GET / HTTP/1.1' is not a header")
 
 
-def test_the_token_admits_one_client_whom_other_connections_cannot_disturb(tmp_path: Path) -> None:
-    lsp, port = start(tmp_path, "tcp")
+@pytest.mark.parametrize("token", [TOKEN, None], ids=["token", "loopback-without-token"])
+def test_one_client_is_admitted_and_other_connections_cannot_disturb_it(tmp_path: Path, token: str | None) -> None:
+    lsp, port = start(tmp_path, "tcp", token is not None)
     editor = SocketClient(port)
     try:
-        editor.send(frame(initialize(1, token=TOKEN)))
+        editor.send(frame(initialize(1, token=token)))
         admitted = editor.replies.next()
         assert admitted is not None and admitted["id"] == 1 and admitted["result"]["serverInfo"]["name"] == "dice-lsp"
 
-        assert refused(port, frame(initialize(7))) == error(
-            7, REQUEST_FAILED, "unauthorized: a token is required (initializationOptions.authToken)")
-        socket.create_connection(("127.0.0.1", port)).close()  # pygls stopped the server for this
-        assert refused(port, frame(initialize(8, token=TOKEN))) == error(
+        if token is not None:
+            assert refused(port, frame(initialize(7))) == error(
+                7, REQUEST_FAILED, "unauthorized: a token is required (initializationOptions.authToken)")
+        socket.create_connection(("127.0.0.1", port)).close()  # pygls dropped the editor for this
+        assert refused(port, frame(initialize(8, token=token))) == error(
             8, REQUEST_FAILED, "another client is using this language server (one at a time)")
 
-        editor.send(frame({"jsonrpc": "2.0", "id": 2, "method": "dice/noSuchMethod"}))
-        reply = editor.replies.next()
+        editor.send(b"Content-Length: 1000000000000\r\n\r\n{" + frame({"jsonrpc": "2.0", "id": 2, "method": "x/y"}))
+        assert editor.replies.next() == error(None, PARSE_ERROR,
+                                              "a message of 1000000000000 bytes is over the limit of 67108864")
+        reply = editor.replies.next()  # the same framing as on stdio, and the reply comes to the editor
         assert reply is not None and reply["id"] == 2 and reply["error"]["code"] == METHOD_NOT_FOUND
         assert lsp.process.poll() is None
     finally:
@@ -168,3 +175,50 @@ def test_a_port_in_use_is_one_line_and_exit_2() -> None:
     assert done.returncode == 2
     assert done.stderr.endswith(f"dice-lsp: error: cannot listen on 127.0.0.1:{port}: Address already in use\n")
     assert len(done.stderr.splitlines()) == 1
+
+
+def test_a_silent_connection_is_closed_after_the_admission_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dice_lsp.lsp import transport
+    from dice_lsp.remote.server import TokenFile
+
+    monkeypatch.setattr(transport, "ADMISSION_SECONDS", 0.2)
+    gate = transport.Gate(TokenFile(None))
+
+    async def silent() -> None:
+        await asyncio.sleep(60)
+
+    started = time.monotonic()
+    assert asyncio.run(gate.admit(silent, "peer")) == transport.Admission(None)
+    assert time.monotonic() - started < 5 and gate.waiting == 0
+
+
+def test_connections_waiting_for_admission_are_bounded() -> None:
+    from dice_lsp.lsp import transport
+    from dice_lsp.remote.server import TokenFile
+
+    gate = transport.Gate(TokenFile(None))
+
+    async def scenario() -> transport.Admission:
+        never = asyncio.Event()
+
+        async def silent() -> None:
+            await never.wait()
+
+        waiting = [asyncio.create_task(gate.admit(silent, f"peer{i}")) for i in range(transport.MAX_WAITING)]
+        await asyncio.sleep(0)
+        assert gate.waiting == transport.MAX_WAITING
+        one_more = await asyncio.wait_for(gate.admit(silent, "one more"), 1)
+        for task in waiting:
+            task.cancel()
+        return one_more
+
+    assert asyncio.run(scenario()) == transport.Admission(None)
+
+
+def test_wrong_tokens_from_one_host_wait_longer_each_time() -> None:
+    from dice_lsp.lsp import transport
+    from dice_lsp.remote.server import TokenFile
+
+    gate = transport.Gate(TokenFile(None))
+    assert [gate.backoff("10.0.0.1") for _ in range(8)] == [0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 5.0, 5.0]
+    assert gate.backoff("10.0.0.2") == 0.1

@@ -91,6 +91,11 @@ class Framer:
         self._searched = 0  # how far the pending body was searched for a following header
         self._scan_from = 0  # where the scan for the next header starts, in _SCAN
 
+    @property
+    def buffered(self) -> int:
+        """Bytes held, waiting to become a message (bounded: see the module's docstring)."""
+        return len(self._buffer)
+
     def feed(self, data: bytes) -> None:
         self._buffer += data
 

@@ -242,21 +242,36 @@ def serve_stdio(server: JsonRPCServer) -> int:
     server.protocol.set_writer(out)
     stream = MessageStream(PipeSource(sys.stdin.fileno()), Framer())
     try:
-        asyncio.run(_pump(server.protocol, stream, out, "stdio"))
+        code = asyncio.run(serve_messages(server.protocol, stream.next, out, "stdio"))
     except BrokenPipeError:
         LOG.error("the client closed stdout; stopping")
         return 1
     finally:
         server.shutdown()  # type: ignore[no-untyped-call]
+    if code is not None:
+        return code
     if stream.cut_off is not None:
         LOG.error("stdin ended inside a message (%s); stopping", stream.cut_off.reason)
         return 1
     return 0
 
 
-async def _pump(protocol: JsonRPCProtocol, stream: MessageStream, outlet: Outlet, peer: str) -> None:
-    while (event := await stream.next()) is not None:
-        deliver(protocol, event, outlet, peer)
+async def serve_messages(protocol: JsonRPCProtocol, receive: Callable[[], Awaitable[Message | Problem | None]],
+                         outlet: Outlet, peer: str, first: Message | None = None) -> int | None:
+    """Deliver what `receive` gives (after `first`) until it ends (None) or the client sends `exit`
+    (its exit code: pygls's handler raises SystemExit, which must not escape a socket's task)."""
+    event = first if first is not None else await receive()
+    while event is not None:
+        try:
+            deliver(protocol, event, outlet, peer)
+        except SystemExit as exc:
+            return exit_code(exc)
+        event = await receive()
+    return None
+
+
+def exit_code(exc: SystemExit) -> int:
+    return exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
 
 
 @dataclass(frozen=True)
@@ -343,6 +358,7 @@ class SocketServer:
         self.tokens = tokens
         self.gate = Gate(tokens)
         self.ended = asyncio.Event()
+        self.exit_code: int | None = None  # from the session's `exit`
         self._bearers: set[ServerConnection] = set()  # upgrade requests that carried the right token
 
     async def tcp_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -353,9 +369,7 @@ class SocketServer:
         if admission.message is None:
             if admission.refusal is not None:
                 out.send(admission.refusal)
-            with contextlib.suppress(ConnectionError):
-                await writer.drain()
-            writer.close()
+            await _close_after_reply(reader, writer)
             return
         stream.framer.max_bytes = MAX_MESSAGE_BYTES
         self.protocol.set_writer(out)
@@ -395,13 +409,25 @@ class SocketServer:
                        out: Outlet, host: str) -> None:
         LOG.info("%s: admitted", host)
         try:
-            event: Message | Problem | None = first
-            while event is not None:
-                deliver(self.protocol, event, out, host)
-                event = await receive()
+            self.exit_code = await serve_messages(self.protocol, receive, out, host, first)
         finally:
             LOG.info("%s: the session ended; stopping", host)
             self.ended.set()
+
+
+async def _close_after_reply(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Send what is written, then close. Closing a socket with unread input resets it, which can lose
+    the reply on its way: so stop writing, and read (and drop) what the client still sends, briefly."""
+    with contextlib.suppress(ConnectionError, OSError):
+        await writer.drain()
+        if writer.can_write_eof():
+            writer.write_eof()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(1.0):
+                for _ in range(ADMISSION_BYTES // CHUNK):
+                    if not await reader.read(CHUNK):
+                        break
+    writer.close()
 
 
 async def _ws_next(ws: ServerConnection) -> Message | Problem | None:
@@ -421,18 +447,20 @@ def _host(peername: Any) -> str:
     return str(peername[0]) if isinstance(peername, tuple) and peername else str(peername or "?")
 
 
-def serve_socket(server: JsonRPCServer, kind: str, host: str, port: int, tokens: TokenFile) -> None:
-    """Serve one client session over `kind` ("tcp" or "ws") at host:port; a DiceError (before anything
-    listens) for an address beyond loopback without a token or one that cannot be bound."""
+def serve_socket(server: JsonRPCServer, kind: str, host: str, port: int, tokens: TokenFile) -> int:
+    """Serve one client session over `kind` ("tcp" or "ws") at host:port; the exit code. A DiceError
+    (before anything listens) for an address beyond loopback without a token or one that cannot be bound."""
     check_bind(Address(host, port), tokens)
     _quiet_pygls()
     try:
-        asyncio.run(_listen(server.protocol, kind, host, port, tokens))
+        return asyncio.run(_listen(server.protocol, kind, host, port, tokens))
+    except SystemExit as exc:  # `exit` over WebSocket: pygls exits once the socket has closed
+        return exit_code(exc)
     finally:
         server.shutdown()  # type: ignore[no-untyped-call]
 
 
-async def _listen(protocol: JsonRPCProtocol, kind: str, host: str, port: int, tokens: TokenFile) -> None:
+async def _listen(protocol: JsonRPCProtocol, kind: str, host: str, port: int, tokens: TokenFile) -> int:
     sockets = SocketServer(protocol, tokens)
     listener: Any
     try:
@@ -450,3 +478,4 @@ async def _listen(protocol: JsonRPCProtocol, kind: str, host: str, port: int, to
     LOG.info("language server on %s://%s:%d%s", kind, host, bound, " (token required)" if tokens.required else "")
     async with listener:
         await sockets.ended.wait()
+    return sockets.exit_code or 0

@@ -42,7 +42,16 @@ from pygls.protocol import JsonRPCProtocol
 from pygls.server import JsonRPCServer
 
 from dice_lsp.errors import DiceError
-from dice_lsp.lsp.framing import INVALID_REQUEST, MAX_MESSAGE_BYTES, Framer, Message, Problem, parse_json, request_id
+from dice_lsp.lsp.framing import (
+    INVALID_REQUEST,
+    MAX_MESSAGE_BYTES,
+    PARSE_ERROR,
+    Framer,
+    Message,
+    Problem,
+    parse_json,
+    request_id,
+)
 from dice_lsp.remote.client import Address
 from dice_lsp.remote.server import TokenFile, check_bind
 
@@ -52,7 +61,7 @@ if TYPE_CHECKING:
 
 LOG = logging.getLogger("dice_lsp.transport")
 AUTH_TOKEN_KEY = "authToken"  # in initializationOptions
-ADMISSION_BYTES = 256 * 1024  # an initialize request with VS Code's capabilities is about 15 KiB
+ADMISSION_BYTES = 256 * 1024  # VS Code's client capabilities are 4.7 KB of JSON (pytest-lsp's capture)
 ADMISSION_SECONDS = 10.0
 MAX_WAITING = 32
 BACKOFF_FIRST_S, BACKOFF_MAX_S = 0.1, 5.0
@@ -266,6 +275,10 @@ async def serve_messages(protocol: JsonRPCProtocol, receive: Callable[[], Awaita
             deliver(protocol, event, outlet, peer)
         except SystemExit as exc:
             return exit_code(exc)
+        except ConnectionError:  # the client is gone (stdio: BrokenPipeError)
+            raise
+        except Exception:  # a bug must not end the session; the next message may well be fine
+            LOG.exception("%s: a message could not be handled", peer)
         event = await receive()
     return None
 
@@ -410,6 +423,8 @@ class SocketServer:
         LOG.info("%s: admitted", host)
         try:
             self.exit_code = await serve_messages(self.protocol, receive, out, host, first)
+        except ConnectionError:
+            pass
         finally:
             LOG.info("%s: the session ended; stopping", host)
             self.ended.set()
@@ -440,7 +455,7 @@ async def _ws_next(ws: ServerConnection) -> Message | Problem | None:
             LOG.warning("a WebSocket message over the size limit; closing")
         return None
     value, error = parse_json(data if isinstance(data, bytes) else data.encode())
-    return Message(value) if error is None else Problem(-32700, f"the message is {error}")
+    return Message(value) if error is None else Problem(PARSE_ERROR, f"the message is {error}")
 
 
 def _host(peername: Any) -> str:

@@ -141,6 +141,10 @@ def test_websocket_takes_the_token_as_a_bearer_header_or_in_initialize(tmp_path:
             editor.send(json.dumps(initialize(2)))
             admitted = json.loads(editor.recv(timeout=15))
             assert admitted["id"] == 2 and admitted["result"]["serverInfo"]["name"] == "dice-lsp"
+            editor.send("{not json")
+            assert json.loads(editor.recv(timeout=15)) == error(None, PARSE_ERROR, "the message is not JSON (Expecting "
+                                                               "property name enclosed in double quotes: line 1 "
+                                                               "column 2 (char 1))")
             editor.send(json.dumps({"jsonrpc": "2.0", "id": 3, "method": "dice/noSuchMethod"}))
             assert json.loads(editor.recv(timeout=15))["error"]["code"] == METHOD_NOT_FOUND
     finally:

@@ -407,22 +407,32 @@ def _host_port(text: str) -> tuple[str, int]:
     host, _, port = text.rpartition(":")
     if not host or not port.isdigit():
         raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {text!r}")
-    return host, int(port)
+    return host.removeprefix("[").removesuffix("]"), int(port)  # [::1]:PORT
 
 
 def cmd_lsp(args: argparse.Namespace) -> int:
-    """Serve LSP on stdio (the default), TCP or WebSocket; logs go to stderr."""
-    from dice_lsp.lsp.server import server
+    """Serve LSP on stdio (the default), TCP or WebSocket; logs go to stderr. Sockets: loopback only
+    unless --token-file is given, and a client is admitted by the token in its initialize request
+    (dice_lsp/lsp/transport.py)."""
+    from dice_lsp.lsp.transport import serve_socket, serve_stdio
+    from dice_lsp.remote.server import TokenFile
 
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s dice-lsp %(message)s")
-    logging.getLogger("pygls").setLevel(logging.WARNING)
-    if getattr(args, "tcp", None):
-        server.start_tcp(*args.tcp)
-    elif getattr(args, "ws", None):
-        server.start_ws(*args.ws)
-    else:
-        server.start_io()
-    return 0
+    for chatty in ("pygls", "websockets"):
+        logging.getLogger(chatty).setLevel(logging.WARNING)
+    token_file = getattr(args, "token_file", None)
+    kind = "tcp" if getattr(args, "tcp", None) else "ws" if getattr(args, "ws", None) else None
+    if kind is None:
+        if token_file:
+            raise DiceError("--token-file goes with --tcp or --ws (a client on stdio started the server itself)")
+        from dice_lsp.lsp.server import server
+
+        return serve_stdio(server)
+    tokens = TokenFile(Path(token_file) if token_file else None)
+    host, port = getattr(args, kind)
+    from dice_lsp.lsp.server import server
+
+    return serve_socket(server, kind, host, port, tokens)
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -465,6 +475,9 @@ def build_parser() -> argparse.ArgumentParser:
     transport = lsp.add_mutually_exclusive_group()
     transport.add_argument("--tcp", type=_host_port, metavar="HOST:PORT", help="listen on TCP")
     transport.add_argument("--ws", type=_host_port, metavar="HOST:PORT", help="listen for WebSocket clients")
+    lsp.add_argument("--token-file", help="with --tcp/--ws: file holding the token a client must send "
+                     "(initializationOptions.authToken, or an Authorization: Bearer header with --ws); "
+                     "required beyond loopback")
     lsp.set_defaults(handler=cmd_lsp)
 
     complete = sub.add_parser("complete", help="fill the region at a cursor in a CUDA file")

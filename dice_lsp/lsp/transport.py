@@ -1,0 +1,496 @@
+"""How clients reach the language server: stdio, TCP or WebSocket; on sockets, only once admitted.
+
+Why not pygls's `start_io` / `start_tcp` / `start_ws`: their framing (see `dice_lsp.lsp.framing`), and
+their socket servers let anyone who connects talk to the one language server: every connection gets the
+same protocol object (a second one takes over the first one's replies), and the end of any connection,
+even one that sent nothing, shuts the server down. Here:
+- A socket connection reaches pygls only once admitted by its first message, an `initialize` request
+  that carries the server's token when it has one: `initializationOptions.authToken` (taken out before
+  the settings see it), or for WebSocket an `Authorization: Bearer TOKEN` header on the upgrade request
+  (a wrong header is refused with HTTP 401). Anything else first gets ServerNotInitialized (-32002), a
+  missing or wrong token RequestFailed (-32803), and the connection is closed. Before admission a
+  connection has `ADMISSION_SECONDS` and `ADMISSION_BYTES`, at most `MAX_WAITING` wait at once, and a
+  wrong token is answered after a back-off that doubles per failure from the same host.
+- One admitted session at a time: the server holds one workspace and one model. A second client that
+  would be admitted is told so and closed. The session's end ends the process, as pygls's did; the end
+  of any other connection changes nothing.
+- Beyond loopback only with a token: `check_bind`, `TokenFile` (constant-time comparison, re-read when
+  the file changes) and `is_loopback` are `dice-lsp serve`'s.
+- Every message goes through one `deliver`: framing problems and JSON values that are not JSON-RPC
+  messages are answered (Parse error -32700 / Invalid Request -32600, id null unless known), as are
+  requests whose params do not fit their method (-32602); pygls 2.1.1 only logs those, and the client
+  waits for ever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import json
+import logging
+import os
+import sys
+import threading
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from http import HTTPStatus
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pygls.exceptions import JsonRpcException
+from pygls.protocol import JsonRPCProtocol
+from pygls.server import JsonRPCServer
+
+from dice_lsp.errors import DiceError
+from dice_lsp.lsp.framing import (
+    INVALID_REQUEST,
+    MAX_MESSAGE_BYTES,
+    PARSE_ERROR,
+    Framer,
+    Message,
+    Problem,
+    parse_json,
+    request_id,
+)
+from dice_lsp.remote.client import Address
+from dice_lsp.remote.server import TokenFile, check_bind
+
+if TYPE_CHECKING:
+    from websockets.asyncio.server import ServerConnection
+    from websockets.http11 import Request, Response
+
+LOG = logging.getLogger("dice_lsp.transport")
+AUTH_TOKEN_KEY = "authToken"  # in initializationOptions
+ADMISSION_BYTES = 256 * 1024  # VS Code's client capabilities are 4.7 KB of JSON (pytest-lsp's capture)
+ADMISSION_SECONDS = 10.0
+MAX_WAITING = 32
+BACKOFF_FIRST_S, BACKOFF_MAX_S = 0.1, 5.0
+CHUNK = 64 * 1024
+INVALID_PARAMS = -32602
+SERVER_NOT_INITIALIZED = -32002  # LSP: a request before initialize
+REQUEST_FAILED = -32803  # LSP: a well-formed request that failed; the message says why
+
+
+def error_response(msg_id: int | str | None, code: int, message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
+
+
+def check_message(value: Any) -> Problem | None:
+    """Why a parsed JSON value is not a JSON-RPC 2.0 request, notification or response, if it is not."""
+    if isinstance(value, list):
+        return Problem(INVALID_REQUEST, "LSP has no batches: one message per Content-Length")
+    if not isinstance(value, dict):
+        return Problem(INVALID_REQUEST, "a message must be a JSON object")
+    msg_id = request_id(value)
+    if value.get("jsonrpc") != "2.0":
+        return Problem(INVALID_REQUEST, 'a message needs "jsonrpc": "2.0"', msg_id)
+    if "id" in value and msg_id is None and not (value["id"] is None and "method" not in value):
+        return Problem(INVALID_REQUEST, "an id must be a number or a string")
+    if "method" in value:
+        return None if isinstance(value["method"], str) else Problem(INVALID_REQUEST, "a method must be a string",
+                                                                     msg_id)
+    if "id" in value and ("result" in value or "error" in value):
+        return None  # a response to one of the server's requests
+    return Problem(INVALID_REQUEST, "neither a request, a notification nor a response")
+
+
+class Outlet(Protocol):
+    """Where one connection's own replies go (pygls writes its replies through the same object)."""
+
+    def send(self, message: dict[str, Any]) -> None: ...
+
+
+def deliver(protocol: JsonRPCProtocol, event: Message | Problem, outlet: Outlet, peer: str) -> None:
+    """Hand one message to pygls, or answer why it cannot be handled."""
+    problem = event if isinstance(event, Problem) else check_message(event.value)
+    if problem is None:
+        assert isinstance(event, Message)
+        value: dict[str, Any] = event.value
+        if "method" in value and "params" not in value:
+            value = {**value, "params": None}  # JSON-RPC lets a request omit them; pygls's own class does not
+        try:
+            message = protocol.structure_message(value)
+        except JsonRpcException as exc:
+            method, msg_id = value.get("method"), request_id(value)
+            if method is None or msg_id is None:  # notifications and responses are never answered
+                LOG.warning("%s: dropped a %s that does not fit its type", peer, method or "response")
+                return
+            problem = (Problem(INVALID_PARAMS, f"{method}: the params do not fit the method", msg_id)
+                       if exc.code == INVALID_PARAMS else Problem(INVALID_REQUEST, f"not a valid {method} request",
+                                                                  msg_id))
+        else:
+            protocol.handle_message(message)
+            return
+    LOG.warning("%s: %s", peer, problem.reason)
+    outlet.send(error_response(problem.id, problem.code, problem.reason))
+
+
+class FramedWriter:
+    """An LSP byte stream's writer (stdout or a socket): pygls writes framed replies, we send dicts."""
+
+    def __init__(self, write: Callable[[bytes], object], close: Callable[[], object]) -> None:
+        self._write, self._close = write, close
+
+    def write(self, data: bytes) -> None:
+        self._write(data)
+
+    def close(self) -> None:
+        self._close()
+
+    def send(self, message: dict[str, Any]) -> None:
+        body = json.dumps(message).encode()
+        self._write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+
+
+class WebSocketWriter:
+    """One message per WebSocket message, no headers; sends run as tasks (pygls schedules its own)."""
+
+    def __init__(self, ws: ServerConnection) -> None:
+        self._ws = ws
+        self._sending: set[asyncio.Future[None]] = set()
+
+    def write(self, data: bytes) -> Awaitable[None]:
+        return self._ws.send(data)
+
+    def close(self) -> Awaitable[None]:
+        return self._ws.close()
+
+    def send(self, message: dict[str, Any]) -> None:
+        task = asyncio.ensure_future(self._ws.send(json.dumps(message)))
+        self._sending.add(task)
+        task.add_done_callback(self._sending.discard)
+
+    async def flush(self) -> None:
+        with contextlib.suppress(Exception):
+            await asyncio.gather(*self._sending)
+
+
+class ByteSource(Protocol):
+    async def read(self) -> bytes:
+        """Some bytes; b"" at the end of the stream."""
+        ...
+
+
+class StreamSource:
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self.reader = reader
+
+    async def read(self) -> bytes:
+        try:
+            return await self.reader.read(CHUNK)
+        except ConnectionError:
+            return b""
+
+
+class PipeSource:
+    """A blocking file descriptor (stdin) read on a daemon thread, one chunk ahead at most: a blocked
+    read must not keep the process from exiting (pygls's executor threads are joined at exit)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self._queue: asyncio.Queue[bytes] | None = None
+
+    async def read(self) -> bytes:
+        if self._queue is None:
+            self._queue = asyncio.Queue(maxsize=1)
+            threading.Thread(target=self._pump, args=(asyncio.get_running_loop(), self._queue),
+                             name="dice-stdin", daemon=True).start()
+        return await self._queue.get()
+
+    def _pump(self, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[bytes]) -> None:
+        chunk = b"-"
+        while chunk:
+            try:
+                chunk = os.read(self.fd, CHUNK)
+            except OSError:
+                chunk = b""
+            try:
+                asyncio.run_coroutine_threadsafe(queue.put(chunk), loop).result()
+            except (RuntimeError, concurrent.futures.CancelledError):  # the loop is gone
+                return
+
+
+class MessageStream:
+    """A byte source through a framer: `next` gives messages and problems, None at the end (when
+    `cut_off` says what the end cut off, if anything)."""
+
+    def __init__(self, source: ByteSource, framer: Framer) -> None:
+        self.source, self.framer = source, framer
+        self.cut_off: Problem | None = None
+        self._ended = False
+
+    async def next(self) -> Message | Problem | None:
+        while (event := self.framer.next()) is None:
+            if self._ended:
+                return None
+            chunk = await self.source.read()
+            if not chunk:
+                self._ended = True
+                self.cut_off = self.framer.finish()
+                return None
+            self.framer.feed(chunk)
+        return event
+
+
+def _quiet_pygls() -> None:
+    """pygls logs a traceback for params that do not fit their method; `deliver` answers and logs a line."""
+    logging.getLogger("pygls.protocol.json_rpc").addFilter(
+        lambda record: not record.getMessage().startswith("Unable to deserialize message"))
+
+
+def serve_stdio(server: JsonRPCServer) -> int:
+    """Serve the client on stdin/stdout until it closes stdin (or sends `exit`); the exit code."""
+    _quiet_pygls()
+    stdout = sys.stdout.buffer
+
+    def write(data: bytes) -> None:
+        stdout.write(data)
+        stdout.flush()
+
+    out = FramedWriter(write, stdout.close)
+    server.protocol.set_writer(out)
+    stream = MessageStream(PipeSource(sys.stdin.fileno()), Framer())
+    try:
+        code = asyncio.run(serve_messages(server.protocol, stream.next, out, "stdio"))
+    except BrokenPipeError:
+        LOG.error("the client closed stdout; stopping")
+        return 1
+    finally:
+        server.shutdown()  # type: ignore[no-untyped-call]
+    if code is not None:
+        return code
+    if stream.cut_off is not None:
+        LOG.error("stdin ended inside a message (%s); stopping", stream.cut_off.reason)
+        return 1
+    return 0
+
+
+async def serve_messages(protocol: JsonRPCProtocol, receive: Callable[[], Awaitable[Message | Problem | None]],
+                         outlet: Outlet, peer: str, first: Message | None = None) -> int | None:
+    """Deliver what `receive` gives (after `first`) until it ends (None) or the client sends `exit`
+    (its exit code: pygls's handler raises SystemExit, which must not escape a socket's task)."""
+    event = first if first is not None else await receive()
+    while event is not None:
+        try:
+            deliver(protocol, event, outlet, peer)
+        except SystemExit as exc:
+            return exit_code(exc)
+        except ConnectionError:  # the client is gone (stdio: BrokenPipeError)
+            raise
+        except Exception:  # a bug must not end the session; the next message may well be fine
+            LOG.exception("%s: a message could not be handled", peer)
+        event = await receive()
+    return None
+
+
+def exit_code(exc: SystemExit) -> int:
+    return exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+
+
+@dataclass(frozen=True)
+class Admission:
+    """A socket client's first message: the initialize request to deliver, or the error to close with
+    (None: close without a word, when it sent nothing whole)."""
+
+    message: dict[str, Any] | None
+    refusal: dict[str, Any] | None = None
+
+
+class Gate:
+    """Who may talk to the language server over a socket (see the module's docstring)."""
+
+    def __init__(self, tokens: TokenFile) -> None:
+        self.tokens = tokens
+        self.waiting = 0
+        self.session = False
+        self._failures: dict[str, int] = {}
+
+    async def admit(self, first: Callable[[], Awaitable[Message | Problem | None]], host: str,
+                    bearer: bool = False) -> Admission:
+        """Read the first message (`bearer`: the token came in a header) and decide."""
+        if self.waiting >= MAX_WAITING:
+            LOG.warning("%s: %d connections already wait for admission; closing", host, MAX_WAITING)
+            return Admission(None)
+        self.waiting += 1
+        try:
+            try:
+                event = await asyncio.wait_for(first(), ADMISSION_SECONDS)
+            except TimeoutError:
+                LOG.warning("%s: no initialize request within %.0f s; closing", host, ADMISSION_SECONDS)
+                return Admission(None)
+            if event is None:
+                return Admission(None)
+            problem = await self._refusal(event, host, bearer)
+            if problem is not None:
+                LOG.warning("%s: %s (closing the connection)", host, problem.reason)
+                return Admission(None, error_response(problem.id, problem.code, problem.reason))
+            assert isinstance(event, Message)
+            self.session = True
+            self._failures.pop(host, None)
+            return Admission(event.value)
+        finally:
+            self.waiting -= 1
+
+    async def _refusal(self, event: Message | Problem, host: str, bearer: bool) -> Problem | None:
+        problem = event if isinstance(event, Problem) else check_message(event.value)
+        if problem is not None:
+            return problem
+        assert isinstance(event, Message)
+        value: dict[str, Any] = event.value
+        msg_id = request_id(value)
+        needs_token = self.tokens.required and not bearer
+        if value.get("method") != "initialize" or msg_id is None:
+            carrying = f" carrying initializationOptions.{AUTH_TOKEN_KEY}" if needs_token else ""
+            return Problem(SERVER_NOT_INITIALIZED, f"the first message must be an initialize request{carrying}",
+                           msg_id)
+        params = value.get("params")
+        options = params.get("initializationOptions") if isinstance(params, dict) else None
+        offered = options.pop(AUTH_TOKEN_KEY, None) if isinstance(options, dict) else None
+        if needs_token and not self.tokens.accepts(offered):
+            await asyncio.sleep(self.backoff(host))
+            reason = "wrong token" if offered is not None else "a token is required"
+            return Problem(REQUEST_FAILED, f"unauthorized: {reason} (initializationOptions.{AUTH_TOKEN_KEY})",
+                           msg_id)
+        if self.session:
+            return Problem(REQUEST_FAILED, "another client is using this language server (one at a time)", msg_id)
+        return None
+
+    def backoff(self, host: str) -> float:
+        """Seconds to wait before answering a wrong token from `host`."""
+        if len(self._failures) > 1024:
+            self._failures.clear()
+        failures = self._failures[host] = self._failures.get(host, 0) + 1
+        return min(BACKOFF_FIRST_S * 2.0 ** (failures - 1), BACKOFF_MAX_S)
+
+
+class SocketServer:
+    """The language server on TCP or WebSocket: connections, admission, the one session."""
+
+    def __init__(self, protocol: JsonRPCProtocol, tokens: TokenFile) -> None:
+        self.protocol = protocol
+        self.tokens = tokens
+        self.gate = Gate(tokens)
+        self.ended = asyncio.Event()
+        self.exit_code: int | None = None  # from the session's `exit`
+        self._bearers: set[ServerConnection] = set()  # upgrade requests that carried the right token
+
+    async def tcp_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        host = _host(writer.get_extra_info("peername"))
+        out = FramedWriter(writer.write, writer.close)
+        stream = MessageStream(StreamSource(reader), Framer(ADMISSION_BYTES))
+        admission = await self.gate.admit(stream.next, host)
+        if admission.message is None:
+            if admission.refusal is not None:
+                out.send(admission.refusal)
+            await _close_after_reply(reader, writer)
+            return
+        stream.framer.max_bytes = MAX_MESSAGE_BYTES
+        self.protocol.set_writer(out)
+        await self._session(Message(admission.message), stream.next, out, host)
+
+    async def ws_handshake(self, connection: ServerConnection, request: Request) -> Response | None:
+        """An `Authorization: Bearer TOKEN` header admits by itself; a wrong one is refused here."""
+        header = request.headers.get("Authorization")
+        if header is None or not self.tokens.required:
+            return None
+        scheme, _, offered = header.partition(" ")
+        if scheme.lower() == "bearer" and self.tokens.accepts(offered.strip()):
+            self._bearers.add(connection)
+            return None
+        host = _host(connection.remote_address)
+        await asyncio.sleep(self.gate.backoff(host))
+        LOG.warning("%s: wrong Authorization header (refused)", host)
+        return connection.respond(HTTPStatus.UNAUTHORIZED, "wrong token\n")
+
+    async def ws_connection(self, ws: ServerConnection) -> None:
+        host = _host(ws.remote_address)
+        out = WebSocketWriter(ws)
+        bearer = ws in self._bearers
+        self._bearers.discard(ws)
+        admission = await self.gate.admit(lambda: _ws_next(ws), host, bearer)
+        if admission.message is None:
+            if admission.refusal is not None:
+                out.send(admission.refusal)
+                await out.flush()
+            await ws.close()
+            return
+        ws.protocol.max_message_size = MAX_MESSAGE_BYTES
+        self.protocol.set_writer(out, include_headers=False)
+        await self._session(Message(admission.message), lambda: _ws_next(ws), out, host)
+
+    async def _session(self, first: Message, receive: Callable[[], Awaitable[Message | Problem | None]],
+                       out: Outlet, host: str) -> None:
+        LOG.info("%s: admitted", host)
+        try:
+            self.exit_code = await serve_messages(self.protocol, receive, out, host, first)
+        except ConnectionError:
+            pass
+        finally:
+            LOG.info("%s: the session ended; stopping", host)
+            self.ended.set()
+
+
+async def _close_after_reply(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Send what is written, then close. Closing a socket with unread input resets it, which can lose
+    the reply on its way: so stop writing, and read (and drop) what the client still sends, briefly."""
+    with contextlib.suppress(ConnectionError, OSError):
+        await writer.drain()
+        if writer.can_write_eof():
+            writer.write_eof()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(1.0):
+                for _ in range(ADMISSION_BYTES // CHUNK):
+                    if not await reader.read(CHUNK):
+                        break
+    writer.close()
+
+
+async def _ws_next(ws: ServerConnection) -> Message | Problem | None:
+    from websockets.exceptions import ConnectionClosed
+
+    try:
+        data = await ws.recv(decode=False)
+    except ConnectionClosed as exc:
+        if exc.rcvd is not None and exc.rcvd.code == 1009:  # the client's message was over the limit
+            LOG.warning("a WebSocket message over the size limit; closing")
+        return None
+    value, error = parse_json(data if isinstance(data, bytes) else data.encode())
+    return Message(value) if error is None else Problem(PARSE_ERROR, f"the message is {error}")
+
+
+def _host(peername: Any) -> str:
+    return str(peername[0]) if isinstance(peername, tuple) and peername else str(peername or "?")
+
+
+def serve_socket(server: JsonRPCServer, kind: str, host: str, port: int, tokens: TokenFile) -> int:
+    """Serve one client session over `kind` ("tcp" or "ws") at host:port; the exit code. A DiceError
+    (before anything listens) for an address beyond loopback without a token or one that cannot be bound."""
+    check_bind(Address(host, port), tokens)
+    _quiet_pygls()
+    try:
+        return asyncio.run(_listen(server.protocol, kind, host, port, tokens))
+    except SystemExit as exc:  # `exit` over WebSocket: pygls exits once the socket has closed
+        return exit_code(exc)
+    finally:
+        server.shutdown()  # type: ignore[no-untyped-call]
+
+
+async def _listen(protocol: JsonRPCProtocol, kind: str, host: str, port: int, tokens: TokenFile) -> int:
+    sockets = SocketServer(protocol, tokens)
+    listener: Any
+    try:
+        if kind == "tcp":
+            listener = await asyncio.start_server(sockets.tcp_connection, host, port)
+        else:
+            from websockets.asyncio.server import serve
+
+            listener = await serve(sockets.ws_connection, host, port, process_request=sockets.ws_handshake,
+                                   max_size=ADMISSION_BYTES, max_queue=4)
+    except OSError as exc:
+        reason = os.strerror(exc.errno) if exc.errno else str(exc)
+        raise DiceError(f"cannot listen on {host}:{port}: {reason}") from exc
+    bound = listener.sockets[0].getsockname()[1]
+    LOG.info("language server on %s://%s:%d%s", kind, host, bound, " (token required)" if tokens.required else "")
+    async with listener:
+        await sockets.ended.wait()
+    return sockets.exit_code or 0

@@ -21,7 +21,7 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from .lsp_client import FAST, diagnostics_for, open_document, ready, start, wait_status
-from .test_lsp_optimize import EXAMPLE, optimize
+from .test_lsp_optimize import EXAMPLE
 
 pytestmark = pytest.mark.asyncio
 FAKE_GPU_LOG = Path(tempfile.mkdtemp(prefix="dice-fake-gpu-")) / "gpu.log"
@@ -31,6 +31,7 @@ GUARDED = ('#ifdef FROM_DB\n#error "FROM_DB came from compile_commands.json"\n#e
            '#ifndef FROM_SETTINGS\n#error "FROM_SETTINGS is missing"\n#endif\n'
            "__global__ void k(float* a) { a[threadIdx.x] = 1.0f; }\n")
 UNTRUSTED = {**FAST, "defines": ["FROM_SETTINGS"]}
+TWICE = "__global__ void twice(float* a) {\n    a[threadIdx.x] *= 2.0f;\n}\n"
 
 
 @pytest_lsp.fixture(config=FAKE_GPU)
@@ -135,22 +136,28 @@ async def test_untrusted_nothing_is_benchmarked_on_save_and_the_reason_is_said_o
     assert "bench_file saxpy.cu" in gpu_log(), "trusted, a save benchmarks the file"
 
 
+async def optimize_twice(client: LanguageClient, uri: str) -> Any:
+    """The "Optimize kernel `twice`" command, as VS Code runs it (the edit comes back for its preview)."""
+    return await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="dice.optimizeKernel", arguments=[uri, "twice", 1, False]))
+
+
 async def test_untrusted_optimize_never_runs_a_candidate_on_the_gpu(gpu_client: LanguageClient, tmp_path: Path) -> None:
     client = gpu_client
-    path = tmp_path / "saxpy.cu"
-    shutil.copy(EXAMPLE, path)
-    configuration = {**FAST, "optimizeCandidates": 2, "repairRounds": 0, "diagnostics": False}
+    path = tmp_path / "twice.cu"
+    path.write_text(TWICE)
+    configuration = {**FAST, "optimizeCandidates": 1, "repairRounds": 0, "diagnostics": False}
     statuses = await start(client, configuration=configuration, workspace=tmp_path)
     await ready(statuses, client)
-    open_document(client, path.read_text(), path.as_uri())
-    result = await optimize(client, path.as_uri(), False)
+    open_document(client, TWICE, path.as_uri())
+    result = await optimize_twice(client, path.as_uri())
     report = result["report"]
     assert report["gpu"] is False and report["unverified"] == "workspace not trusted"
     assert "none verified (workspace not trusted)" in result["summary"]
     assert not [line for line in gpu_log() if line.startswith(("optimize", "bench_rewrite"))], gpu_log()
     await trust(client, configuration)
     await asyncio.sleep(0.5)  # the new settings are read
-    trusted = await optimize(client, path.as_uri(), False)
+    trusted = await optimize_twice(client, path.as_uri())
     assert trusted["report"]["gpu"] is True and "optimize gpu_arch" in gpu_log(), "trusted, candidates go to the GPU"
 
 

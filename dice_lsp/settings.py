@@ -4,6 +4,11 @@ Editors send it as `initializationOptions` (either `{"dice": {...}}` or the bare
 `workspace/configuration` for the section `dice`; keys are camelCase there (`maxCanvas`; the team server's
 are grouped as `server.url`, `server.token`, `server.tokenFile`, which editors send nested) and snake_case
 here. A bad value is reported and ignored, never fatal: the previous value stays.
+
+`trusted` (false by default) is the user's word that the workspace may decide what runs: untrusted, the
+language server takes no flags from its files, runs none of its kernels and no model folder's own code
+(`dice_lsp.lsp.trust`). It must come from the user, never from the workspace: VS Code's extension answers
+it from Workspace Trust; other editors set it in the user's own configuration.
 """
 
 from __future__ import annotations
@@ -24,9 +29,11 @@ MODEL_KEYS = ("model", "device", "dtype", "trust_remote_code")
 SERVER_KEYS = ("server_url", "server_token", "server_token_file")
 BACKEND_KEYS = (*MODEL_KEYS, *SERVER_KEYS)  # a change of any of these means another model to talk to
 NULLABLE_TEXT = ("model", "nvcc", *SERVER_KEYS)
-SERVER_OWNED = (*BACKEND_KEYS, "nvcc", "diagnostics", "bench_on_save")  # a team server's, never per request
+# a team server's, never per request (`trusted` is the editor's own: a request never sets it on a server)
+SERVER_OWNED = (*BACKEND_KEYS, "nvcc", "diagnostics", "bench_on_save", "trusted")
 PATTERNS = {"arch": (r"(sm|compute)_\d+[a-z]?", "an architecture such as sm_90"),
             "std": (r"c\+\+\d\d", "a C++ standard such as c++17")}
+UNTRUSTED = "workspace not trusted"  # why an untrusted workspace's code was not run, as reports say it
 STEP_TOKENS = 32  # `steps` is the budget of a canvas up to this size (a line or two); larger ones get more
 
 
@@ -58,6 +65,7 @@ class Settings:
     server_url: str | None = None  # a team server (tcp://HOST:PORT, unix:///PATH) instead of the local model
     server_token: str | None = None  # its token (prefer server_token_file: settings files get shared)
     server_token_file: str | None = None  # a file holding the token; read again on every connection
+    trusted: bool = False  # the user trusts the workspace: its compile_commands.json, GPU runs, trustRemoteCode
 
     def sampler_config(self, canvas: int = STEP_TOKENS) -> SamplerConfig:
         """The sampler for a canvas of `canvas` tokens: `steps` per started 32 tokens (per block when decoding
@@ -147,7 +155,7 @@ def check_value(name: str, value: Any) -> tuple[Any, str | None]:
         pattern, example = PATTERNS[name]
         valid = isinstance(value, str) and re.fullmatch(pattern, value) is not None
         return (value, None) if valid else (None, f"must be {example}")
-    if name in ("trust_remote_code", "diagnostics", "bench_on_save"):
+    if name in ("trust_remote_code", "diagnostics", "bench_on_save", "trusted"):
         return (value, None) if isinstance(value, bool) else (None, "must be true or false")
     if name in ("threshold", "temperature"):
         if name == "temperature" and value is None:

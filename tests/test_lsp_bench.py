@@ -32,7 +32,7 @@ async def lens_titles(client: LanguageClient, path: Path) -> list[str]:
 async def test_without_a_gpu_saving_says_so_once(client: LanguageClient, tmp_path: Path) -> None:
     path = tmp_path / "saxpy.cu"
     shutil.copy(EXAMPLE, path)
-    statuses = await start(client, configuration={"benchOnSave": True, "diagnostics": False, **FAST})
+    statuses = await start(client, configuration={"benchOnSave": True, "trusted": True, "diagnostics": False, **FAST})
     await ready(statuses, client)
     open_document(client, path.read_text(), path.as_uri())
     for _ in range(2):
@@ -52,7 +52,7 @@ async def test_saving_shows_time_speedup_and_verdict_above_the_kernel(client: La
     def on_refresh(params: None) -> None:  # as VS Code does: ask for the lenses again
         refreshed.set()
 
-    statuses = await start(client, configuration={"benchOnSave": True, **FAST})
+    statuses = await start(client, configuration={"benchOnSave": True, "trusted": True, **FAST})
     await ready(statuses, client)
     open_document(client, path.read_text(), path.as_uri())
     await save(client, path)

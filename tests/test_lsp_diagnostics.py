@@ -67,7 +67,7 @@ async def test_a_header_changed_outside_the_editor_recompiles_the_files_that_inc
     main.write_text('#include "helpers.cuh"\n__global__ void k(float* a) { a[threadIdx.x] = twice(a[0]); }\n')
     (tmp_path / "compile_commands.json").write_text(json.dumps([{
         "directory": str(tmp_path), "file": "src/main.cu", "arguments": ["nvcc", "-Iinclude", "-c", "src/main.cu"]}]))
-    await start(client, workspace=tmp_path)
+    await start(client, configuration={**FAST, "trusted": True}, workspace=tmp_path)  # its build flags apply
     open_document(client, main.read_text(), main.as_uri())
     assert list(await diagnostics_for(client, main.as_uri())) == [], "the include folder comes from the build"
     header.write_text("__device__ inline float twice(float x) { return 2.0f * y; }\n")  # e.g. a git checkout

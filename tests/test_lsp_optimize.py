@@ -19,7 +19,7 @@ from .lsp_client import FAST, diagnostics_for, open_document, read_code_actions_
 
 pytestmark = pytest.mark.asyncio
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "saxpy.cu"
-QUICK = {**FAST, "optimizeCandidates": 4, "repairRounds": 1, "diagnostics": False}
+QUICK = {**FAST, "optimizeCandidates": 4, "repairRounds": 1, "diagnostics": False, "trusted": True}
 
 
 def lines(first: int, last: int, uri: str, diagnostics: list[types.Diagnostic] | None = None) -> types.CodeActionParams:

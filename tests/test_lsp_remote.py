@@ -99,6 +99,8 @@ async def test_optimize_runs_on_the_team_server(client: LanguageClient, team_ser
     report = result["report"]
     assert report is not None and report["kernel"] == "saxpy" and report["generated"] == 4
     assert "saxpy" in result["summary"]
+    assert report["gpu"] is False and report["unverified"] == "workspace not trusted", \
+        "an untrusted workspace's rewrites are not run on the server's GPU either"
 
 
 
@@ -115,7 +117,7 @@ async def test_benchmarks_on_save_run_on_the_team_server(client: LanguageClient,
     def on_refresh(params: None) -> None:
         refreshed.set()
 
-    statuses = await start(client, configuration=remote(url, tokens, benchOnSave=True))
+    statuses = await start(client, configuration=remote(url, tokens, benchOnSave=True, trusted=True))
     await wait_status(statuses, "ready")
     open_document(client, path.read_text(), path.as_uri())
     client.text_document_did_save(types.DidSaveTextDocumentParams(

@@ -1,8 +1,11 @@
 // The VS Code side of dice-lsp: starts (or connects to) the language server and adds what VS Code needs
 // around it: debounced inline completions, a status-bar item, commands, and a previewed optimize edit.
+// Workspace Trust is the server's `dice.trusted` (./trust.ts); settings reach the server only by its
+// workspace/configuration requests (a change is announced with empty settings), so that value always wins.
 import * as net from "net";
 import * as vscode from "vscode";
 import {
+  DidChangeConfigurationNotification,
   ExecuteCommandRequest,
   LanguageClient,
   LanguageClientOptions,
@@ -13,6 +16,7 @@ import { Debouncer } from "./debounce";
 import { ClientSettings, describe, Launch, launchFrom } from "./launch";
 import { OptimizeResult, proposal, staleReason } from "./preview";
 import { DiceStatus, statusView } from "./status";
+import { initializationOptions, trustConfiguration } from "./trust";
 
 const OPTIMIZE = "dice.optimizeKernel";
 let client: LanguageClient | undefined;
@@ -44,6 +48,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   item.command = "dice.client.showOutput";
   context.subscriptions.push(output, item);
   let status: DiceStatus | null = null;
+  let launched: string | undefined; // how the running server was started or reached
   const debouncer = new Debouncer(() => clientSettings().debounceMs);
 
   const refreshStatus = (): void => {
@@ -94,8 +99,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
 
   const start = async (): Promise<void> => {
     let launch: Launch;
+    launched = undefined;
     try {
       launch = launchFrom(clientSettings());
+      launched = describe(launch);
     } catch (error) {
       status = { state: "error", message: String((error as Error).message) };
       refreshStatus();
@@ -105,8 +112,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     const options: LanguageClientOptions = {
       documentSelector: [{ language: "cuda-cpp" }, { scheme: "file", pattern: "**/*.{cu,cuh}" }],
       synchronize: { configurationSection: "dice" },
+      initializationOptions: () => initializationOptions(vscode.workspace.isTrusted),
       outputChannel: output,
       middleware: {
+        workspace: {
+          configuration: trustConfiguration(() => vscode.workspace.isTrusted),
+          // never push settings (they would carry the files' dice.trusted): the server asks for them instead
+          didChangeConfiguration: (_sections, next) => next(undefined),
+        },
         provideInlineCompletionItems: async (document, position, context, token, next) =>
           (await debouncer.wait(token)) ? next(document, position, context, token) : null,
         executeCommand: async (command, args, next) =>
@@ -141,15 +154,34 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     return (found ?? []).filter((action) => title.test(action.title));
   };
 
+  const restart = async (): Promise<void> => {
+    if (client) {
+      await client.stop();
+    }
+    status = null;
+    await start();
+  };
+
+  // Trusted now: the server reads its settings again (trusted, and the workspace's restricted ones); if the
+  // workspace's dice.client.* settings now start the server differently, it is started again that way.
+  const trustGranted = async (): Promise<void> => {
+    let wanted: string | undefined;
+    try {
+      wanted = describe(launchFrom(clientSettings()));
+    } catch {
+      wanted = undefined;
+    }
+    if (wanted !== launched || !client?.isRunning()) {
+      await restart();
+      return;
+    }
+    await client.sendNotification(DidChangeConfigurationNotification.type, { settings: null });
+  };
+
   context.subscriptions.push(
     vscode.commands.registerCommand("dice.client.showOutput", () => output.show()),
-    vscode.commands.registerCommand("dice.client.restartServer", async () => {
-      if (client) {
-        await client.stop();
-      }
-      status = null;
-      await start();
-    }),
+    vscode.commands.registerCommand("dice.client.restartServer", restart),
+    vscode.workspace.onDidGrantWorkspaceTrust(() => void trustGranted()),
     vscode.commands.registerCommand("dice.client.fillHole", async () => {
       const editor = vscode.window.activeTextEditor;
       if (editor && client) {

@@ -2,7 +2,9 @@
 
 The compile itself (`dice_lsp.toolchain.report.check_source`, cached) runs on a worker thread; this module
 turns its report into LSP diagnostics (source `nvcc`) and code lenses above kernels, and remembers the
-last report per document for the code-lens request.
+last report per document for the code-lens request. In an untrusted workspace the compilation database is
+not read (its flags would be the workspace's choice of nvcc command line): the settings' flags apply, and
+the database found is handed to `ignored` so the user can be told.
 """
 
 from __future__ import annotations
@@ -50,11 +52,14 @@ class CheckRequest:
     fallback: CompileFlags  # the dice.* flags, used when no compile_commands.json covers the file
     root: Path | None  # the workspace folder: the compilation database is looked for up to here
     nvcc: Path
+    trusted: bool = False  # untrusted: the compilation database is ignored, `fallback` applies
 
 
 class CompileChecks:
-    def __init__(self, publish: Callable[[str, list[types.Diagnostic]], None]) -> None:
+    def __init__(self, publish: Callable[[str, list[types.Diagnostic]], None],
+                 ignored: Callable[[Path], None] = lambda _database: None) -> None:
         self.publish = publish
+        self.ignored = ignored  # told (on the loop) of a compilation database an untrusted compile did not use
         self.cache = CompileCache()
         self.reports: dict[str, CheckReport] = {}
         self.requests: dict[str, CheckRequest] = {}
@@ -88,26 +93,32 @@ class CompileChecks:
     async def _run(self, request: CheckRequest, delay: float) -> None:
         await asyncio.sleep(delay)
         try:
-            report, dependencies = await asyncio.to_thread(self._check, request)
+            report, dependencies, unused = await asyncio.to_thread(self._check, request)
         except (DiceError, OSError) as exc:
             LOG.warning("%s: compile failed: %s", request.path.name, exc)
             return
+        if unused is not None:
+            self.ignored(unused)
         self.reports[request.uri] = report
         self.dependencies[request.uri] = dependencies
         self.publish(request.uri, [lsp_diagnostic(d) for d in report.diagnostics])
         LOG.info("%s: %d diagnostics, %d kernels, %.0f ms%s", request.path.name, len(report.diagnostics),
                  len(report.kernels), report.elapsed_ms, " (cached)" if report.cached else "")
 
-    def _check(self, request: CheckRequest) -> tuple[CheckReport, set[Path]]:
+    def _check(self, request: CheckRequest) -> tuple[CheckReport, set[Path], Path | None]:
+        """The report, the files it depends on, and the compilation database left unused (untrusted)."""
         database = find_database(request.path, request.root)
-        watched = {database.resolve()} if database else set()
-        try:
-            flags = flags_for(request.path, request.fallback, request.root)
-        except FlagError as exc:  # a flag nvcc's shell would run: said on the first line, nothing compiled
-            return CheckReport([Diagnostic(0, 0, 0, 0, "error", str(exc), "flags")], [], 0.0), watched
+        if not request.trusted:
+            flags, watched, unused = request.fallback, set(), database
+        else:
+            watched, unused = ({database.resolve()} if database else set()), None
+            try:
+                flags = flags_for(request.path, request.fallback, request.root)
+            except FlagError as exc:  # a flag nvcc's shell would run: said on the first line, nothing compiled
+                return CheckReport([Diagnostic(0, 0, 0, 0, "error", str(exc), "flags")], [], 0.0), watched, None
         folder = request.path.parent
         report = check_source(request.text, folder, flags, self.cache, request.nvcc)
-        return report, include_dependencies(request.text, (folder, *flags.include_dirs)) | watched
+        return report, include_dependencies(request.text, (folder, *flags.include_dirs)) | watched, unused
 
     def lenses(self, uri: str) -> list[types.CodeLens]:
         report = self.reports.get(uri)

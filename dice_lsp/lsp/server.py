@@ -2,7 +2,9 @@
 
 Model work runs on the host's thread; handlers only await it, so the event loop stays free for other
 requests. `$/cancelRequest` cancels the handler's task, which cancels its ticket; a newer request on the
-same document cancels the older one's ticket the same way.
+same document cancels the older one's ticket the same way. What an untrusted workspace may not make the
+server do (`dice.trusted`) is `dice_lsp.lsp.trust`'s; the handlers here ask it at each use, so new settings
+from the client change it at once.
 """
 
 from __future__ import annotations
@@ -37,10 +39,19 @@ from dice_lsp.lsp.rewrite_actions import (
     whole_document_edit,
 )
 from dice_lsp.lsp.team_server import TeamServer
+from dice_lsp.lsp.trust import (
+    NOT_BENCHMARKED,
+    Notices,
+    bench_skipped,
+    database_ignored,
+    effective,
+    remote_code_ignored,
+    without_databases,
+)
 from dice_lsp.optimize import OptimizeRequest, checker, optimize, repair
 from dice_lsp.remote.client import file_request
 from dice_lsp.remote.protocol import RemoteError
-from dice_lsp.settings import Settings
+from dice_lsp.settings import UNTRUSTED, Settings
 from dice_lsp.textdoc import Position, position_at
 from dice_lsp.toolchain.flags import CompileFlags, flags_for
 from dice_lsp.toolchain.nvcc import find_nvcc
@@ -61,8 +72,10 @@ class DiceServer(LanguageServer):
         self._load_submitted: asyncio.Event | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.host = ModelHost(self._status_from_any_thread)
+        self.notices = Notices(self.warn)  # why an untrusted workspace's files or code were not used, once each
         self.checks = CompileChecks(lambda uri, found: self.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(uri=uri, diagnostics=found)))
+            types.PublishDiagnosticsParams(uri=uri, diagnostics=found)),
+            lambda database: self.notices.once("database", database_ignored(database)))
         self.nvcc: Path | None = None
         self.nvcc_for: str | None = "unresolved"  # the dice.nvcc setting `self.nvcc` was found for
         self.watch: FileWatch | None = None
@@ -94,12 +107,13 @@ class DiceServer(LanguageServer):
         if root is None and self.watch is not None:
             self.watch.watch(path.parent, recursive=False)  # no workspace: at least the file's own folder
         self.checks.schedule(CheckRequest(uri, path, document.source, self.settings.compile_flags(root or path.parent),
-                                          root, self.nvcc), delay)
+                                          root, self.nvcc, self.settings.trusted), delay)
 
     def flags_of(self, path: Path, settings: Settings) -> CompileFlags:
-        """How `path` compiles: its compile_commands.json entry, else the settings (relative include folders
-        taken from its workspace folder)."""
-        return flags_for(path, settings.compile_flags(self.workspace_root(path) or path.parent))
+        """How `path` compiles: its compile_commands.json entry (a trusted workspace's only), else the settings
+        (relative include folders taken from its workspace folder)."""
+        own = settings.compile_flags(self.workspace_root(path) or path.parent)
+        return flags_for(path, own) if settings.trusted else own
 
     def workspace_root(self, path: Path) -> Path | None:
         """The workspace folder holding `path`, if any."""
@@ -130,10 +144,38 @@ class DiceServer(LanguageServer):
         new, errors = self.settings_from(raw)
         for error in errors:
             self.window_show_message(types.ShowMessageParams(types.MessageType.Warning, error))
-        reload = new.model_changed(self.settings) or self.host.status.get("state") == "idle"
-        self.settings = new
-        if reload:
+        old, self.settings = self.settings, new
+        if new.trusted != old.trusted:
+            self.trust_changed()
+        self.tell_untrusted()
+        if effective(new).model_changed(effective(old)) or self.host.status.get("state") == "idle":
             await self.load_model()
+
+    def warn(self, message: str) -> None:
+        self.window_show_message(types.ShowMessageParams(types.MessageType.Warning, message))
+
+    def tell_untrusted(self) -> None:
+        """Say (once) what the current settings ask for that an untrusted workspace does not get."""
+        if not self.settings.trusted and self.settings.trust_remote_code and self.settings.server_url is None:
+            self.notices.once("remote_code", remote_code_ignored())
+
+    def trust_changed(self) -> None:
+        """The user trusted the workspace (or no longer does): reasons are said afresh, the open documents
+        compile again with the flags now allowed, and lenses that said "not run" go."""
+        LOG.info("workspace %s", "trusted" if self.settings.trusted else "not trusted")
+        self.notices.reset()
+        kept = {uri: r for uri, r in self.bench_reports.items() if r.reason != NOT_BENCHMARKED}
+        dropped, self.bench_reports = len(kept) < len(self.bench_reports), kept
+        if self.load_submitted().is_set():
+            for uri in list(self.workspace.text_documents):
+                self.check_document(uri)
+        if dropped:
+            self.refresh_lenses()
+
+    def refresh_lenses(self) -> None:
+        workspace = self.client_capabilities.workspace
+        if workspace is not None and workspace.code_lens is not None and workspace.code_lens.refresh_support:
+            self.workspace_code_lens_refresh(None)
 
     async def load_model(self) -> None:
         """Load in the background with `$/progress` when the client supports it; with `dice.server.url`,
@@ -141,7 +183,7 @@ class DiceServer(LanguageServer):
         if self.remote is not None:
             await self.remote.close()
         self.remote = None if self.settings.server_url is None else TeamServer(self.settings, self.team_status)
-        loading = asyncio.wrap_future(self.host.load(self.settings)) if self.remote is None else None
+        loading = asyncio.wrap_future(self.host.load(effective(self.settings))) if self.remote is None else None
         self.load_submitted().set()
         for uri in self.unconfigured.intersection(self.workspace.text_documents):
             self.check_document(uri)
@@ -220,6 +262,8 @@ class DiceServer(LanguageServer):
 
             token = await self.begin_progress(f"DICE {title}", path.name, stop)
             request = {**file_request(path, text), **params}
+            if not self.settings.trusted:
+                request["files"] = without_databases(request["files"])
             job = asyncio.ensure_future(self.remote.ask(f"{title} {uri}", title, request,
                                                         lambda update: self.report_progress(token, update["message"])))
             calls.append(job)
@@ -242,17 +286,19 @@ class DiceServer(LanguageServer):
         """Optimize `kernel`, then offer the best rewrite: applied only if the user says so and the document
         is still the version it was made for. Without `ask`, the edit is returned for the client to preview."""
         settings = self.settings
+        unverified = None if settings.trusted else UNTRUSTED  # untrusted: its kernels never run on a GPU
 
         def work(path: Path, text: str, ticket: Ticket, said: Callable[[str], None]) -> dict[str, Any]:
             flags = self.flags_of(path, settings)
             request = OptimizeRequest(path, text, kernel, None, settings.optimize_candidates, settings.repair_rounds,
-                                      settings.sampler_config(), flags)
+                                      settings.sampler_config(), flags, unverified=unverified)
             return optimize(self.on_model_thread, request, checker(path.parent, flags, find_nvcc(settings.nvcc)),
                             ticket, said).to_json()
 
         started = self.workspace.get_text_document(uri)
         made_for = started.version
-        report, problem = await self.rewrite_job(uri, version, "optimize", work, {"kernel": kernel})
+        params = {"kernel": kernel} if settings.trusted else {"kernel": kernel, "trusted": False}
+        report, problem = await self.rewrite_job(uri, version, "optimize", work, params)
         if report is None:
             self.window_show_message(types.ShowMessageParams(types.MessageType.Warning, f"dice-lsp: {problem}"))
             return {"summary": problem, "report": None, "edit": None, "applied": False}
@@ -301,7 +347,14 @@ class DiceServer(LanguageServer):
 
     async def bench_document(self, uri: str) -> None:
         """Verify and time the saved file's kernels on the GPU (dice.benchOnSave), here or on the team
-        server's GPU, then refresh the lenses."""
+        server's GPU, then refresh the lenses. Untrusted, nothing runs: the lens and a message (once) say why."""
+        if not self.settings.trusted:
+            self.notices.once("bench", bench_skipped())
+            shown = self.bench_reports.get(uri)
+            if shown is None or shown.reason != NOT_BENCHMARKED:
+                self.bench_reports[uri] = BenchReport(False, False, [], [], NOT_BENCHMARKED)
+                self.refresh_lenses()
+            return
         document = self.workspace.get_text_document(uri)
         path, text = Path(document.path), document.source
         if self.remote is None and self.has_gpu is None:
@@ -329,9 +382,7 @@ class DiceServer(LanguageServer):
             return
         self.end_progress(token, "done")
         self.bench_reports[uri] = report
-        workspace = self.client_capabilities.workspace
-        if workspace is not None and workspace.code_lens is not None and workspace.code_lens.refresh_support:
-            self.workspace_code_lens_refresh(None)
+        self.refresh_lenses()
 
     def load_submitted(self) -> asyncio.Event:
         """Set once the settings are read and the first load is queued: requests that arrive earlier wait for
@@ -427,6 +478,7 @@ async def initialized(ls: DiceServer, params: types.InitializedParams) -> None:
         ls.settings, errors = ls.settings_from(values[0] if values else None)
         for error in errors:
             ls.window_show_message(types.ShowMessageParams(types.MessageType.Warning, error))
+    ls.tell_untrusted()
     await ls.load_model()
 
 

@@ -2,7 +2,8 @@
 
 With a GPU, the survivors are verified against the original kernel and timed by the harness
 (`dice_lsp.harness.bench.bench_rewrite`) and ranked by verified speedup. Without one they are ranked by
-nvcc's resource report (spills, stack, registers), and every result says it is unverified. The model runs
+nvcc's resource report (spills, stack, registers), and every result says it is unverified; so are they
+when the request says why they must not run (`unverified`: an untrusted workspace). The model runs
 through `run_model`, so a language server can keep it on its own thread between the compile steps.
 """
 
@@ -57,6 +58,7 @@ class OptimizeReport:
     rewrites: list[Rewrite] = field(default_factory=list)  # ranked, best first
     generated: int = 0  # before deduplication
     wall_s: float = 0.0
+    unverified: str = "no GPU"  # why nothing was verified, when `gpu` is false
 
     @property
     def compiled(self) -> int:
@@ -82,8 +84,10 @@ class OptimizeReport:
         return top
 
     def summary(self) -> str:
-        counts = (f"{len(self.rewrites)} distinct candidates of {self.generated}, {self.compiled} compiled, "
-                  + (f"{self.verified} verified, {self.faster} faster" if self.gpu else "none verified (no GPU)"))
+        checked = f"none verified ({self.unverified})"
+        if self.gpu:
+            checked = f"{self.verified} verified, {self.faster} faster"
+        counts = f"{len(self.rewrites)} distinct candidates of {self.generated}, {self.compiled} compiled, {checked}"
         best = self.best
         if best is None:
             return f"{self.kernel}: no faster rewrite found ({counts})"
@@ -95,7 +99,8 @@ class OptimizeReport:
 
     def to_json(self) -> dict[str, Any]:
         best = self.best
-        return {"kernel": self.kernel, "gpu": self.gpu, "generated": self.generated, "compiled": self.compiled,
+        return {"kernel": self.kernel, "gpu": self.gpu, "unverified": None if self.gpu else self.unverified,
+                "generated": self.generated, "compiled": self.compiled,
                 "verified": self.verified, "faster": self.faster, "wall_s": round(self.wall_s, 2),
                 "candidates": [r.to_json() for r in self.rewrites], "best": best.to_json() if best else None,
                 "text": best.text if best else None,
@@ -113,6 +118,7 @@ class OptimizeRequest:
     sampler: SamplerConfig = field(default_factory=SamplerConfig)
     flags: CompileFlags = field(default_factory=CompileFlags)
     limits: Limits = field(default_factory=Limits)
+    unverified: str | None = None  # set: never run the candidates (this says why); ranked as without a GPU
 
 
 def optimize(run_model: Callable[[Callable[[LoadedModel], Any]], Any], request: OptimizeRequest, check: Check,
@@ -125,7 +131,8 @@ def optimize(run_model: Callable[[Callable[[LoadedModel], Any]], Any], request: 
     made = run_model(lambda model: gen.generate(model, text, kernel, request.candidates, request.sampler, cancel))
     unique = gen.distinct(made, original_body)
     say(f"generated {len(made)} candidates, {len(unique)} distinct")
-    report = OptimizeReport(request.kernel, gpu_arch() is not None, generated=len(made))
+    gpu = request.unverified is None and gpu_arch() is not None
+    report = OptimizeReport(request.kernel, gpu, generated=len(made), unverified=request.unverified or "no GPU")
     report.rewrites = [Rewrite(c.origin, gen.with_body(text, kernel, c.body)) for c in unique]
     for index, rewrite in enumerate(report.rewrites, 1):
         _stop_if(cancel)

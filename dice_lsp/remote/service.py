@@ -36,7 +36,7 @@ from dice_lsp.jobs.model_host import ModelHost, Ticket
 from dice_lsp.optimize import OptimizeRequest, checker, optimize, repair
 from dice_lsp.optimize.repair import Check
 from dice_lsp.remote.protocol import RemoteError
-from dice_lsp.settings import SERVER_OWNED, Settings, editor_key
+from dice_lsp.settings import SERVER_OWNED, UNTRUSTED, Settings, editor_key
 from dice_lsp.textdoc import Position
 from dice_lsp.toolchain.cache import CompileCache
 from dice_lsp.toolchain.flags import CompileFlags, flags_for
@@ -174,7 +174,8 @@ class Service:
         with workspace(params, settings) as sent:
             request = OptimizeRequest(sent.path, sent.text, str(params["kernel"]), sent.ref,
                                       settings.optimize_candidates, settings.repair_rounds, settings.sampler_config(),
-                                      sent.flags, Limits(timeout=float(params.get("timeout", 60.0))))
+                                      sent.flags, Limits(timeout=float(params.get("timeout", 60.0))),
+                                      None if params.get("trusted") is not False else UNTRUSTED)
             return optimize(self._run_model, request, sent.check, ticket, progress).to_json()
 
     def _repair(self, params: dict[str, Any], ticket: Ticket, progress: Progress) -> dict[str, Any]:

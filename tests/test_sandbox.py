@@ -279,3 +279,23 @@ def test_a_server_that_cannot_sandbox_refuses_to_start_unless_told(tmp_path: Pat
 def test_the_token_file_must_not_lie_where_sandboxed_code_reads() -> None:
     assert sandbox.visible(Path(sys.prefix) / "token") and sandbox.visible(Path("/usr/share/token"))
     assert not sandbox.visible(Path.home() / "token") and not sandbox.visible(Path("/tmp/token"))
+
+
+@pytest.mark.gpu
+def test_sandboxed_benchmarks_verify_on_the_gpu(host: Host) -> None:
+    """A kernel-level launch spec and a torch-extension problem, benchmarked by the sandboxed team server, come
+    back verified; a static initializer of the extension (host code the client sent) cannot touch the host."""
+    saxpy = call(host, "bench", {"text": (ROOT / "examples" / "saxpy.cu").read_text(), "path": "saxpy.cu",
+                                 "timeout": 120})
+    [kernel] = saxpy["kernels"]
+    assert saxpy["gpu"] and kernel["verified"] and kernel["speedup_vs_ref"], saxpy
+    problem = ROOT / "bench" / "problems" / "kb_relu_scale"
+    good = (problem / "candidates" / "good.cu").read_text()
+    planted = host.home / "planted-by-an-initializer"
+    initializer = f'#include <cstdlib>\nstatic int planted = std::system("id > {planted}; id > /tmp/planted");\n'
+    for text in (good, initializer + good):
+        report = call(host, "bench", {"text": text, "path": "good.cu", "ref": "reference.py", "timeout": 120,
+                                      "files": {"reference.py": (problem / "reference.py").read_text()}})
+        [kernel] = report["kernels"]
+        assert report["gpu"] and report["compile"]["ok"] and kernel["verified"], report
+    assert not planted.exists() and not Path("/tmp/planted").exists()

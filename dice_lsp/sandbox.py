@@ -46,12 +46,14 @@ import os
 import re
 import shutil
 import signal
+import site
+import stat
 import subprocess
 import sys
 import sysconfig
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import IO, Any
@@ -149,7 +151,7 @@ class Sandbox:
     prlimit: str
     setpriv: str | None  # a root server drops to SANDBOX_ID through it
     nvcc: Path | None  # the server's nvcc: its toolkit is visible to harness children too
-    python: tuple[Path, ...] = field(default_factory=tuple)  # the runtime and the dice_lsp package's parent
+    python: tuple[Path, ...]  # the runtime, its packages and the dice_lsp package
 
     @property
     def as_root(self) -> bool:
@@ -175,7 +177,8 @@ class Sandbox:
             for node in sorted(Path("/dev").glob("nvidia*")):
                 args += ["--dev-bind", str(node), str(node)]
         bound = [Path("/usr"), *(Path(p) for p in _ETC)]
-        shown = [root for root in _outermost([*tools.roots, *self.python]) if not _inside(root, bound)]
+        libraries = _library_path() if jail.gpu else ()  # where a GPU host keeps its driver
+        shown = [root for root in _outermost([*tools.roots, *self.python, *libraries]) if not _inside(root, bound)]
         bound += shown
         extra = tools.mounts(bound)
         readable = sorted(set(jail.readable) - set(jail.writable), key=lambda p: len(p.parts))
@@ -226,9 +229,7 @@ class Sandbox:
         block_read, block_write = os.pipe() if self.as_root else (None, None)
         passed = (info_write,) if block_read is None else (info_write, block_read)
         try:
-            jailed = jail if not jail.gpu else Jail(jail.quota, jail.writable, (*jail.readable, *_library_path()),
-                                                   True)
-            popen = subprocess.Popen(self.command(argv, cwd, jailed, env, info_write, block_read), cwd="/",
+            popen = subprocess.Popen(self.command(argv, cwd, jail, env, info_write, block_read), cwd="/",
                                      stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, text=text,
                                      errors="replace" if text else None, start_new_session=True, pass_fds=passed,
                                      env={}, extra_groups=[] if self.as_root else None)
@@ -308,7 +309,7 @@ def _toolkit(nvcc: Path) -> Toolkits:
 
 
 def _toolkits(nvccs: Sequence[Path]) -> Toolkits:
-    found = [_toolkit(n) for n in nvccs if n.name == "nvcc" or n.name.startswith("nvcc")]
+    found = [_toolkit(n) for n in nvccs if n.name.startswith("nvcc")]  # argv[0] of a compile, or python
     return Toolkits(tuple(dict.fromkeys(r for t in found for r in t.roots)),
                     tuple(dict.fromkeys(b for t in found for b in t.bins)),
                     tuple(dict.fromkeys(link for t in found for link in t.links)),
@@ -372,6 +373,9 @@ def _python_dirs() -> tuple[Path, ...]:
     """The interpreter's installation, its packages, and the folder that holds the dice_lsp package."""
     found = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
              *(sysconfig.get_paths().get(k, "") for k in ("stdlib", "platstdlib", "purelib", "platlib", "include"))}
+    user = site.getusersitepackages() if site.ENABLE_USER_SITE else ""
+    if user in sys.path:
+        found.add(user)  # packages installed with `pip install --user`: that folder, not the rest of $HOME
     paths = [Path(os.path.realpath(p)) for p in found if p and Path(p).is_dir()]
     paths += [Path(p) for p in found if p and Path(p).is_dir()]  # as Python names them, should a link lead there
     return (*_outermost(paths), _package_dir())
@@ -396,14 +400,17 @@ def _library_path() -> tuple[Path, ...]:
 def _give_to_sandbox(folder: Path, write: bool) -> None:
     """A root server's folder, opened to the sandbox's user: what others may not read (a 0700 temporary
     folder, a file written under umask 077) becomes that user's, and so does a folder it writes into.
-    Folders everyone may read stay as they are."""
-    for top, dirs, files in os.walk(folder):
-        for path, is_dir in ((top, True), *((os.path.join(top, d), True) for d in dirs),
-                             *((os.path.join(top, f), False) for f in files)):
-            status = os.lstat(path)
-            closed = status.st_mode & (0o005 if is_dir else 0o004) != (0o005 if is_dir else 0o004)
-            if closed or (write and path == top):
-                os.chown(path, SANDBOX_ID, SANDBOX_ID, follow_symlinks=False)
+    What everyone may read stays as it is."""
+    for top, _dirs, files in os.walk(folder):  # links are not followed
+        _open_to_sandbox(Path(top), 0o005, write and Path(top) == folder)
+        for name in files:
+            _open_to_sandbox(Path(top, name), 0o004, False)
+
+
+def _open_to_sandbox(path: Path, needed: int, always: bool) -> None:
+    status = os.lstat(path)
+    if always or (not stat.S_ISLNK(status.st_mode) and status.st_mode & needed != needed):
+        os.chown(path, SANDBOX_ID, SANDBOX_ID, follow_symlinks=False)
 
 
 def _read_info(fd: int) -> dict[str, Any] | None:
@@ -455,6 +462,8 @@ def switch_on(unsafe_no_sandbox: bool, nvcc: Path | None) -> str:
         return _MODE
     sandbox = probe(nvcc)
     _ACTIVE, _MODE = sandbox, MODE_ON
+    LOG.info("compiles and user code run in the sandbox (bubblewrap, uid %d%s)", SANDBOX_ID,
+             "; this server runs as root: run it as an ordinary user where you can" if sandbox.as_root else "")
     return _MODE
 
 

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 
@@ -13,3 +17,20 @@ def hog_memory_in_a_grandchild(payload: dict[str, Any]) -> dict[str, Any]:
     subprocess.Popen(["python3", "-c", code], start_new_session=True)
     time.sleep(60)
     return {}
+
+
+def result_is_a_link(payload: dict[str, Any]) -> dict[str, Any]:
+    """Leave the result file as a link to a file of the host, then exit before the child writes it."""
+    os.symlink(payload["target"], _result_file())
+    os._exit(0)
+
+
+def result_is_a_fifo(payload: dict[str, Any]) -> dict[str, Any]:
+    """Leave the result file as a FIFO nobody writes: reading it would block the server."""
+    os.mkfifo(_result_file())
+    os._exit(0)
+
+
+def _result_file() -> Path:
+    """Where the child writes the result: named in its job file (`python -m dice_lsp.harness.child JOB`)."""
+    return Path(json.loads(Path(sys.argv[1]).read_text())["result"])

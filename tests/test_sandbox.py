@@ -236,6 +236,17 @@ def test_confined_children_are_still_killed_on_time_and_memory() -> None:
     assert hog.seconds < 45, "counted in the sandbox although it left the process group"
 
 
+def test_a_child_cannot_make_the_server_read_a_host_file_or_block(tmp_path: Path) -> None:
+    """The server reads the child's result file: a link to a host file or a FIFO left there is no result."""
+    (host_file := tmp_path / "host.json").write_text(json.dumps({"value": {"secret": SECRET}}))
+    with sandbox.confined(find_nvcc()):
+        linked = run_isolated("tests.sandbox_jobs:result_is_a_link", {"target": str(host_file)}, timeout=30,
+                              memory_mb=2048, readable=[TESTS])
+        fifo = run_isolated("tests.sandbox_jobs:result_is_a_fifo", {}, timeout=30, memory_mb=2048, readable=[TESTS])
+    assert linked.value is None and linked.failure == "the child process exited without a result"
+    assert fifo.failure == "the child process exited without a result" and fifo.seconds < 25
+
+
 SOURCES = {
     "resources": '#include "tile.cuh"\n__global__ void scale(float* y, const float* x, float a, int n) {\n'
                  "    __shared__ float t[TILE];\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"

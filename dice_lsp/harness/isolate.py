@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import stat
 import sys
 import tempfile
 import time
@@ -30,6 +31,7 @@ from typing import Any
 from dice_lsp.sandbox import Jail, Process, child_quota, spawn
 
 POLL_SECONDS = 0.05
+MAX_RESULT = 64 << 20  # bytes of result JSON read back
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
@@ -62,19 +64,39 @@ def run_isolated(call: str, payload: dict[str, Any], timeout: float, memory_mb: 
                           output, env)
             failure = _watch(child, started + timeout, memory_mb << 20)
         elapsed = time.monotonic() - started
-        tail = log.read_text(errors="replace")[-4000:]
+        tail = _tail(log)
         returncode = child.popen.returncode
         if failure is None and returncode != 0:
             failure = _exit_reason(returncode, tail)
         if failure is not None:
             return Outcome(None, failure.replace("{timeout}", f"{timeout:g}"), tail, elapsed)
         try:
-            answer = json.loads(result.read_text())
+            answer = json.loads(_read_plain(result))
         except (OSError, ValueError):
+            answer = None
+        if not isinstance(answer, dict) or not ("error" in answer or "value" in answer):
             return Outcome(None, "the child process exited without a result", tail, elapsed)
         if "error" in answer:
             return Outcome(None, answer["error"], tail, elapsed)
         return Outcome(answer["value"], None, tail, elapsed)
+
+
+def _read_plain(path: Path) -> bytes:
+    """The result file the child wrote: never a link it left there to a file of the host, nor a FIFO that
+    would block the server, nor more than a result needs."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as file:
+        status = os.fstat(file.fileno())
+        if not stat.S_ISREG(status.st_mode) or status.st_size > MAX_RESULT:
+            raise ValueError("not a plain result file")
+        return file.read(MAX_RESULT)
+
+
+def _tail(path: Path, size: int = 4000) -> str:
+    """The last `size` characters of the child's output (which may have written gigabytes)."""
+    with path.open("rb") as file:
+        file.seek(max(0, path.stat().st_size - 4 * size))
+        return file.read().decode(errors="replace")[-size:]
 
 
 def _watch(child: Process, deadline: float, limit: int) -> str | None:

@@ -175,7 +175,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import asyncio
 
     from dice_lsp.remote.client import Address
-    from dice_lsp.remote.server import TokenFile, serve
+    from dice_lsp.remote.server import TokenFile, confine, serve
     from dice_lsp.remote.service import Service, ServiceConfig
 
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s dice-lsp serve %(message)s")
@@ -186,6 +186,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.model and not Path(args.model).is_dir():
         raise DiceError(f"--model {args.model}: no such folder")
     tokens = TokenFile(Path(args.token_file) if args.token_file else None)
+    confine(args.unsafe_no_sandbox, settings.nvcc, tokens.path)
     address = Address(socket=args.socket) if args.socket else Address(args.host, args.port)
     service = Service(ServiceConfig(settings, args.max_pending, args.max_batch_rows))
 
@@ -503,6 +504,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-batch-rows", type=_positive, default=32,
                        help="rows of one denoising batch across clients; 1 turns batching off (%(default)s)")
     serve.add_argument("--json", action="store_true", help="print the listening address as a JSON line on stdout")
+    serve.add_argument("--unsafe-no-sandbox", action="store_true",
+                       help="compile and run clients' code without the bubblewrap sandbox (as this server's user)")
     add_model_arguments(serve)
     serve.set_defaults(handler=cmd_serve)
 

@@ -64,7 +64,8 @@ def test_the_gateway_keeps_the_token_and_the_replicas_errors(gateway: str) -> No
     with pytest.raises(RemoteError, match="chosen by the server") as bad:
         asyncio.run(ask(gateway, "check", {"text": "x", "settings": {"model": "/elsewhere"}}))
     assert bad.value.code == "bad_params"
-    assert asyncio.run(ask(gateway, "status", {}))["state"] == "ready"
+    status = asyncio.run(ask(gateway, "status", {}))
+    assert status["state"] == "ready" and status["sandbox"] == "bubblewrap", "replicas compile in the sandbox"
 
 
 @pytest.mark.parametrize("config", sorted((Path(__file__).resolve().parents[1] / "server" / "configs").glob("*.yaml")),

@@ -182,9 +182,10 @@ def _bench_kernel(spec: LaunchSpec, spec_text: str, ref_spec_text: str | None, t
     except DiceError as exc:
         result.failure = str(exc)
         return result
+    cubins = [Path(c["cubin"]).parent for c in (candidate, reference) if c is not None and c["cubin"]]
     outcome = run_isolated("dice_lsp.harness.kernel_level:run", {
         "spec": spec_text, "candidate": candidate, "reference": reference, "trials": limits.trials},
-        limits.timeout, limits.memory_mb)
+        limits.timeout, limits.memory_mb, readable=cubins)
     return _result(result, outcome.value, outcome.failure, reference is not None)
 
 
@@ -196,23 +197,26 @@ def _bench_extension(path: Path, text: str, reference: Path, limits: Limits, say
         raise DiceError(f"reference {reference} not found")
     digest = hashlib.sha256(text.encode() + torch.__version__.encode()).hexdigest()[:16]
     build_dir = cache_root() / "extensions" / digest
+    result = KernelResult("forward", flags=_static_flags(text))
+    if gpu_arch() is None:
+        return BenchReport(False, True, [], [], "no CUDA GPU here: a torch extension is built and run on the GPU "
+                                               "host only; nothing verified or timed")
     build_dir.mkdir(parents=True, exist_ok=True)
     source = build_dir / SOURCE_NAME  # the build's commands run through a shell: only generated names in them
     source.write_text(text, encoding="utf-8")
     includes = [str(link) for link in linked_folders(build_dir, [path.resolve().parent])]
     job = {"source": str(source), "includes": includes, "name": f"dice_ext_{digest}", "build_dir": str(build_dir),
            "reference": str(reference.resolve()), "trials": limits.trials}
-    result = KernelResult("forward", flags=_static_flags(text))
-    if gpu_arch() is None:
-        return BenchReport(False, True, [], [], "no CUDA GPU here: a torch extension is built and run on the GPU "
-                                               "host only; nothing verified or timed")
     say(f"building the torch extension {path.name} (about a minute the first time)")
-    built = run_isolated("dice_lsp.harness.extension:build", job, limits.build_timeout, limits.memory_mb)
+    sources = [path.resolve().parent, reference.resolve().parent]  # what a sandboxed child may read
+    built = run_isolated("dice_lsp.harness.extension:build", job, limits.build_timeout, limits.memory_mb,
+                         readable=sources, writable=[build_dir])
     if not built.ok:
         return BenchReport(True, False, [{"severity": "error", "message": built.failure or "build failed",
                                           "detail": built.output[-2000:]}], [], "does not compile")
     say(f"verifying and timing {path.name} against {reference.name}")
-    outcome = run_isolated("dice_lsp.harness.extension:run", job, limits.timeout, limits.memory_mb)
+    outcome = run_isolated("dice_lsp.harness.extension:run", job, limits.timeout, limits.memory_mb,
+                           readable=[*sources, build_dir])
     return BenchReport(True, True, [], [_result(result, outcome.value, outcome.failure, True)])
 
 

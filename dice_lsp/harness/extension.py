@@ -6,6 +6,11 @@ model's parameters and buffers. Both jobs run in a child process: `build` (a tor
 minute to compile) and `run` (verify, then time). Shapes are varied too: the reference module's integer
 globals that `get_inputs` reads are halved (plus one) for an extra trial, where the reference accepts it,
 so a kernel that hard-codes the shape fails.
+
+`run` imports the module `build` left in the build folder instead of calling torch's `load` again: `load`
+rewrites build.ninja and takes a lock file there, and on the team server the run job (the client's
+reference and kernel) gets that folder read-only, so that it cannot plant a library for the next request
+with the same source.
 """
 
 from __future__ import annotations
@@ -31,6 +36,20 @@ def _load_extension(payload: dict[str, Any]) -> Any:
                 extra_include_paths=payload.get("includes", []),
                 extra_cuda_cflags=["-O3", f"-gencode=arch=compute_{major}{minor},code=sm_{major}{minor}"],
                 verbose=False)
+
+
+def _load_built(payload: dict[str, Any]) -> Any:
+    """The extension module `build` compiled, imported from its build folder without writing there."""
+    from torch.utils.cpp_extension import LIB_EXT
+
+    name = payload["name"]
+    library = Path(payload["build_dir"]) / f"{name}{LIB_EXT}"
+    spec = importlib.util.spec_from_file_location(name, library)
+    if spec is None or spec.loader is None or not library.is_file():
+        raise fail(f"the extension was not built ({library.name} is missing)")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def build(payload: dict[str, Any]) -> dict[str, Any]:
@@ -76,7 +95,7 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
     reference = _reference_module(payload["reference"])
     model = reference.Model(*reference.get_init_inputs()).cuda().eval()
     extras = [*model.parameters(), *model.buffers()]
-    extension = _load_extension(payload)
+    extension = _load_built(payload)
     generator = torch.Generator(device="cuda").manual_seed(int(payload.get("seed", 0)))
     errors = {"max_abs_err": 0.0, "max_rel_err": 0.0}
     kept: list[Any] = []  # every reference output stays alive: no candidate can be handed its memory

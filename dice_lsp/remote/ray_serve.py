@@ -24,7 +24,7 @@ from dice_lsp.errors import DiceError
 from dice_lsp.jobs.model_host import Ticket
 from dice_lsp.remote.client import Address
 from dice_lsp.remote.protocol import RemoteError
-from dice_lsp.remote.server import TokenFile, check_bind, listen
+from dice_lsp.remote.server import TokenFile, check_bind, confine, listen
 from dice_lsp.remote.service import Progress, Service, ServiceConfig
 from dice_lsp.settings import Settings
 
@@ -34,10 +34,11 @@ class DiceReplica:
     """One copy of the service; the model loads on construction (Ray waits for it before routing here)."""
 
     def __init__(self, model: str | None = None, device: str = "auto", dtype: str = "auto",
-                 max_batch_rows: int = 32) -> None:
+                 max_batch_rows: int = 32, unsafe_no_sandbox: bool = False) -> None:
         settings, errors = Settings().updated({"model": model, "device": device, "dtype": dtype})
         if errors:
             raise DiceError(errors[0])
+        confine(unsafe_no_sandbox, settings.nvcc, None)  # every compile and run of user code, as `dice-lsp serve`
         self.service = Service(ServiceConfig(settings, max_batch_rows=max_batch_rows))
         self.service.start()
         if self.service.host.status.get("state") != "ready":
@@ -133,7 +134,8 @@ class Gateway:
 
 def build_app(args: dict[str, Any]) -> serve.Application:
     """The application `serve run` builds from a config's `args` (see server/configs/)."""
-    replica_options = {key: args[key] for key in ("model", "device", "dtype", "max_batch_rows") if key in args}
+    replica_options = {key: args[key] for key in ("model", "device", "dtype", "max_batch_rows", "unsafe_no_sandbox")
+                       if key in args}
     replicas = DiceReplica.bind(**replica_options)  # type: ignore[attr-defined]
     gateway_options = {key: args[key] for key in ("host", "port", "token_file") if key in args}
     app: serve.Application = Gateway.bind(replicas, **gateway_options)  # type: ignore[attr-defined]

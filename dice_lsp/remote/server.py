@@ -69,6 +69,23 @@ class TokenFile:
         return isinstance(offered, str) and hmac.compare_digest(offered.encode(), self._token.encode())
 
 
+def confine(unsafe_no_sandbox: bool, nvcc: str | None, token_file: Path | None) -> None:
+    """Every compile and every run of a client's code in the sandbox from here on, in this process
+    (`dice_lsp.sandbox`); a DiceError (one line) where it cannot be made, unless the operator chose
+    --unsafe-no-sandbox. The token file must not lie where sandboxed code can read it."""
+    from dice_lsp import sandbox
+    from dice_lsp.toolchain.nvcc import find_nvcc
+
+    try:
+        found: Path | None = find_nvcc(nvcc)
+    except DiceError:
+        found = None  # requests that compile say so; completions need no nvcc
+    sandbox.switch_on(unsafe_no_sandbox, found)
+    if token_file is not None and sandbox.active() is not None and sandbox.visible(token_file):
+        raise DiceError(f"token file {token_file}: sandboxed code could read it there (the system, the Python "
+                        "runtime or the CUDA toolkit); keep it elsewhere")
+
+
 def is_loopback(host: str) -> bool:
     """Whether every address `host` resolves to is a loopback address."""
     try:

@@ -8,7 +8,9 @@ two timings sharing a GPU would disturb each other. Requests carry the source
 text (and any local headers it needs as `files`), never paths on the server: each request that compiles
 gets its own temporary folder.
 Per-request settings are the `dice.*` keys that shape one request (sampler, flags, candidates); the model,
-the device and nvcc are the server's.
+the device and nvcc are the server's. A request's sources may name nothing on the server but the toolkit
+(`remote.sources`), and every compile and run of its code happens in the sandbox the server switched on
+at start (`dice_lsp.sandbox`; `status` says which).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
-from dice_lsp import __version__
+from dice_lsp import __version__, sandbox
 from dice_lsp.complete import PreparedFill, no_completion, prepare
 from dice_lsp.engine import FillRequest, LoadedModel
 from dice_lsp.engine.tokenizer import Tokenizer
@@ -36,6 +38,7 @@ from dice_lsp.jobs.model_host import ModelHost, Ticket
 from dice_lsp.optimize import OptimizeRequest, checker, optimize, repair
 from dice_lsp.optimize.repair import Check
 from dice_lsp.remote.protocol import RemoteError
+from dice_lsp.remote.sources import check_reference, check_sources
 from dice_lsp.settings import SERVER_OWNED, UNTRUSTED, Settings, editor_key
 from dice_lsp.textdoc import Position
 from dice_lsp.toolchain.cache import CompileCache
@@ -119,7 +122,7 @@ class Service:
         host = self.host
         return {**host.status, "version": __version__, "in_flight": self.in_flight, "queued": host.pending,
                 "served": self.served, "fills": host.fills, "fill_batches": host.fill_batches,
-                "uptime_s": round(time.time() - self.started, 1)}
+                "uptime_s": round(time.time() - self.started, 1), "sandbox": sandbox.mode()}
 
     def settings_for(self, params: dict[str, Any]) -> Settings:
         raw = params.get("settings") or {}
@@ -231,12 +234,17 @@ def workspace(params: dict[str, Any], settings: Settings) -> Iterator[SentFile]:
     files = params.get("files") or {}
     if not isinstance(files, dict):
         raise RemoteError("bad_params", "files must be a map of relative path to text")
+    name = str(params.get("path", "kernel.cu"))
+    sent = {str(key): str(content) for key, content in {**files, name: text}.items()}
+    nvcc = find_nvcc(settings.nvcc)
+    check_sources(sent, sandbox.toolkit_roots(nvcc))
+    check_reference(name, text, str(params["ref"]) if params.get("ref") else None, [str(key) for key in files])
     with tempfile.TemporaryDirectory(prefix="dice-serve-") as folder:
         root = Path(folder)
-        for name, content in {**files, str(params.get("path", "kernel.cu")): text}.items():
-            target = root / _relative(str(name))
+        for key, content in sent.items():
+            target = root / _relative(key)
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(str(content), encoding="utf-8")
-        path = root / _relative(str(params.get("path", "kernel.cu")))
+            target.write_text(content, encoding="utf-8")
+        path = root / _relative(name)
         ref = root / _relative(str(params["ref"])) if params.get("ref") else None
-        yield SentFile(path, text, ref, flags_for(path, settings.compile_flags(path.parent)), find_nvcc(settings.nvcc))
+        yield SentFile(path, text, ref, flags_for(path, settings.compile_flags(path.parent)), nvcc)

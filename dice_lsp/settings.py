@@ -126,6 +126,14 @@ def _flatten(raw: dict[str, Any]) -> dict[str, Any]:
     return flat
 
 
+def finite_number(value: Any) -> bool:
+    """An int, or a float that is neither NaN nor infinite (a bool is neither; an int of any size is fine:
+    bounds are checked as ints, never through a float that would overflow)."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
+
+
 def check_value(name: str, value: Any) -> tuple[Any, str | None]:
     """Validate one setting; returns (value, None) or (None, reason)."""
     if name in NULLABLE_TEXT and (value is None or value == ""):
@@ -153,7 +161,7 @@ def check_value(name: str, value: Any) -> tuple[Any, str | None]:
     if name in ("threshold", "temperature"):
         if name == "temperature" and value is None:
             return None, None
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        if not finite_number(value) or value < 0:
             return None, "must be a finite non-negative number"
         if name == "threshold" and not 0 < value <= 1:
             return None, "must be in (0, 1]"

@@ -350,12 +350,15 @@ def test_a_client_that_never_reads_its_replies_is_held_to_a_bound(strict: tuple[
     sampler.start()
     raw = Raw(strict[0], timeout=30)
     assert (reply := raw.auth()) is not None and "result" in reply
-    chunk = b"".join(encode({"id": n, "method": "status", "params": {}}) for n in range(2, 1002))
+
+    def chunk(thousand: int) -> bytes:  # 1000 requests, each with an id of its own
+        return b"".join(encode({"id": 2 + thousand * 1000 + n, "method": "status", "params": {}}) for n in range(1000))
+
     sent, cut_off = 0, False
     started = time.monotonic()
     try:
         while sent < 300 and time.monotonic() - started < 60:
-            raw.sock.sendall(chunk)
+            raw.sock.sendall(chunk(sent))
             sent += 1
     except ConnectionError:
         cut_off = True
@@ -453,11 +456,21 @@ def test_requests_within_the_limits_still_work(server: tuple[str, Any, Path]) ->
 @pytest.mark.parametrize(("name", "value"), [("temperature", math.nan), ("temperature", math.inf),
                                              ("temperature", 1e308), ("temperature", 11), ("threshold", math.nan),
                                              ("steps", 2**64), ("candidates", 10**6), ("max_canvas", 2**40),
-                                             ("seed", 2**64), ("repair_rounds", 10**9)])
+                                             ("seed", 2**64), ("repair_rounds", 10**9), ("threshold", 10**400),
+                                             ("temperature", 10**400)])
 def test_settings_refuse_non_finite_and_absurd_numbers(name: str, value: float) -> None:
     assert check_value(name, value)[1] is not None
     kept, errors = Settings().updated({name: value})
     assert kept == Settings() and len(errors) == 1
+
+
+def test_an_ipv6_host_counts_as_one_address_and_a_mapped_ipv4_as_itself() -> None:
+    from dice_lsp.remote.server import peer_key
+
+    assert peer_key(("2001:db8::1", 7077, 0, 0)) == peer_key(("2001:db8::ffff:2", 7077, 0, 0)) == "2001:db8::/64"
+    assert peer_key(("2001:db8:0:1::1", 7077, 0, 0)) != peer_key(("2001:db8::1", 7077, 0, 0))
+    assert peer_key(("::ffff:10.0.0.7", 7077, 0, 0)) == peer_key(("10.0.0.7", 7077)) == "10.0.0.7"
+    assert peer_key("") == "unix"
 
 
 def test_the_cli_refuses_a_nan_temperature_in_one_line() -> None:

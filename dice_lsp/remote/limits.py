@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from dice_lsp.errors import DiceError
 from dice_lsp.remote.protocol import MAX_FRAME, RemoteError
-from dice_lsp.settings import Settings, editor_key
+from dice_lsp.settings import Settings, editor_key, finite_number
 
 MIB = 1024 * 1024
 
@@ -116,9 +116,10 @@ def limits_from(kind: type[L], values: dict[str, Any]) -> L:
         if name not in known:
             raise DiceError(f"unknown limit {name!r} (known: {', '.join(known)})")
         integral = known[name] == "int"
-        number = int if integral else int | float
-        if isinstance(value, bool) or not isinstance(value, number) or not math.isfinite(value) or value <= 0:
+        if not finite_number(value) or (integral and not isinstance(value, int)) or value <= 0:
             raise DiceError(f"{name}: must be a positive {'integer' if integral else 'number'}, not {value!r}")
+        if not integral and value > 1e9:
+            raise DiceError(f"{name}: {value!r} is more than any real use")
         checked[name] = value if integral else float(value)
     return kind(**checked)
 
@@ -134,10 +135,11 @@ def bad(message: str) -> RemoteError:
 
 
 def over(method: str, name: str, value: Any, limits: RequestLimits, field: str) -> RemoteError:
-    limit = getattr(limits, field)
-    return bad(f"{method}: {name} {value:g} exceeds the server's limit of {limit:g} ({_FLAGS[field]})"
-               if isinstance(value, float) else
-               f"{method}: {name} {value} exceeds the server's limit of {limit} ({_FLAGS[field]})")
+    def shown(number: Any) -> str:
+        return f"{number:g}" if isinstance(number, float) else str(number)
+
+    return bad(f"{method}: {name} {shown(value)} exceeds the server's limit of {shown(getattr(limits, field))} "
+               f"({_FLAGS[field]})")
 
 
 def text(method: str, params: dict[str, Any], name: str, required: bool = False) -> str | None:
@@ -164,13 +166,14 @@ def integer(method: str, params: dict[str, Any], name: str, minimum: int, requir
     return value
 
 
-def seconds(method: str, params: dict[str, Any], name: str) -> float | None:
+def seconds(method: str, params: dict[str, Any], name: str) -> float | int | None:
+    """A positive, finite number of seconds (compared with limits as it is: a huge int is no float)."""
     value = params.get(name)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+    if not finite_number(value) or value <= 0:
         raise bad(f"{method}: {name} must be a positive number of seconds")
-    return float(value)
+    return value  # type: ignore[no-any-return]
 
 
 def file_name(method: str, name: Any, what: str) -> None:

@@ -94,8 +94,9 @@ class TokenFile:
             raise DiceError(f"token file {self.path}: {exc.strerror or exc}") from exc
         token = read_token_file(self.path)
         if len(token) < MIN_TOKEN_LENGTH:
-            raise ShortToken(f"token file {self.path} holds {len(token)} characters, fewer than the "
-                             f"{MIN_TOKEN_LENGTH} a token needs (make one with: openssl rand -hex 32)")
+            count = f"{len(token)} character{'s' * (len(token) != 1)}"
+            raise ShortToken(f"token file {self.path} holds {count}, fewer than the {MIN_TOKEN_LENGTH} a token "
+                             "needs (make one with: openssl rand -hex 32)")
         self._stamp, self._token = stamp, token
 
     def _reread(self) -> None:

@@ -31,9 +31,9 @@ PATTERNS = {"arch": (r"(sm|compute)_\d+[a-z]?", "an architecture such as sm_90")
             "std": (r"c\+\+\d\d", "a C++ standard such as c++17")}
 STEP_TOKENS = 32  # `steps` is the budget of a canvas up to this size (a line or two); larger ones get more
 MAX_TEMPERATURE = 10.0  # far above any useful sampling temperature (0-2); 1e308 overflowed the sampler
+# above these a value is absurd, and refused for everyone (a team server caps far lower: dice_lsp.remote.limits)
 MAXIMA = {"steps": 1024, "block_length": 65536, "top_k": 1 << 20, "seed": 2**64 - 1, "candidates": 1024,
           "max_canvas": 65536, "context_tokens": 1 << 20, "optimize_candidates": 1024, "repair_rounds": 100}
-# absurd values, refused for everyone (a team server caps far lower: dice_lsp.remote.limits)
 
 
 @dataclass(frozen=True)

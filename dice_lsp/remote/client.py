@@ -183,6 +183,10 @@ class RemoteClient:
             if self._writer is writer:
                 self._drop(str(exc))
             raise
+        except asyncio.CancelledError:  # not known to be admitted: the next call starts a new connection
+            if self._writer is writer:
+                self._drop("cancelled before the server answered auth")
+            raise
 
     async def _read(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         reason, idle = f"the dice server at {self.address} closed the connection", False

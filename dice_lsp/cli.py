@@ -11,7 +11,7 @@ import json
 import logging
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -175,6 +175,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import asyncio
 
     from dice_lsp.remote.client import Address
+    from dice_lsp.remote.limits import ConnectionLimits, RequestLimits, limits_from
     from dice_lsp.remote.server import TokenFile, confine, serve
     from dice_lsp.remote.service import Service, ServiceConfig
 
@@ -188,7 +189,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     tokens = TokenFile(Path(args.token_file) if args.token_file else None)
     confine(args.unsafe_no_sandbox, settings.nvcc, tokens.path)
     address = Address(socket=args.socket) if args.socket else Address(args.host, args.port)
-    service = Service(ServiceConfig(settings, args.max_pending, args.max_batch_rows))
+    caps = limits_from(RequestLimits, {f.name: getattr(args, f.name) for f in fields(RequestLimits)})
+    limits = limits_from(ConnectionLimits, {f.name: getattr(args, f.name) for f in fields(ConnectionLimits)})
+    service = Service(ServiceConfig(settings, args.max_pending, args.max_batch_rows, caps))
 
     def ready(where: str) -> None:
         if args.json:
@@ -198,7 +201,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             print(f"dice-lsp: serving {settings.model or 'dice-tiny'} on {where}"
                   f"{' (token required)' if tokens.required else ''}; Ctrl+C stops", file=sys.stderr)
 
-    asyncio.run(serve(service, address, tokens, ready))
+    asyncio.run(serve(service, address, tokens, ready, limits))
     return 0
 
 
@@ -506,6 +509,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--json", action="store_true", help="print the listening address as a JSON line on stdout")
     serve.add_argument("--unsafe-no-sandbox", action="store_true",
                        help="compile and run clients' code without the bubblewrap sandbox (as this server's user)")
+    from dice_lsp.remote.limits import HELP, ConnectionLimits, RequestLimits
+
+    for kind in (RequestLimits, ConnectionLimits):  # each limit a flag of its own name (server/README.md)
+        for f in fields(kind):
+            serve.add_argument("--" + f.name.replace("_", "-"), type=_positive if f.type == "int" else float,
+                               default=getattr(kind, f.name), metavar="N" if f.type == "int" else "S",
+                               help=f"{HELP[f.name]} (%(default)s)")
     add_model_arguments(serve)
     serve.set_defaults(handler=cmd_serve)
 

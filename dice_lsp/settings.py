@@ -3,7 +3,9 @@
 Editors send it as `initializationOptions` (either `{"dice": {...}}` or the bare object) and answer
 `workspace/configuration` for the section `dice`; keys are camelCase there (`maxCanvas`; the team server's
 are grouped as `server.url`, `server.token`, `server.tokenFile`, which editors send nested) and snake_case
-here. A bad value is reported and ignored, never fatal: the previous value stays.
+here. A bad value is reported and ignored, never fatal: the previous value stays. Numbers must be finite
+and below bounds no real use reaches (`MAXIMA`): settings can come from a workspace's files or a team
+server's client, and NaN, 1e308 or 2^64 steps would otherwise reach the sampler.
 
 `trusted` (false by default) is the user's word that the workspace may decide what runs: untrusted, the
 language server takes no flags from its files, runs none of its kernels and no model folder's own code
@@ -35,6 +37,10 @@ PATTERNS = {"arch": (r"(sm|compute)_\d+[a-z]?", "an architecture such as sm_90")
             "std": (r"c\+\+\d\d", "a C++ standard such as c++17")}
 UNTRUSTED = "workspace not trusted"  # why an untrusted workspace's code was not run, as reports say it
 STEP_TOKENS = 32  # `steps` is the budget of a canvas up to this size (a line or two); larger ones get more
+MAX_TEMPERATURE = 10.0  # far above any useful sampling temperature (0-2); 1e308 overflowed the sampler
+# above these a value is absurd, and refused for everyone (a team server caps far lower: dice_lsp.remote.limits)
+MAXIMA = {"steps": 1024, "block_length": 65536, "top_k": 1 << 20, "seed": 2**64 - 1, "candidates": 1024,
+          "max_canvas": 65536, "context_tokens": 1 << 20, "optimize_candidates": 1024, "repair_rounds": 100}
 
 
 @dataclass(frozen=True)
@@ -128,6 +134,14 @@ def _flatten(raw: dict[str, Any]) -> dict[str, Any]:
     return flat
 
 
+def finite_number(value: Any) -> bool:
+    """An int, or a float that is neither NaN nor infinite (a bool is neither; an int of any size is fine:
+    bounds are checked as ints, never through a float that would overflow)."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
+
+
 def check_value(name: str, value: Any) -> tuple[Any, str | None]:
     """Validate one setting; returns (value, None) or (None, reason)."""
     if name in NULLABLE_TEXT and (value is None or value == ""):
@@ -160,10 +174,12 @@ def check_value(name: str, value: Any) -> tuple[Any, str | None]:
     if name in ("threshold", "temperature"):
         if name == "temperature" and value is None:
             return None, None
-        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-            return None, "must be a non-negative number"
+        if not finite_number(value) or value < 0:
+            return None, "must be a finite non-negative number"
         if name == "threshold" and not 0 < value <= 1:
             return None, "must be in (0, 1]"
+        if name == "temperature" and value > MAX_TEMPERATURE:
+            return None, f"must be at most {MAX_TEMPERATURE:g}"
         return float(value), None
     if name in ("block_length", "context_tokens") and value is None:
         return None, None
@@ -172,4 +188,6 @@ def check_value(name: str, value: Any) -> tuple[Any, str | None]:
     minimum = 0 if name in ("top_k", "seed", "repair_rounds") else 1
     if value < minimum:
         return None, f"must be at least {minimum}"
+    if value > MAXIMA.get(name, value):
+        return None, f"must be at most {MAXIMA[name]}"
     return value, None

@@ -1,9 +1,11 @@
 """The client side of the team server: what the language server and the CLI use when `dice.server.url` is set.
 
 One connection, opened on first use and again after it drops (a server restart costs the requests in
-flight, not the session). Requests are multiplexed by id; cancelling the awaiting task sends `cancel`.
+flight, not the session). Each connection starts with `auth` (the token, in a frame small enough for the
+server's pre-authentication limit) and waits for its answer, so a wrong token is the error of the request
+that opened the connection. Requests are multiplexed by id; cancelling the awaiting task sends `cancel`.
 A server that cannot be reached is a `RemoteError` with code `unreachable` within the connect timeout,
-never a hang.
+never a hang. A connection the server closed as idle is opened again for the requests it had not read.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from dice_lsp.remote.protocol import ProtocolError, RemoteError, encode, read_fr
 
 DEFAULT_PORT = 7077
 CONNECT_TIMEOUT_S = 5.0
+AUTH_TIMEOUT_S = 60.0  # a wrong token is answered after the server's back-off (at most 30 s by default)
 ProgressListener = Callable[[dict[str, Any]], None]
 
 
@@ -97,13 +100,17 @@ def local_headers(path: Path, text: str, seen: set[Path] | None = None) -> dict[
     return found
 
 
+class ClosedIdle(RemoteError):
+    """The server closed the connection as idle: it had not read the requests still waiting, so they can be
+    sent again on a new connection."""
+
+
 class RemoteClient:
     """`credentials` gives the token for each new connection (read again, so a rotated token file is seen)."""
 
     def __init__(self, address: Address, credentials: Callable[[], str | None] = lambda: None,
                  connect_timeout: float = CONNECT_TIMEOUT_S) -> None:
         self.address, self.credentials, self.connect_timeout = address, credentials, connect_timeout
-        self._token: str | None = None  # to present on the connection's first request
         self._ids = itertools.count(1)
         self._waiting: dict[int, tuple[asyncio.Future[Any], ProgressListener | None]] = {}
         self._writer: asyncio.StreamWriter | None = None
@@ -114,19 +121,25 @@ class RemoteClient:
                    progress: ProgressListener | None = None) -> Any:
         """The request's result; RemoteError for an error reply, a lost connection or an unreachable server.
         Cancelling the awaiting task cancels the request on the server."""
-        writer = await self._connect()
+        try:
+            return await self._request(await self._connect(), method, params or {}, progress)
+        except ClosedIdle:  # never read by the server: send it again, once
+            return await self._request(await self._connect(), method, params or {}, progress)
+
+    async def _request(self, writer: asyncio.StreamWriter, method: str, params: dict[str, Any],
+                       progress: ProgressListener | None = None, token: str | None = None) -> Any:
         request_id = next(self._ids)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._waiting[request_id] = (future, progress)
-        message: dict[str, Any] = {"id": request_id, "method": method, "params": params or {}}
-        if self._token is not None:  # the first request admits the connection; later ones need not repeat it
-            message["token"], self._token = self._token, None
+        message: dict[str, Any] = {"id": request_id, "method": method, "params": params}
+        if token is not None:
+            message["token"] = token
         try:
             writer.write(encode(message))
             await writer.drain()
             return await future
         except asyncio.CancelledError:
-            if not writer.is_closing():
+            if not writer.is_closing() and method != "auth":
                 with contextlib.suppress(ConnectionError, ProtocolError):
                     writer.write(encode({"id": next(self._ids), "method": "cancel", "params": {"id": request_id}}))
             raise
@@ -140,7 +153,7 @@ class RemoteClient:
         async with self._connecting:
             if self._writer is not None and not self._writer.is_closing():
                 return self._writer
-            self._token = self.credentials()
+            token = self.credentials()
             try:
                 if self.address.socket is not None:
                     opening = asyncio.open_unix_connection(self.address.socket)
@@ -153,15 +166,36 @@ class RemoteClient:
                 raise RemoteError("unreachable", f"cannot reach the dice server at {self.address}: {reason}") from exc
             self._writer = writer
             self._reader_task = asyncio.create_task(self._read(reader, writer))
+            await self._authenticate(writer, token)
             return writer
 
+    async def _authenticate(self, writer: asyncio.StreamWriter, token: str | None) -> None:
+        """`auth` first; a server older than `auth` answers `unknown_method` but has admitted the token."""
+        try:
+            await asyncio.wait_for(self._request(writer, "auth", {}, token=token), AUTH_TIMEOUT_S)
+        except TimeoutError as exc:
+            self._drop(f"no answer to auth in {AUTH_TIMEOUT_S:g} s")
+            raise RemoteError("unreachable", f"the dice server at {self.address} did not answer auth in "
+                              f"{AUTH_TIMEOUT_S:g} s") from exc
+        except RemoteError as exc:
+            if exc.code == "unknown_method":
+                return
+            if self._writer is writer:
+                self._drop(str(exc))
+            raise
+        except asyncio.CancelledError:  # not known to be admitted: the next call starts a new connection
+            if self._writer is writer:
+                self._drop("cancelled before the server answered auth")
+            raise
+
     async def _read(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        reason = f"the dice server at {self.address} closed the connection"
+        reason, idle = f"the dice server at {self.address} closed the connection", False
         try:
             while (message := await read_frame(reader)) is not None:
                 waiting = self._waiting.get(message["id"])
                 if message["id"] == 0 and "error" in message:  # about the connection, not one request
                     reason = f"{message['error']['code']}: {message['error']['message']}"
+                    idle = message["error"]["code"] == "idle"
                 if waiting is None:
                     continue
                 future, listener = waiting
@@ -175,16 +209,16 @@ class RemoteClient:
         except (ProtocolError, ConnectionError) as exc:
             reason = f"connection to {self.address} lost ({exc})"
         if self._writer is writer:
-            self._drop(reason)
+            self._drop(reason, idle)
 
-    def _drop(self, reason: str) -> None:
+    def _drop(self, reason: str, idle: bool = False) -> None:
         """Fail every request in flight; the next call connects again."""
         if self._writer is not None:
             self._writer.close()
             self._writer = None
         for future, _ in self._waiting.values():
             if not future.done():
-                future.set_exception(RemoteError("connection_lost", reason))
+                future.set_exception((ClosedIdle if idle else RemoteError)("connection_lost", reason))
 
     async def close(self) -> None:
         if self._reader_task is not None:

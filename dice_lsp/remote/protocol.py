@@ -4,7 +4,13 @@ Requests: `{"v": 1, "id": int, "method": str, "params": map, "token"?: str}`. Re
 `{"v": 1, "id", "result": ...}` or `{"v": 1, "id", "error": {"code": str, "message": str}}`; long requests
 also send `{"v": 1, "id", "progress": {...}}` before their reply. A frame over the size limit, bytes that are
 not msgpack, or a map without the fields its kind needs is a `ProtocolError`: the peer gets one error frame
-and the connection is closed, since the stream can no longer be trusted to be in step.
+and the connection is closed, since the stream can no longer be trusted to be in step. Errors about the
+connection rather than one request (a broken frame, a timeout, a refused connection) carry id 0.
+
+A connection starts with `auth`: `{"id", "method": "auth", "params": {}, "token"?}` as its first frame, small
+enough for the server's pre-authentication limit (a few KiB), so the token never rides on a frame as large as
+a source file; the reply says who answers and the connection's limits. A server without a token answers it
+too. (The token may also ride on the first request, as before `auth` existed, when that request is small.)
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from dice_lsp.errors import DiceError
 
 VERSION = 1
 MAX_FRAME = 16 * 1024 * 1024  # bytes of one frame's body: a whole source file and its context fit easily
-METHODS = frozenset({"complete", "fill", "optimize", "repair", "check", "bench", "status", "cancel"})
+METHODS = frozenset({"auth", "complete", "fill", "optimize", "repair", "check", "bench", "status", "cancel"})
 _LENGTH = struct.Struct(">I")
 
 
@@ -68,17 +74,32 @@ def check_request(message: dict[str, Any]) -> tuple[int, str, dict[str, Any]]:
     return message["id"], method, params
 
 
-async def read_frame(reader: asyncio.StreamReader) -> dict[str, Any] | None:
-    """The next message, or None at a clean end of the stream (between frames)."""
+async def read_frame(reader: asyncio.StreamReader, limit: int = MAX_FRAME, wait: float | None = None,
+                     deadline: float | None = None) -> dict[str, Any] | None:
+    """The next message, or None at a clean end of the stream (between frames). A frame whose header announces
+    more than `limit` bytes is refused before its body is read. `wait`: seconds to wait for a frame to begin
+    (a TimeoutError after them, with nothing read); `deadline`: seconds the whole frame may then take to
+    arrive (a `too_slow` ProtocolError: a sender that trickles bytes holds nothing for long)."""
     try:
-        header = await reader.readexactly(_LENGTH.size)
-    except asyncio.IncompleteReadError as exc:
-        if exc.partial:
-            raise ProtocolError("malformed", "the stream ended inside a frame header") from exc
+        async with asyncio.timeout(wait):
+            first = await reader.readexactly(1)
+    except asyncio.IncompleteReadError:
         return None
+    try:
+        async with asyncio.timeout(deadline):
+            return await _rest_of_frame(reader, first, limit)
+    except TimeoutError as exc:
+        raise ProtocolError("too_slow", f"a frame took more than {deadline:g} s to arrive") from exc
+
+
+async def _rest_of_frame(reader: asyncio.StreamReader, first: bytes, limit: int) -> dict[str, Any]:
+    try:
+        header = first + await reader.readexactly(_LENGTH.size - 1)
+    except asyncio.IncompleteReadError as exc:
+        raise ProtocolError("malformed", "the stream ended inside a frame header") from exc
     (length,) = _LENGTH.unpack(header)
-    if length > MAX_FRAME:
-        raise ProtocolError("too_large", f"frame of {length} bytes exceeds the limit of {MAX_FRAME}")
+    if length > limit:
+        raise ProtocolError("too_large", f"frame of {length} bytes exceeds the limit of {limit}")
     try:
         body = await reader.readexactly(length)
     except asyncio.IncompleteReadError as exc:

@@ -6,7 +6,10 @@ same protocol as `dice-lsp serve` (editors and the CLI cannot tell them apart) a
 to the replicas as a stream: progress first, then the result. Concurrent completions that reach the same
 replica share its denoising batches, as on a single server.
 
-Deployed with `serve run server/configs/<config>.yaml` (docs in server/README.md).
+Deployed with `serve run server/configs/<config>.yaml` (docs in server/README.md). The app's args take the
+limits of `dice-lsp serve` by the same names: `RequestLimits` fields (`max_candidates`, `max_tokens`, ...)
+go to every replica, which checks each request; `ConnectionLimits` fields (`handshake_timeout`,
+`max_connections_per_peer`, ...) go to the gateway, which admits the connections.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import AsyncIterator
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, cast
 
@@ -23,6 +27,7 @@ from ray.serve.handle import DeploymentHandle, DeploymentResponseGenerator
 from dice_lsp.errors import DiceError
 from dice_lsp.jobs.model_host import Ticket
 from dice_lsp.remote.client import Address
+from dice_lsp.remote.limits import ConnectionLimits, RequestLimits, limits_from
 from dice_lsp.remote.protocol import RemoteError
 from dice_lsp.remote.server import TokenFile, check_bind, confine, listen
 from dice_lsp.remote.service import Progress, Service, ServiceConfig
@@ -34,12 +39,14 @@ class DiceReplica:
     """One copy of the service; the model loads on construction (Ray waits for it before routing here)."""
 
     def __init__(self, model: str | None = None, device: str = "auto", dtype: str = "auto",
-                 max_batch_rows: int = 32, unsafe_no_sandbox: bool = False) -> None:
+                 max_batch_rows: int = 32, limits: dict[str, Any] | None = None,
+                 unsafe_no_sandbox: bool = False) -> None:
         settings, errors = Settings().updated({"model": model, "device": device, "dtype": dtype})
         if errors:
             raise DiceError(errors[0])
         confine(unsafe_no_sandbox, settings.nvcc, None)  # every compile and run of user code, as `dice-lsp serve`
-        self.service = Service(ServiceConfig(settings, max_batch_rows=max_batch_rows))
+        caps = limits_from(RequestLimits, limits or {})
+        self.service = Service(ServiceConfig(settings, max_batch_rows=max_batch_rows, limits=caps))
         self.service.start()
         if self.service.host.status.get("state") != "ready":
             raise DiceError(f"the model did not load: {self.service.host.status.get('message')}")
@@ -103,8 +110,9 @@ class Gateway:
     """Listens for editors on `host:port` (a thread with its own event loop) and forwards to the replicas."""
 
     def __init__(self, replicas: DeploymentHandle[Any], host: str = "127.0.0.1", port: int = 7077,
-                 token_file: str | None = None) -> None:
+                 token_file: str | None = None, limits: dict[str, Any] | None = None) -> None:
         address, tokens = Address(host, port), TokenFile(Path(token_file) if token_file else None)
+        connection_limits = limits_from(ConnectionLimits, limits or {})
         check_bind(address, tokens)
         backend = ReplicaBackend(replicas)
         ready, failed = threading.Event(), []
@@ -112,7 +120,7 @@ class Gateway:
 
         async def run() -> None:
             try:
-                server, self.where = await listen(backend, address, tokens)
+                server, self.where = await listen(backend, address, tokens, connection_limits)
             except DiceError as exc:
                 failed.append(exc)
                 return
@@ -134,9 +142,18 @@ class Gateway:
 
 def build_app(args: dict[str, Any]) -> serve.Application:
     """The application `serve run` builds from a config's `args` (see server/configs/)."""
-    replica_options = {key: args[key] for key in ("model", "device", "dtype", "max_batch_rows", "unsafe_no_sandbox")
-                       if key in args}
-    replicas = DiceReplica.bind(**replica_options)  # type: ignore[attr-defined]
+    request_keys = {f.name for f in fields(RequestLimits)}
+    connection_keys = {f.name for f in fields(ConnectionLimits)}
+    replica_keys = ("model", "device", "dtype", "max_batch_rows", "unsafe_no_sandbox")
+    unknown = set(args) - request_keys - connection_keys - {*replica_keys, "host", "port", "token_file"}
+    if unknown:
+        raise DiceError(f"unknown args in the serve config: {', '.join(sorted(unknown))}")
+    replica_options = {key: args[key] for key in replica_keys if key in args}
+    replica_limits = {key: args[key] for key in request_keys if key in args}
+    gateway_limits = {key: args[key] for key in connection_keys if key in args}
+    limits_from(RequestLimits, replica_limits)  # a bad value fails `serve run` at once, not in a replica
+    limits_from(ConnectionLimits, gateway_limits)
+    replicas = DiceReplica.bind(limits=replica_limits, **replica_options)  # type: ignore[attr-defined]
     gateway_options = {key: args[key] for key in ("host", "port", "token_file") if key in args}
-    app: serve.Application = Gateway.bind(replicas, **gateway_options)  # type: ignore[attr-defined]
+    app: serve.Application = Gateway.bind(replicas, limits=gateway_limits, **gateway_options)  # type: ignore[attr-defined]
     return app

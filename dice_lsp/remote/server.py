@@ -1,10 +1,21 @@
 """`dice-lsp serve`: the team server's listener, on TCP or a Unix socket, speaking `dice_lsp.remote.protocol`.
 
 Each connection reads frames in order and runs every request as its own task, so a long optimization
-never holds up a completion on the same connection; `cancel {id}` stops one of them. A connection is
-admitted by the first request that carries the right token (when the server has one); a wrong token gets
-one `unauthorized` error and the connection is closed. A frame that breaks the protocol gets one error
-frame and a closed connection: the server itself never goes down for a client's bytes.
+never holds up a completion on the same connection; `cancel {id}` stops one of them. A frame that breaks
+the protocol gets one error frame and a closed connection: the server itself never goes down for a
+client's bytes.
+
+Admission: when the server has a token, a connection's first frame must carry it (the `auth` frame), must
+fit in a few KiB and must arrive within seconds of connecting; until then the connection holds little
+memory and counts against a global cap on unauthenticated connections. A wrong token is answered only
+after a delay that doubles with each wrong token from the same address (reset by a right one), and the
+connection is closed; so guessing runs at a few tries a second per address at most, while a right token
+is answered at once. Every address (an IPv6 /64 counts as one) may hold a bounded number of connections.
+
+Once admitted, a connection is closed when it stays idle (nothing in flight, no frame) too long or trickles
+a frame too slowly; it may have a bounded number of requests in flight (more are answered `busy`), and
+when its unsent replies pass a bound the server stops reading its frames (backpressure) and closes it if
+the client still does not read. The limits are `dice_lsp.remote.limits.ConnectionLimits`.
 """
 
 from __future__ import annotations
@@ -18,17 +29,33 @@ import os
 import signal
 import socket
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+from dice_lsp import __version__
 from dice_lsp.errors import DiceError
 from dice_lsp.jobs.model_host import Ticket
 from dice_lsp.remote.client import Address, read_token_file
-from dice_lsp.remote.protocol import ProtocolError, RemoteError, check_request, encode, error, read_frame
+from dice_lsp.remote.limits import ConnectionLimits
+from dice_lsp.remote.protocol import (
+    MAX_FRAME,
+    ProtocolError,
+    RemoteError,
+    check_request,
+    encode,
+    error,
+    read_frame,
+)
 from dice_lsp.remote.service import Progress, Service
 
 LOG = logging.getLogger("dice_lsp.serve")
+MIN_TOKEN_LENGTH = 8  # characters of a token file; `openssl rand -hex 32` gives 64
+CLOSE_GRACE_S = 5.0  # a closed connection's unsent bytes wait this long for the client, then are dropped
+FORGET_S = 900.0  # an address's wrong tokens are forgotten after this long without another
+TRACKED = 16384  # addresses whose wrong tokens (or log lines) are remembered; the oldest go first
+LOG_EVERY_S = 10.0  # at most one refusal line per address in this time (a flood must not fill the disk)
 
 
 class Backend(Protocol):
@@ -37,13 +64,20 @@ class Backend(Protocol):
     async def call(self, method: str, params: dict[str, Any], ticket: Ticket, progress: Progress) -> Any: ...
 
 
+class ShortToken(DiceError):
+    """A token file whose token is too short to resist guessing."""
+
+
 class TokenFile:
     """The shared secret, read from a file and read again whenever the file changes (rotation without a
-    restart: connections already admitted stay; new ones need the new token)."""
+    restart: connections already admitted stay; new ones need the new token). A token shorter than
+    MIN_TOKEN_LENGTH is refused: at start (the server does not start), and on rotation (logged once; the
+    previous token stays)."""
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
         self._stamp: float | None = None
+        self._refused: float | None = None  # the modification time of a rotation refused as too short
         self._token = ""
         if path is not None:
             self._read()
@@ -58,14 +92,34 @@ class TokenFile:
             stamp = self.path.stat().st_mtime
         except OSError as exc:
             raise DiceError(f"token file {self.path}: {exc.strerror or exc}") from exc
-        self._stamp, self._token = stamp, read_token_file(self.path)
+        token = read_token_file(self.path)
+        if len(token) < MIN_TOKEN_LENGTH:
+            count = f"{len(token)} character{'s' * (len(token) != 1)}"
+            raise ShortToken(f"token file {self.path} holds {count}, fewer than the {MIN_TOKEN_LENGTH} a token "
+                             "needs (make one with: openssl rand -hex 32)")
+        self._stamp, self._token = stamp, token
+
+    def _reread(self) -> None:
+        """The file again if it changed; a half-written or too short new token leaves the old one in force."""
+        assert self.path is not None
+        try:
+            stamp = self.path.stat().st_mtime
+        except OSError:
+            return
+        if stamp in (self._stamp, self._refused):
+            return
+        try:
+            self._read()
+        except ShortToken as exc:
+            self._refused = stamp
+            LOG.warning("%s: rotation refused, the previous token stays", exc)
+        except DiceError:
+            pass  # empty or unreadable for a moment: read again on the next connection
 
     def accepts(self, offered: Any) -> bool:
         if self.path is None:
             return True
-        with contextlib.suppress(DiceError):  # a half-written new file: keep the old token until it is whole
-            if self.path.stat().st_mtime != self._stamp:
-                self._read()
+        self._reread()
         return isinstance(offered, str) and hmac.compare_digest(offered.encode(), self._token.encode())
 
 
@@ -102,17 +156,107 @@ def check_bind(address: Address, tokens: TokenFile) -> None:
                         "(anyone who can reach the port could run code on this GPU host)")
 
 
+def peer_key(peername: Any) -> str:
+    """Who a connection counts against: its IPv4 address, its IPv6 /64 (one host usually owns a whole
+    /64), or `unix` for the Unix socket."""
+    if not isinstance(peername, tuple) or not peername:
+        return "unix"
+    try:
+        ip = ipaddress.ip_address(str(peername[0]).split("%")[0])
+    except ValueError:
+        return str(peername[0])
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return str(ip)
+
+
+class Gate:
+    """The listener's bookkeeping across connections: connections per address, unauthenticated ones
+    overall, wrong tokens per address (for the back-off), and which refusals were logged lately."""
+
+    def __init__(self, limits: ConnectionLimits) -> None:
+        self.limits = limits
+        self.open: dict[str, int] = {}
+        self.unauthenticated = 0
+        self.failures: OrderedDict[str, tuple[int, float]] = OrderedDict()  # address -> (wrong tokens, last)
+        self.logged: OrderedDict[str, tuple[float, int]] = OrderedDict()  # address -> (last line, suppressed)
+
+    def enter(self, key: str, admitted: bool) -> str | None:
+        """Count a new connection in, or say why it is refused."""
+        if self.open.get(key, 0) >= self.limits.max_connections_per_peer:
+            return (f"too many connections from {key} (the server allows "
+                    f"{self.limits.max_connections_per_peer} per address)")
+        if not admitted and self.unauthenticated >= self.limits.max_unauthenticated:
+            return f"too many connections waiting to authenticate ({self.limits.max_unauthenticated}); try again"
+        self.open[key] = self.open.get(key, 0) + 1
+        self.unauthenticated += 0 if admitted else 1
+        return None
+
+    def leave(self, key: str, admitted: bool) -> None:
+        self.open[key] -= 1
+        if not self.open[key]:
+            del self.open[key]
+        self.unauthenticated -= 0 if admitted else 1
+
+    def admit(self, key: str) -> None:
+        """A connection from `key` gave the right token: it no longer counts as unauthenticated, and the
+        address's wrong tokens are forgotten."""
+        self.unauthenticated -= 1
+        self.failures.pop(key, None)
+
+    def wrong_token(self, key: str) -> float:
+        """Count a wrong token from `key`; returns how long to wait before answering it."""
+        now = time.monotonic()
+        count, last = self.failures.pop(key, (0, now))
+        count = 1 if now - last > FORGET_S else count + 1
+        self.failures[key] = (count, now)
+        while len(self.failures) > TRACKED:
+            self.failures.popitem(last=False)
+        return self.limits.backoff_after(count)
+
+    def warn(self, key: str, message: str) -> None:
+        """Log a refusal, at most one line per address every LOG_EVERY_S (saying how many were left out)."""
+        now = time.monotonic()
+        last, suppressed = self.logged.pop(key, (-LOG_EVERY_S, 0))
+        if now - last < LOG_EVERY_S:
+            self.logged[key] = (last, suppressed + 1)
+        else:
+            more = f" ({suppressed} more from this address not logged)" if suppressed else ""
+            LOG.warning("%s: %s%s", key, message, more)
+            self.logged[key] = (now, 0)
+        while len(self.logged) > TRACKED:
+            self.logged.popitem(last=False)
+
+    def census(self) -> dict[str, Any]:
+        """What `status` says about connections: how many are open, and the limits."""
+        return {"open": sum(self.open.values()), "unauthenticated": self.unauthenticated, **self.limits.to_json()}
+
+
+class Closing(RemoteError):
+    """The server closes a connection for a reason of its own (a timeout, a client that does not read)."""
+
+
 class Connection:
-    def __init__(self, backend: Backend, tokens: TokenFile, reader: asyncio.StreamReader,
+    def __init__(self, backend: Backend, tokens: TokenFile, gate: Gate, key: str, reader: asyncio.StreamReader,
                  writer: asyncio.StreamWriter) -> None:
-        self.backend, self.tokens, self.reader, self.writer = backend, tokens, reader, writer
+        self.backend, self.tokens, self.gate, self.key = backend, tokens, gate, key
+        self.reader, self.writer = reader, writer
+        self.limits = gate.limits
         self.admitted = not tokens.required
         self.tasks: dict[int, tuple[asyncio.Task[None], Ticket]] = {}
         self.peer = str(writer.get_extra_info("peername") or "unix socket")
         self.loop = asyncio.get_running_loop()
+        self.connected = self.last_active = self.loop.time()
+        writer.transport.set_write_buffer_limits(high=self.limits.reply_buffer)
 
-    def send(self, message: dict[str, Any]) -> None:
-        if self.writer.is_closing():
+    def unsent(self) -> int:
+        return self.writer.transport.get_write_buffer_size()
+
+    def send(self, message: dict[str, Any], optional: bool = False) -> None:
+        """Queue one frame; an `optional` one (progress) is dropped while the client leaves its replies unread."""
+        if self.writer.is_closing() or (optional and self.unsent() > self.limits.reply_buffer):
             return
         try:
             frame = encode(message)
@@ -121,13 +265,22 @@ class Connection:
         self.writer.write(frame)
 
     async def run(self) -> None:
+        abort = False
         try:
-            while (message := await read_frame(self.reader)) is not None:
-                if not self.admit(message):
+            while (message := await self.next_message()) is not None:
+                self.last_active = self.loop.time()
+                if not await self.admit(message):
                     break
                 self.dispatch(message)
+                await asyncio.sleep(0)  # the requests just started run before more frames are read
         except ProtocolError as exc:
-            LOG.warning("%s: %s (closing the connection)", self.peer, exc)
+            if exc.code == "too_large" and not self.admitted:
+                exc = ProtocolError("too_large", f"{exc} bytes before authentication: send auth with the token first")
+            self.refused(f"{exc} (closing the connection)")
+            self.send(error(0, exc.code, str(exc)))
+        except Closing as exc:
+            self.refused(f"{exc} (closing the connection)")
+            abort = exc.code == "stalled"
             self.send(error(0, exc.code, str(exc)))
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
@@ -135,18 +288,76 @@ class Connection:
             for task, ticket in self.tasks.values():
                 ticket.cancel()
                 task.cancel()
-            with contextlib.suppress(ConnectionError):
-                await self.writer.drain()
-            self.writer.close()
+            self.close(abort)
 
-    def admit(self, message: dict[str, Any]) -> bool:
-        if self.admitted and "token" not in message:
+    def refused(self, message: str) -> None:
+        """A line in the log: throttled per address before admission (where a flood would come from)."""
+        if self.admitted:
+            LOG.warning("%s: %s", self.peer, message)
+        else:
+            self.gate.warn(self.key, f"{self.peer}: {message}")
+
+    def close(self, abort: bool) -> None:
+        """Close now; replies the client has not read are dropped after CLOSE_GRACE_S (or at once on `abort`)."""
+        transport = self.writer.transport
+        if abort:
+            transport.abort()
+            return
+        self.writer.close()
+        if self.unsent():
+            self.loop.call_later(CLOSE_GRACE_S, transport.abort)
+
+    async def next_message(self) -> dict[str, Any] | None:
+        """The next frame within the limits that apply now: before admission the first frame must be small
+        and come soon; after it, a connection may not idle long, trickle a frame, or leave replies unread."""
+        if not self.admitted:
+            try:
+                async with asyncio.timeout_at(self.connected + self.limits.handshake_timeout):
+                    return await read_frame(self.reader, self.limits.preauth_frame)
+            except TimeoutError:
+                raise Closing("handshake_timeout", "no auth frame within "
+                              f"{self.limits.handshake_timeout:g} s of connecting") from None
+        await self.writable()
+        while True:
+            idle_for = self.loop.time() - self.last_active
+            wait = self.limits.idle_timeout if self.tasks else max(0.0, self.limits.idle_timeout - idle_for)
+            try:
+                return await read_frame(self.reader, MAX_FRAME, wait, self.limits.frame_timeout)
+            except TimeoutError:
+                if not self.tasks and self.loop.time() - self.last_active >= self.limits.idle_timeout:
+                    raise Closing("idle", f"closed after {self.limits.idle_timeout:g} s without a request "
+                                  "(the client reconnects when it needs to)") from None
+
+    async def writable(self) -> None:
+        """Wait while the client's unread replies exceed the bound; close it if that lasts too long."""
+        try:
+            async with asyncio.timeout(self.limits.stall_timeout):
+                while self.unsent() > self.limits.reply_buffer:
+                    await self.writer.drain()  # paused writing resumes once the buffer is down to a quarter
+                    if self.unsent() > self.limits.reply_buffer:
+                        await asyncio.sleep(0.05)
+        except TimeoutError:
+            raise Closing("stalled", f"{self.unsent()} bytes of replies left unread for "
+                          f"{self.limits.stall_timeout:g} s") from None
+
+    async def admit(self, message: dict[str, Any]) -> bool:
+        offered = message.get("token")
+        if offered is None and self.admitted:
             return True
-        if self.tokens.accepts(message.get("token")):
-            self.admitted = True
+        if offered is not None and self.tokens.accepts(offered):
+            if not self.admitted:
+                self.admitted = True
+                self.gate.admit(self.key)
             return True
-        reason = "a token is required" if "token" not in message else "wrong token"
-        LOG.warning("%s: %s (closing the connection)", self.peer, reason)
+        if offered is None:
+            reason = "a token is required"
+        else:
+            delay = self.gate.wrong_token(self.key)
+            reason = "wrong token"
+            self.refused(f"wrong token (answered after {delay:g} s; closing the connection)")
+            await asyncio.sleep(delay)
+        if offered is None:
+            self.refused(f"{reason} (closing the connection)")
         self.send(error(message["id"], "unauthorized", f"{reason}: set dice.server.token or dice.server.tokenFile"))
         return False
 
@@ -158,8 +369,14 @@ class Connection:
             return
         if method == "cancel":
             self.cancel(request_id, params.get("id"))
+        elif method == "auth":
+            self.send({"id": request_id, "result": {"server": "dice-lsp", "version": __version__,
+                                                    "limits": self.limits.to_json()}})
         elif request_id in self.tasks:
             self.send(error(request_id, "duplicate_id", f"request {request_id} is still running"))
+        elif len(self.tasks) >= self.limits.max_in_flight:
+            self.send(error(request_id, "busy", f"{len(self.tasks)} requests of this connection are in flight, "
+                            f"the server's limit per connection (--max-in-flight); try again"))
         else:
             ticket = Ticket()
             task = asyncio.create_task(self.answer(request_id, method, params, ticket))
@@ -169,6 +386,7 @@ class Connection:
     def finished(self, request_id: int, method: str, task: asyncio.Task[None]) -> None:
         """Every request gets a reply: a task cancelled (even before it started) answers `cancelled`."""
         self.tasks.pop(request_id, None)
+        self.last_active = self.loop.time()
         if task.cancelled():
             self.send(error(request_id, "cancelled", f"{method} cancelled"))
             LOG.info("%s %s #%d cancelled", self.peer, method, request_id)
@@ -184,11 +402,14 @@ class Connection:
         started = time.perf_counter()
 
         def progress(message: str) -> None:
-            self.loop.call_soon_threadsafe(self.send, {"id": request_id, "progress": {"message": message}})
+            self.loop.call_soon_threadsafe(lambda: self.send({"id": request_id, "progress": {"message": message}},
+                                                             optional=True))
 
         outcome = "ok"
         try:
             result = await self.backend.call(method, params, ticket, progress)
+            if method == "status" and isinstance(result, dict):
+                result = {**result, "connections": self.gate.census()}
             self.send({"id": request_id, "result": result})
         except RemoteError as exc:
             outcome = exc.code
@@ -202,15 +423,29 @@ class Connection:
             self.send(error(request_id, "internal", f"{method} failed on the server: {exc!r}"))
         LOG.info("%s %s #%d %s %.0f ms", self.peer, method, request_id, outcome, (time.perf_counter() - started) * 1000)
         with contextlib.suppress(ConnectionError):
-            await self.writer.drain()
+            await self.writer.drain()  # the request stays in flight until the client takes its reply
 
 
-async def listen(backend: Backend, address: Address, tokens: TokenFile) -> tuple[asyncio.Server, str]:
+async def listen(backend: Backend, address: Address, tokens: TokenFile,
+                 limits: ConnectionLimits | None = None) -> tuple[asyncio.Server, str]:
     """Start accepting connections on `address`; returns the server and where it listens (the real port)."""
     check_bind(address, tokens)
+    gate = Gate(limits or ConnectionLimits())
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await Connection(backend, tokens, reader, writer).run()
+        key = peer_key(writer.get_extra_info("peername"))
+        refusal = gate.enter(key, not tokens.required)
+        if refusal is not None:
+            gate.warn(key, f"{refusal} (connection refused)")
+            writer.write(encode(error(0, "too_many_connections", refusal)))
+            writer.close()
+            asyncio.get_running_loop().call_later(CLOSE_GRACE_S, writer.transport.abort)
+            return
+        connection = Connection(backend, tokens, gate, key, reader, writer)
+        try:
+            await connection.run()
+        finally:
+            gate.leave(key, connection.admitted)
 
     if address.socket is not None:
         with contextlib.suppress(FileNotFoundError):
@@ -227,9 +462,9 @@ async def listen(backend: Backend, address: Address, tokens: TokenFile) -> tuple
 
 
 async def serve(service: Service, address: Address, tokens: TokenFile,
-                on_ready: Callable[[str], None] = lambda _where: None) -> None:
+                on_ready: Callable[[str], None] = lambda _where: None, limits: ConnectionLimits | None = None) -> None:
     """Listen until SIGINT/SIGTERM; the model loads while the first clients connect."""
-    listener, where = await listen(service, address, tokens)
+    listener, where = await listen(service, address, tokens, limits)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):

@@ -8,9 +8,11 @@ two timings sharing a GPU would disturb each other. Requests carry the source
 text (and any local headers it needs as `files`), never paths on the server: each request that compiles
 gets its own temporary folder.
 Per-request settings are the `dice.*` keys that shape one request (sampler, flags, candidates); the model,
-the device and nvcc are the server's. A request's sources may name nothing on the server but the toolkit
-(`remote.sources`), and every compile and run of its code happens in the sandbox the server switched on
-at start (`dice_lsp.sandbox`; `status` says which).
+the device and nvcc are the server's. Every parameter is checked (types, finite numbers, and the operator's
+`RequestLimits`: candidates, canvas, steps, request size, trials, timeout) before a request takes a place
+in the queue: a token holder may use the server, not size it. A request's sources may name nothing on the
+server but the toolkit (`remote.sources`), and every compile and run of its code happens in the sandbox the
+server switched on at start (`dice_lsp.sandbox`; `status` says which).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
@@ -37,6 +39,7 @@ from dice_lsp.harness.bench import Limits, bench_file
 from dice_lsp.jobs.model_host import ModelHost, Ticket
 from dice_lsp.optimize import OptimizeRequest, checker, optimize, repair
 from dice_lsp.optimize.repair import Check
+from dice_lsp.remote.limits import RequestLimits, check_params, check_settings
 from dice_lsp.remote.protocol import RemoteError
 from dice_lsp.remote.sources import check_reference, check_sources
 from dice_lsp.settings import SERVER_OWNED, UNTRUSTED, Settings, editor_key
@@ -56,6 +59,7 @@ class ServiceConfig:
     settings: Settings  # the model and defaults requests start from
     max_pending: int = 64  # requests in flight at once; more are answered "busy"
     max_batch_rows: int = 32  # rows of one denoising batch (1: no batching)
+    limits: RequestLimits = field(default_factory=RequestLimits)  # the most one request may ask for
 
 
 class Service:
@@ -97,6 +101,8 @@ class Service:
         """Answer one request; RemoteError for what the client did wrong or when the server is full."""
         if method == "status":
             return self.status()
+        check_params(method, params, self.config.limits)
+        self.settings_for(params, method)  # refused here, before the request takes a place in the queue
         if self.in_flight >= self.config.max_pending:
             raise RemoteError("busy", f"the server is busy ({self.in_flight} requests in flight); try again")
         self.in_flight += 1
@@ -111,7 +117,7 @@ class Service:
             raise
         except Cancelled as exc:
             raise RemoteError("cancelled", str(exc)) from exc
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:
             raise RemoteError("bad_params", f"{method}: bad or missing parameter ({exc})") from exc
         finally:
             self.in_flight -= 1
@@ -122,9 +128,10 @@ class Service:
         host = self.host
         return {**host.status, "version": __version__, "in_flight": self.in_flight, "queued": host.pending,
                 "served": self.served, "fills": host.fills, "fill_batches": host.fill_batches,
-                "uptime_s": round(time.time() - self.started, 1), "sandbox": sandbox.mode()}
+                "uptime_s": round(time.time() - self.started, 1), "sandbox": sandbox.mode(),
+                "limits": self.config.limits.to_json()}
 
-    def settings_for(self, params: dict[str, Any]) -> Settings:
+    def settings_for(self, params: dict[str, Any], method: str = "request") -> Settings:
         raw = params.get("settings") or {}
         if not isinstance(raw, dict):
             raise RemoteError("bad_params", "settings must be a map of dice.* keys")
@@ -134,6 +141,7 @@ class Service:
         owned = [name for name in SERVER_OWNED if getattr(settings, name) != getattr(self.config.settings, name)]
         if owned:
             raise RemoteError("bad_params", f"dice.{editor_key(owned[0])} is chosen by the server, not per request")
+        check_settings(method, settings, self.config.limits)
         return settings
 
     def _run_model(self, job: Callable[[LoadedModel], T]) -> T:
@@ -168,7 +176,7 @@ class Service:
             return check_source(sent.text, sent.path.parent, sent.flags, cache=self.cache, nvcc=sent.nvcc).to_json()
 
     def _bench(self, params: dict[str, Any], _ticket: Ticket, progress: Progress) -> dict[str, Any]:
-        limits = Limits(timeout=float(params.get("timeout", 60.0)), trials=int(params.get("trials", 3)))
+        limits = Limits(timeout=self.config.limits.timeout(params), trials=self.config.limits.trials(params))
         with workspace(params, self.settings_for(params)) as sent:
             return bench_file(sent.path, sent.ref, limits, sent.flags, progress).to_json()
 
@@ -177,7 +185,7 @@ class Service:
         with workspace(params, settings) as sent:
             request = OptimizeRequest(sent.path, sent.text, str(params["kernel"]), sent.ref,
                                       settings.optimize_candidates, settings.repair_rounds, settings.sampler_config(),
-                                      sent.flags, Limits(timeout=float(params.get("timeout", 60.0))),
+                                      sent.flags, Limits(timeout=self.config.limits.timeout(params)),
                                       None if params.get("trusted") is not False else UNTRUSTED)
             return optimize(self._run_model, request, sent.check, ticket, progress).to_json()
 
@@ -185,7 +193,7 @@ class Service:
         settings = self.settings_for(params)
         with workspace(params, settings) as sent:
             return repair(self._run_model, sent.text, sent.check, settings.repair_rounds,
-                          int(params.get("candidates", 4)), settings.sampler_config(), ticket, progress).to_json()
+                          self.config.limits.candidates(params), settings.sampler_config(), ticket, progress).to_json()
 
 
 PREPARERS = max(1, min(8, (os.cpu_count() or 2) // 2))  # processes that parse and tokenize completions

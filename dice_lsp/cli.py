@@ -39,6 +39,14 @@ def _setting(name: str) -> Callable[[str], Any]:
     return parse
 
 
+def _seconds(text: str) -> float:
+    """A time limit: a finite number of seconds above zero (nan or inf would never end a run)."""
+    value = float(text)
+    if not 0 < value < 86400:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds between 0 and 86400, got {text}")
+    return value
+
+
 def _non_negative(text: str) -> int:
     value = int(text)
     if value < 0:
@@ -538,7 +546,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="verify a file's kernels against a reference and time them on the GPU")
     bench.add_argument("file", help=".cu file with a dice:launch spec, or a torch extension with a KernelBench REF.py")
     bench.add_argument("--ref", help="reference: a .cu with the same kernel, or a KernelBench .py (Model, get_inputs)")
-    bench.add_argument("--timeout", type=float, default=60.0, help="seconds per kernel before it is killed (60)")
+    bench.add_argument("--timeout", type=_seconds, default=60.0, help="seconds per kernel before it is killed (60)")
     bench.add_argument("--trials", type=_positive, default=3, help="random-input trials per size (3)")
     bench.add_argument("--json", action="store_true", help="print JSON instead of text")
     add_server_arguments(bench)
@@ -561,7 +569,7 @@ def build_parser() -> argparse.ArgumentParser:
     optimize.add_argument("--ref", help="reference: a .cu with the same kernel, or a KernelBench .py")
     optimize.add_argument("--candidates", type=_positive, default=Settings.optimize_candidates,
                           help="rewrites to generate (%(default)s)")
-    optimize.add_argument("--timeout", type=float, default=60.0, help="seconds per candidate's run on the GPU (60)")
+    optimize.add_argument("--timeout", type=_seconds, default=60.0, help="seconds per candidate's run on the GPU (60)")
     rewrite_arguments(optimize)
     optimize.set_defaults(handler=cmd_optimize)
 

@@ -44,6 +44,8 @@ def test_a_compile_error_is_reported_with_its_line(tmp_path: Path) -> None:
     (["no/such.cu"], "no/such.cu"),
     (["examples/vector_add.cu"], "no launch spec"),
     (["examples/saxpy.cu", "--ref", "missing.py"], "reference missing.py not found"),
+    (["examples/saxpy.cu", "--timeout", "nan"], "--timeout: must be a number of seconds between 0 and 86400"),
+    (["examples/saxpy.cu", "--timeout", "inf"], "--timeout: must be a number of seconds between 0 and 86400"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str) -> None:
     code, _, stderr = bench(*args)

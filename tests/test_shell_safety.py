@@ -196,3 +196,23 @@ async def test_opening_a_file_under_a_hostile_database_shows_the_refusal_and_run
     assert refusal.range.start.line == 0 and refusal.code == "flags"
     assert refusal.message.startswith(f"{tmp_path / 'compile_commands.json'}: -D'BUILD_ID=$(touch")
     assert not ran.exists()
+
+
+def test_a_team_server_takes_flags_only_from_the_request(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A compile_commands.json above the server's temporary folders (another user's, in /tmp) is not the request's:
+    its defines never apply."""
+    import tempfile
+
+    from dice_lsp.jobs.model_host import Ticket
+    from dice_lsp.remote.service import Service, ServiceConfig
+
+    (tmp_path / "compile_commands.json").write_text(json.dumps([{
+        "directory": str(tmp_path), "file": "kernel.cu", "command": "nvcc -DVALUE=2.0f -c kernel.cu"}]))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    service = Service(ServiceConfig(Settings()))
+    try:
+        report = asyncio.run(service.call("check", {"text": KERNEL}, Ticket(), lambda _message: None))
+    finally:
+        service.close()
+    [undefined] = report["diagnostics"]
+    assert 'identifier "VALUE" is undefined' in undefined["message"]

@@ -255,4 +255,4 @@ def workspace(params: dict[str, Any], settings: Settings) -> Iterator[SentFile]:
             target.write_text(content, encoding="utf-8")
         path = root / _relative(name)
         ref = root / _relative(str(params["ref"])) if params.get("ref") else None
-        yield SentFile(path, text, ref, flags_for(path, settings.compile_flags(path.parent)), nvcc)
+        yield SentFile(path, text, ref, flags_for(path, settings.compile_flags(path.parent), root), nvcc)

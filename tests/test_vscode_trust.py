@@ -13,7 +13,8 @@ RESTRICTED = {
     "dice.nvcc",  # a program the server runs
     "dice.includeDirs", "dice.defines",  # free-form compiler flags (dice.arch and dice.std are patterns)
     "dice.server.url", "dice.server.token", "dice.server.tokenFile",  # where the code goes; a file read as a token
-    "dice.client.serverCommand", "dice.client.pythonPath", "dice.client.connect",  # what the extension starts
+    "dice.client.serverCommand", "dice.client.pythonPath",  # what the extension starts
+    "dice.client.connect", "dice.client.tokenFile",  # which server it talks to, and a file it reads and sends
 }
 
 

@@ -2,6 +2,7 @@
 // around it: debounced inline completions, a status-bar item, commands, and a previewed optimize edit.
 // Workspace Trust is the server's `dice.trusted` (./trust.ts); settings reach the server only by its
 // workspace/configuration requests (a change is announced with empty settings), so that value always wins.
+import * as fs from "fs";
 import * as net from "net";
 import * as vscode from "vscode";
 import {
@@ -13,7 +14,7 @@ import {
   StreamInfo,
 } from "vscode-languageclient/node";
 import { Debouncer } from "./debounce";
-import { ClientSettings, describe, Launch, launchFrom } from "./launch";
+import { ClientSettings, describe, Launch, launchFrom, socketAuth } from "./launch";
 import { OptimizeResult, proposal, staleReason } from "./preview";
 import { DiceStatus, statusView } from "./status";
 import { initializationOptions, trustConfiguration } from "./trust";
@@ -27,6 +28,7 @@ function clientSettings(): ClientSettings {
     serverCommand: config.get<string[]>("serverCommand", []),
     pythonPath: config.get<string | null>("pythonPath", null),
     connect: config.get<string | null>("connect", null),
+    tokenFile: config.get<string | null>("tokenFile", null),
     debounceMs: config.get<number>("debounceMs", 150),
   };
 }
@@ -99,9 +101,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
 
   const start = async (): Promise<void> => {
     let launch: Launch;
+    let auth: { authToken?: string };
     launched = undefined;
     try {
-      launch = launchFrom(clientSettings());
+      const settings = clientSettings();
+      launch = launchFrom(settings);
+      auth = socketAuth(launch, settings.tokenFile, (path) => fs.readFileSync(path, "utf8"));
       launched = describe(launch);
     } catch (error) {
       status = { state: "error", message: String((error as Error).message) };
@@ -112,7 +117,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     const options: LanguageClientOptions = {
       documentSelector: [{ language: "cuda-cpp" }, { scheme: "file", pattern: "**/*.{cu,cuh}" }],
       synchronize: { configurationSection: "dice" },
-      initializationOptions: () => initializationOptions(vscode.workspace.isTrusted),
+      initializationOptions: () => ({ ...initializationOptions(vscode.workspace.isTrusted), ...auth }),
       outputChannel: output,
       middleware: {
         workspace: {

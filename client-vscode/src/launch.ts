@@ -4,6 +4,7 @@ export interface ClientSettings {
   serverCommand: string[];
   pythonPath: string | null;
   connect: string | null;
+  tokenFile: string | null;
   debounceMs: number;
 }
 
@@ -34,4 +35,18 @@ export function launchFrom(settings: ClientSettings): Launch {
 /** What the user sees when the server cannot be started or reached. */
 export function describe(launch: Launch): string {
   return launch.kind === "tcp" ? `${launch.host}:${launch.port}` : [launch.command, ...launch.args].join(" ");
+}
+
+/** What `initialize` carries to be admitted by a `dice-lsp lsp --tcp ... --token-file F` server: the token read
+ * from `dice.client.tokenFile` (first line, trimmed) when connecting over TCP; nothing for a server on stdio. */
+export function socketAuth(launch: Launch, tokenFile: string | null, read: (path: string) => string):
+    { authToken?: string } {
+  if (launch.kind !== "tcp" || !tokenFile) {
+    return {};
+  }
+  const token = read(tokenFile).split(/\r?\n/)[0].trim();
+  if (!token) {
+    throw new Error(`dice.client.tokenFile ${tokenFile} is empty`);
+  }
+  return { authToken: token };
 }

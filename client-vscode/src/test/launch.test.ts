@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { describe, launchFrom } from "../launch";
+import { describe, launchFrom, socketAuth } from "../launch";
 
-const none = { serverCommand: [], pythonPath: null, connect: null, debounceMs: 150 };
+const none = { serverCommand: [], pythonPath: null, connect: null, tokenFile: null, debounceMs: 150 };
 
 test("a running server is connected to over TCP, IPv6 brackets dropped", () => {
   assert.deepEqual(launchFrom({ ...none, connect: "gpu-host:7070", serverCommand: ["x"] }),
@@ -23,4 +23,14 @@ test("the command wins over the interpreter, which wins over dice-lsp on PATH", 
   assert.deepEqual(python, { kind: "stdio", command: "/venv/bin/python", args: ["-m", "dice_lsp.cli"] });
   assert.equal(describe(python), "/venv/bin/python -m dice_lsp.cli");
   assert.deepEqual(launchFrom(none), { kind: "stdio", command: "dice-lsp", args: [] });
+});
+
+test("a socket server's token goes in initialize, read from dice.client.tokenFile; never to a stdio server", () => {
+  const tcp = launchFrom({ ...none, connect: "127.0.0.1:7070" });
+  const files: Record<string, string> = { "/run/dice/lsp-token": "s3cret-token-1234\nignored\n", "/empty": "\n" };
+  const read = (path: string): string => files[path];
+  assert.deepEqual(socketAuth(tcp, "/run/dice/lsp-token", read), { authToken: "s3cret-token-1234" });
+  assert.deepEqual(socketAuth(tcp, null, read), {});
+  assert.deepEqual(socketAuth(launchFrom(none), "/run/dice/lsp-token", read), {});
+  assert.throws(() => socketAuth(tcp, "/empty", read), /dice.client.tokenFile \/empty is empty/);
 });

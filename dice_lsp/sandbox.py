@@ -529,9 +529,10 @@ def spawn(argv: Sequence[str], cwd: Path, jail: Jail, stdout: int | IO[Any], std
     server's environment plus `env`), in its own session with stdin closed."""
     if _ACTIVE is not None:
         return _ACTIVE.start(argv, cwd, jail, env or {}, stdout, stderr, text)
+    path = os.pathsep.join(p for p in (str(_package_parent()), os.environ.get("PYTHONPATH", "")) if p)
     popen = subprocess.Popen(list(argv), cwd=cwd, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, text=text,
                              errors="replace" if text else None, start_new_session=True,
-                             env={**os.environ, **(env or {})})
+                             env={**os.environ, "PYTHONPATH": path, **(env or {})})  # as confined: the package first
     return Process(popen)
 
 

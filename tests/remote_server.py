@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import socket
+import struct
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -76,3 +77,41 @@ def token_file(folder: Path, token: str) -> Path:
     path.write_text(token + "\n")
     path.chmod(0o600)
     return path
+
+
+class Raw:
+    """Frames (or any bytes) by hand over a plain socket."""
+
+    def __init__(self, url: str, timeout: float = 60.0) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port_of(url)), timeout=timeout)
+        self.buffer = b""
+
+    def send(self, message: dict[str, Any]) -> None:
+        from dice_lsp.remote.protocol import encode
+
+        self.sock.sendall(encode(message))
+
+    def auth(self, token: str) -> dict[str, Any] | None:
+        self.send({"id": 1, "method": "auth", "params": {}, "token": token})
+        return self.receive()
+
+    def receive(self) -> dict[str, Any] | None:
+        """The next frame, or None when the server closed the connection."""
+        import msgpack  # type: ignore[import-untyped]
+
+        while True:
+            if len(self.buffer) >= 4:
+                (length,) = struct.unpack(">I", self.buffer[:4])
+                if len(self.buffer) >= 4 + length:
+                    body, self.buffer = self.buffer[4:4 + length], self.buffer[4 + length:]
+                    return dict(msgpack.unpackb(body, raw=False))
+            try:
+                chunk = self.sock.recv(65536)
+            except ConnectionResetError:
+                return None
+            if not chunk:
+                return None
+            self.buffer += chunk
+
+    def close(self) -> None:
+        self.sock.close()

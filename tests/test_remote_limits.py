@@ -23,14 +23,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import msgpack  # type: ignore[import-untyped]
 import pytest
 
 from dice_lsp.remote.client import RemoteClient, parse_address
 from dice_lsp.remote.protocol import RemoteError, encode
 from dice_lsp.settings import Settings, check_value
 
-from .remote_server import port_of, token_file, wait_loaded
+from .remote_server import Raw, port_of, token_file, wait_loaded
 
 TOKEN = "limits-secret-token"
 SOURCE = (Path(__file__).resolve().parents[1] / "examples" / "vector_add.cu").read_text()
@@ -73,40 +72,6 @@ def strict(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, subp
     """A server with second-long timeouts and small caps, so that each one shows within a test."""
     with serving(tmp_path_factory.mktemp("strict"), *SHORT_LIMITS) as started:
         yield started
-
-
-class Raw:
-    """Frames (or any bytes) by hand over a plain socket."""
-
-    def __init__(self, url: str, timeout: float = 20.0) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port_of(url)), timeout=timeout)
-        self.buffer = b""
-
-    def send(self, message: dict[str, Any]) -> None:
-        self.sock.sendall(encode(message))
-
-    def auth(self, token: str = TOKEN) -> dict[str, Any] | None:
-        self.send({"id": 1, "method": "auth", "params": {}, "token": token})
-        return self.receive()
-
-    def receive(self) -> dict[str, Any] | None:
-        """The next frame, or None when the server closed the connection."""
-        while True:
-            if len(self.buffer) >= 4:
-                (length,) = struct.unpack(">I", self.buffer[:4])
-                if len(self.buffer) >= 4 + length:
-                    body, self.buffer = self.buffer[4:4 + length], self.buffer[4 + length:]
-                    return dict(msgpack.unpackb(body, raw=False))
-            try:
-                chunk = self.sock.recv(65536)
-            except ConnectionResetError:
-                return None
-            if not chunk:
-                return None
-            self.buffer += chunk
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 def ask(url: str, method: str, params: dict[str, Any] | None = None, token: str = TOKEN,
@@ -246,7 +211,7 @@ def test_connections_per_address_are_capped(strict: tuple[str, Any, Path]) -> No
     try:
         for _ in range(5):  # one at a time: at most 3 may wait to authenticate
             held.append(Raw(strict[0]))
-            assert (reply := held[-1].auth()) is not None and "result" in reply
+            assert (reply := held[-1].auth(TOKEN)) is not None and "result" in reply
         extra = Raw(strict[0])
         reply = extra.receive()
         assert reply is not None and reply["error"]["code"] == "too_many_connections"
@@ -255,7 +220,7 @@ def test_connections_per_address_are_capped(strict: tuple[str, Any, Path]) -> No
         held.pop().close()
         time.sleep(0.2)
         again = Raw(strict[0])
-        assert (reply := again.auth()) is not None and "result" in reply, "a freed place is taken again"
+        assert (reply := again.auth(TOKEN)) is not None and "result" in reply, "a freed place is taken again"
         held.append(again)
     finally:
         for raw in held:
@@ -280,7 +245,7 @@ def test_unauthenticated_connections_are_capped_overall(strict: tuple[str, Any, 
 
 def test_an_idle_connection_is_closed_but_not_while_a_request_runs(strict: tuple[str, Any, Path]) -> None:
     raw = Raw(strict[0])
-    assert (reply := raw.auth()) is not None and "result" in reply
+    assert (reply := raw.auth(TOKEN)) is not None and "result" in reply
     raw.send({"id": 2, "method": "fill", "params": LONG})
     time.sleep(1.5)  # longer than the idle timeout, with the fill in flight
     raw.send({"id": 3, "method": "cancel", "params": {"id": 2}})
@@ -308,7 +273,7 @@ def test_a_client_whose_connection_was_closed_as_idle_reconnects(strict: tuple[s
 
 def test_a_frame_trickled_slowly_is_cut_off(strict: tuple[str, Any, Path]) -> None:
     raw = Raw(strict[0])
-    assert (reply := raw.auth()) is not None and "result" in reply
+    assert (reply := raw.auth(TOKEN)) is not None and "result" in reply
     frame = encode({"id": 2, "method": "status", "params": {}})
     for byte in frame[:3]:  # 0.9 s for 3 bytes of a 1 s deadline: cut off before the header is whole
         raw.sock.sendall(bytes([byte]))
@@ -321,7 +286,7 @@ def test_a_frame_trickled_slowly_is_cut_off(strict: tuple[str, Any, Path]) -> No
 
 def test_requests_in_flight_per_connection_are_capped(strict: tuple[str, Any, Path]) -> None:
     raw = Raw(strict[0])
-    assert (reply := raw.auth()) is not None and "result" in reply
+    assert (reply := raw.auth(TOKEN)) is not None and "result" in reply
     for request_id in (2, 3, 4):
         raw.send({"id": request_id, "method": "fill", "params": LONG})
     reply = raw.receive()
@@ -349,7 +314,7 @@ def test_a_client_that_never_reads_its_replies_is_held_to_a_bound(strict: tuple[
     sampler = threading.Thread(target=sample)
     sampler.start()
     raw = Raw(strict[0], timeout=30)
-    assert (reply := raw.auth()) is not None and "result" in reply
+    assert (reply := raw.auth(TOKEN)) is not None and "result" in reply
 
     def chunk(thousand: int) -> bytes:  # 1000 requests, each with an id of its own
         return b"".join(encode({"id": 2 + thousand * 1000 + n, "method": "status", "params": {}}) for n in range(1000))

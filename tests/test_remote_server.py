@@ -19,12 +19,12 @@ import pytest
 from dice_lsp.complete import complete_at
 from dice_lsp.engine import load_model
 from dice_lsp.remote.client import RemoteClient, parse_address
-from dice_lsp.remote.protocol import MAX_FRAME, RemoteError, encode
+from dice_lsp.remote.protocol import MAX_FRAME, RemoteError
 from dice_lsp.settings import Settings
 from dice_lsp.textdoc import Position
 
+from .remote_server import Raw, free_port, port_of, serving, token_file
 from .remote_server import ask as ask_once
-from .remote_server import free_port, port_of, serving, token_file
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 SOURCE = (EXAMPLES / "vector_add.cu").read_text()
@@ -43,35 +43,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
 
 async def ask(url: str, method: str, params: dict[str, Any] | None = None, token: str | None = TOKEN) -> Any:
     return await ask_once(url, method, params, token)
-
-
-class Raw:
-    """Frames by hand over a plain socket: what a broken or hostile client can send."""
-
-    def __init__(self, url: str) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port_of(url)), timeout=60)
-        self.buffer = b""
-
-    def send(self, message: dict[str, Any]) -> None:
-        self.sock.sendall(encode(message))
-
-    def receive(self) -> dict[str, Any] | None:
-        """The next frame, or None when the server closed the connection."""
-        import msgpack  # type: ignore[import-untyped]
-
-        while True:
-            if len(self.buffer) >= 4:
-                (length,) = struct.unpack(">I", self.buffer[:4])
-                if len(self.buffer) >= 4 + length:
-                    body, self.buffer = self.buffer[4:4 + length], self.buffer[4 + length:]
-                    return dict(msgpack.unpackb(body, raw=False))
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                return None
-            self.buffer += chunk
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 def completion_of(url: str, text: str = SOURCE, line: int = 7, character: int = 4) -> Any:

@@ -216,3 +216,10 @@ def test_a_team_server_takes_flags_only_from_the_request(tmp_path: Path, monkeyp
         service.close()
     [undefined] = report["diagnostics"]
     assert 'identifier "VALUE" is undefined' in undefined["message"]
+
+
+def test_an_include_of_stdin_reads_nothing_and_never_blocks(tmp_path: Path) -> None:
+    """A compiler's stdin is closed: `#include "/dev/stdin"` is an empty file, not a compile that waits for ever
+    (and a language server whose workers all wait)."""
+    report = check_source('#include "/dev/stdin"\n' + KERNEL.replace("VALUE", "1.0f"), tmp_path)
+    assert report.diagnostics == [] and [k.name for k in report.kernels] == ["k(float*)"]

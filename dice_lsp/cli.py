@@ -182,6 +182,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     """Host the model, nvcc and the harness for a team (server/README.md); stops on Ctrl+C / SIGTERM."""
     import asyncio
 
+    from dice_lsp import sandbox
     from dice_lsp.remote.client import Address
     from dice_lsp.remote.limits import ConnectionLimits, RequestLimits, limits_from
     from dice_lsp.remote.server import TokenFile, confine, serve
@@ -202,6 +203,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     service = Service(ServiceConfig(settings, args.max_pending, args.max_batch_rows, caps))
 
     def ready(where: str) -> None:
+        sandbox.announce()
         if args.json:
             print(json.dumps({"listening": where, "model": settings.model or "dice-tiny", "token": tokens.required}),
                   flush=True)

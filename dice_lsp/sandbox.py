@@ -453,18 +453,24 @@ def active() -> Sandbox | None:
 def switch_on(unsafe_no_sandbox: bool, nvcc: Path | None) -> str:
     """For the team server: confine every compile and every run of user code from now on, in this process.
     Probes once with a trivial command; raises SandboxError (one line) where that fails. With
-    `unsafe_no_sandbox` the operator has chosen to run them unconfined."""
+    `unsafe_no_sandbox` the operator has chosen to run them unconfined. `announce` says which, once the
+    server is up (a server that cannot start says only why)."""
     global _ACTIVE, _MODE
     if unsafe_no_sandbox:
         _ACTIVE, _MODE = None, MODE_UNSAFE
+        return _MODE
+    _ACTIVE, _MODE = probe(nvcc), MODE_ON
+    return _MODE
+
+
+def announce() -> None:
+    """Log how compiles and user code run in this process."""
+    if _MODE == MODE_UNSAFE:
         LOG.warning("compiles and user code run unconfined (--unsafe-no-sandbox): a client's code runs as this "
                     "server's user")
-        return _MODE
-    sandbox = probe(nvcc)
-    _ACTIVE, _MODE = sandbox, MODE_ON
-    LOG.info("compiles and user code run in the sandbox (bubblewrap, uid %d%s)", SANDBOX_ID,
-             "; this server runs as root: run it as an ordinary user where you can" if sandbox.as_root else "")
-    return _MODE
+    elif _ACTIVE is not None:
+        LOG.info("compiles and user code run in the sandbox (bubblewrap, uid %d%s)", SANDBOX_ID,
+                 "; this server runs as root: run it as an ordinary user where you can" if _ACTIVE.as_root else "")
 
 
 def switch_off() -> None:

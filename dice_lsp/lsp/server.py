@@ -81,6 +81,7 @@ class DiceServer(LanguageServer):
         self.watch: FileWatch | None = None
         self.unconfigured: set[str] = set()  # documents opened before the settings were read
         self.has_gpu: bool | None = None  # looked up on the first benchmark
+        self.gpu_lookup = asyncio.Lock()
         self.bench_reports: dict[str, BenchReport] = {}
         self.remote: TeamServer | None = None  # when dice.server.url is set
 
@@ -358,10 +359,12 @@ class DiceServer(LanguageServer):
         document = self.workspace.get_text_document(uri)
         path, text = Path(document.path), document.source
         if self.remote is None and self.has_gpu is None:
-            self.has_gpu = await asyncio.to_thread(gpu_arch) is not None
-            if not self.has_gpu:
-                self.window_show_message(types.ShowMessageParams(
-                    types.MessageType.Warning, "dice-lsp: no CUDA GPU here; benchmarks on save are off"))
+            async with self.gpu_lookup:  # saves in quick succession: one lookup, one message
+                if self.has_gpu is None:
+                    self.has_gpu = await asyncio.to_thread(gpu_arch) is not None
+                    if not self.has_gpu:
+                        self.window_show_message(types.ShowMessageParams(
+                            types.MessageType.Warning, "dice-lsp: no CUDA GPU here; benchmarks on save are off"))
         if (self.remote is None and not self.has_gpu) or not has_benchmark(path, text):
             return  # nothing says how to run this file's kernels
         token = await self.begin_progress("dice-lsp benchmark", path.name)

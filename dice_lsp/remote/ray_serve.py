@@ -24,6 +24,7 @@ from typing import Any, cast
 from ray import serve
 from ray.serve.handle import DeploymentHandle, DeploymentResponseGenerator
 
+from dice_lsp import sandbox
 from dice_lsp.errors import DiceError
 from dice_lsp.jobs.model_host import Ticket
 from dice_lsp.remote.client import Address
@@ -45,6 +46,7 @@ class DiceReplica:
         if errors:
             raise DiceError(errors[0])
         confine(unsafe_no_sandbox, settings.nvcc, None)  # every compile and run of user code, as `dice-lsp serve`
+        sandbox.announce()
         caps = limits_from(RequestLimits, limits or {})
         self.service = Service(ServiceConfig(settings, max_batch_rows=max_batch_rows, limits=caps))
         self.service.start()

@@ -53,7 +53,7 @@ from dice_lsp.lsp.framing import (
     request_id,
 )
 from dice_lsp.remote.client import Address
-from dice_lsp.remote.server import TokenFile, check_bind
+from dice_lsp.remote.server import TokenFile, WrongTokens, check_bind
 
 if TYPE_CHECKING:
     from websockets.asyncio.server import ServerConnection
@@ -303,7 +303,7 @@ class Gate:
         self.tokens = tokens
         self.waiting = 0
         self.session = False
-        self._failures: dict[str, int] = {}
+        self.wrong = WrongTokens(BACKOFF_FIRST_S, BACKOFF_MAX_S)
 
     async def admit(self, first: Callable[[], Awaitable[Message | Problem | None]], host: str,
                     bearer: bool = False) -> Admission:
@@ -326,7 +326,7 @@ class Gate:
                 return Admission(None, error_response(problem.id, problem.code, problem.reason))
             assert isinstance(event, Message)
             self.session = True
-            self._failures.pop(host, None)
+            self.wrong.forget(host)
             return Admission(event.value)
         finally:
             self.waiting -= 1
@@ -357,10 +357,7 @@ class Gate:
 
     def backoff(self, host: str) -> float:
         """Seconds to wait before answering a wrong token from `host`."""
-        if len(self._failures) > 1024:
-            self._failures.clear()
-        failures = self._failures[host] = self._failures.get(host, 0) + 1
-        return min(BACKOFF_FIRST_S * 2.0 ** (failures - 1), BACKOFF_MAX_S)
+        return self.wrong.delay(host)
 
 
 class SocketServer:

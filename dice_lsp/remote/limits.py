@@ -47,10 +47,6 @@ class ConnectionLimits:
         if self.backoff_max < self.backoff:
             raise DiceError("backoff_max must not be below backoff")
 
-    def backoff_after(self, failures: int) -> float:
-        """The delay before answering an address's `failures`-th wrong token in a row."""
-        return min(self.backoff_max, self.backoff * 2.0 ** min(max(failures - 1, 0), 62))
-
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 

@@ -172,6 +172,29 @@ def peer_key(peername: Any) -> str:
     return str(ip)
 
 
+class WrongTokens:
+    """Wrong tokens per address, for the back-off of both listeners (`serve`, `lsp --tcp/--ws`): the wait
+    before answering the next one doubles from `first` up to `most`; an address is forgotten after FORGET_S
+    without one, or once it gives the right token."""
+
+    def __init__(self, first: float, most: float) -> None:
+        self.first, self.most = first, most
+        self.counts: OrderedDict[str, tuple[int, float]] = OrderedDict()  # address -> (wrong tokens, last)
+
+    def delay(self, key: str) -> float:
+        """Count a wrong token from `key`; returns how long to wait before answering it."""
+        now = time.monotonic()
+        count, last = self.counts.pop(key, (0, now))
+        count = 1 if now - last > FORGET_S else count + 1
+        self.counts[key] = (count, now)
+        while len(self.counts) > TRACKED:
+            self.counts.popitem(last=False)
+        return min(self.most, self.first * 2.0 ** min(count - 1, 62))
+
+    def forget(self, key: str) -> None:
+        self.counts.pop(key, None)
+
+
 class Gate:
     """The listener's bookkeeping across connections: connections per address, unauthenticated ones
     overall, wrong tokens per address (for the back-off), and which refusals were logged lately."""
@@ -180,7 +203,7 @@ class Gate:
         self.limits = limits
         self.open: dict[str, int] = {}
         self.unauthenticated = 0
-        self.failures: OrderedDict[str, tuple[int, float]] = OrderedDict()  # address -> (wrong tokens, last)
+        self.wrong = WrongTokens(limits.backoff, limits.backoff_max)
         self.logged: OrderedDict[str, tuple[float, int]] = OrderedDict()  # address -> (last line, suppressed)
 
     def enter(self, key: str, admitted: bool) -> str | None:
@@ -204,17 +227,7 @@ class Gate:
         """A connection from `key` gave the right token: it no longer counts as unauthenticated, and the
         address's wrong tokens are forgotten."""
         self.unauthenticated -= 1
-        self.failures.pop(key, None)
-
-    def wrong_token(self, key: str) -> float:
-        """Count a wrong token from `key`; returns how long to wait before answering it."""
-        now = time.monotonic()
-        count, last = self.failures.pop(key, (0, now))
-        count = 1 if now - last > FORGET_S else count + 1
-        self.failures[key] = (count, now)
-        while len(self.failures) > TRACKED:
-            self.failures.popitem(last=False)
-        return self.limits.backoff_after(count)
+        self.wrong.forget(key)
 
     def warn(self, key: str, message: str) -> None:
         """Log a refusal, at most one line per address every LOG_EVERY_S (saying how many were left out)."""
@@ -352,7 +365,7 @@ class Connection:
         if offered is None:
             reason = "a token is required"
         else:
-            delay = self.gate.wrong_token(self.key)
+            delay = self.gate.wrong.delay(self.key)
             reason = "wrong token"
             self.refused(f"wrong token (answered after {delay:g} s; closing the connection)")
             await asyncio.sleep(delay)

@@ -1,0 +1,1 @@
+"""CUDA-Infill: a benchmark of fills cut from CUDA code the model never saw, scored by running them."""

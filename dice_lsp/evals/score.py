@@ -90,6 +90,11 @@ def tokens(text: str) -> list[tuple[str, bool]]:
     return found
 
 
+def is_substantive(fill: str | None) -> bool:
+    """Shown, and more than comments: some token of `fill` is not a comment."""
+    return fill is not None and any(not comment for _, comment in tokens(fill))
+
+
 def first_line(text: str) -> str | None:
     """The first non-blank line of `text`, stripped; None when every line is blank."""
     return next((line.strip() for line in text.split("\n") if line.strip()), None)
@@ -178,8 +183,7 @@ def score_fill(text: str, hole: SuiteHole, fill: str | None, *, compile_check: b
     truth = hole.truth(text)
     shown = fill is not None and bool(fill.strip())
     given = fill if fill is not None else ""
-    fill_tokens = tokens(given)
-    substantive = shown and any(not comment for _, comment in fill_tokens)
+    substantive = is_substantive(fill)
     first = first_line(given)
     checked = None
     if compile_check:
@@ -187,7 +191,7 @@ def score_fill(text: str, hole: SuiteHole, fill: str | None, *, compile_check: b
     return FillScore(
         shown=shown,
         exact=shown and normalise(given) == normalise(truth),
-        exact_ws=shown and fill_tokens == tokens(truth),
+        exact_ws=shown and tokens(given) == tokens(truth),
         first_line=shown and first is not None and first == first_line(truth),
         similarity=similarity(normalise(given), normalise(truth)),
         parses=fill is not None and parses(text, hole, fill),

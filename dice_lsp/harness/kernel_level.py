@@ -56,10 +56,7 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
     ref = payload.get("reference")
     reference = Kernel(driver, spec, ref["cubin"], ref["symbol"], ref.get("spec")) if ref else None
     generator = torch.Generator(device="cuda").manual_seed(int(payload.get("seed", 0)))
-    errors = {"max_abs_err": 0.0, "max_rel_err": 0.0}
-    for sizes in spec.verification_sizes():
-        for trial in range(int(payload.get("trials", 3))):
-            _check_once(driver, spec, candidate, reference, sizes, trial, generator, errors)
+    errors = verify(driver, spec, candidate, reference, generator, int(payload.get("trials", 3)))
     timer = Timer()
     result: dict[str, Any] = {"verified": reference is not None, **errors, "flags": []}
     cand_timing = timer.time(rotating(candidate, spec, generator))
@@ -75,6 +72,18 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
         result["flags"].append(f"faster than memory allows: {cand_timing.median_ms:.4f} ms for "
                                f"{spec.bytes_moved(spec.sizes) / 1e6:.0f} MB (floor {floor:.4f} ms)")
     return result
+
+
+def verify(driver: Driver, spec: LaunchSpec, candidate: Kernel, reference: Kernel | None,
+           generator: torch.Generator, trials: int) -> dict[str, float]:
+    """Check `candidate` at every verification size, `trials` times each with fresh inputs, against
+    `reference` (without one: only that it writes its outputs); a DiceError says where it first failed.
+    Returns the largest errors seen."""
+    errors = {"max_abs_err": 0.0, "max_rel_err": 0.0}
+    for sizes in spec.verification_sizes():
+        for trial in range(trials):
+            _check_once(driver, spec, candidate, reference, sizes, trial, generator, errors)
+    return errors
 
 
 def _check_once(driver: Driver, spec: LaunchSpec, candidate: Kernel, reference: Kernel | None,

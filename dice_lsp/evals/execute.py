@@ -88,8 +88,8 @@ def launch_spec(file: SuiteFile, hole: SuiteHole) -> str:
 def prepare(items: list[Item], arch: str, workers: int = 16) -> list[Job | None]:
     """A verification job per item, or None where the fill already failed (see the module's docstring)."""
     flags = CompileFlags(arch=arch)
-    filled = [text[:hole.start] + fill + text[hole.end:] if is_substantive(fill) else None
-              for text, hole, fill in ((f.text, h, fill) for f, h, fill in items)]
+    filled = [file.text[:hole.start] + fill + file.text[hole.end:] if is_substantive(fill) else None
+              for file, hole, fill in items]
     sources = sorted({f.text for f, _, _ in items} | {text for text in filled if text is not None})
     with ThreadPoolExecutor(max(1, workers)) as pool:
         builds = dict(zip(sources, pool.map(lambda source: build_cubin(source, None, flags), sources), strict=True))

@@ -8,7 +8,7 @@ $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==$(TORCH_VERSION)
-	$(PY) -m pip install --quiet -e '.[dev,cuda,serve]'
+	$(PY) -m pip install --quiet -e '.[dev,cuda,serve,bench]'
 	touch $@
 
 .PHONY: setup demo test lint

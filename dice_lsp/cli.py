@@ -457,27 +457,90 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _kinds(text: str) -> list[str]:
+    from dice_lsp.evals.suite import KINDS
+
+    kinds = [k for k in text.replace(",", " ").split() if k]
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown or not kinds:
+        raise argparse.ArgumentTypeError(f"unknown hole kind: {', '.join(unknown) or repr(text)}; known: {', '.join(KINDS)}")
+    return kinds
+
+
+def _eval_system(args: argparse.Namespace, settings: Settings) -> Any:
+    from dice_lsp.engine import load_model
+    from dice_lsp.evals import systems
+
+    if args.system == "empty":
+        return systems.empty()
+    if args.system == "idiom":
+        return systems.idiom()
+    folder = args.model
+    if args.system == "random-sdar":
+        import tempfile
+
+        folder = str(systems.random_sdar_checkpoint(Path(tempfile.mkdtemp(prefix="dice-random-sdar-"))))
+    model = load_model(folder, args.device, args.dtype, args.trust_remote_code)
+    default = "random tiny SDAR (plumbing only)" if args.system == "random-sdar" else model.name
+    return systems.ModelSystem(args.system if args.system != "model" else model.name, args.label or default,
+                               model, settings)
+
+
 def cmd_eval_infill(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from dice_lsp.engine import load_model
-    from dice_lsp.training import evaluate
+    from dice_lsp.evals import report as tables
+    from dice_lsp.evals.execute import gpu_available
+    from dice_lsp.evals.run import evaluate
+    from dice_lsp.evals.suite import load_suite
 
-    heldout = Path(args.heldout)
-    if not heldout.is_file():
-        raise DiceError(f"{heldout}: no such held-out file")
+    if args.execute and not gpu_available():
+        print("dice-lsp: error: --execute runs the fills on a CUDA GPU, and there is none here", file=sys.stderr)
+        return EXIT_NO_GPU
+    suite = load_suite(args.suite, args.split)
+    holes = suite.select(args.kinds, args.limit, executable=args.executable_only)
+    if not holes:
+        raise DiceError("no holes selected (check --kinds / --executable-only)")
     settings, errors = Settings().updated({"steps": args.steps, "context_tokens": args.context_tokens})
     if errors:
         raise DiceError(errors[0])
-    model = load_model(args.model, args.device, args.dtype, args.trust_remote_code)
-    with tqdm(desc="holes", unit="hole", file=sys.stderr, disable=None, leave=False) as bar:
-        report = evaluate.run_eval(model, heldout, args.holes, args.seed, settings, progress=bar.update)
+    system = _eval_system(args, settings)
+    with tqdm(total=len(holes), desc=f"{system.name}: holes", unit="hole", file=sys.stderr, disable=None,
+              leave=False) as bar:
+        result = evaluate(suite, holes, system, args.execute,
+                          {"steps_per_32_tokens": settings.steps, "context_tokens": settings.context_tokens},
+                          progress=bar.update)
+    if args.out:
+        Path(args.out).write_text(json.dumps(result), encoding="utf-8")
     if args.json:
-        print(json.dumps(report))
+        print(json.dumps(result))
     else:
-        print(f"{report['model']} on {report['files']} held-out files "
-              f"({report['files_compiling_as_is']} compile as they are)")
-        print(evaluate.markdown(report["kinds"]))
+        print(f"{result['label']} on {args.suite} ({args.split}): {len(holes)} holes"
+              + ("" if args.execute else "; executable holes not run (--execute on a GPU)"))
+        print(tables.markdown([result]))
+    return 0
+
+
+def cmd_eval_table(args: argparse.Namespace) -> int:
+    from dice_lsp.evals import report as tables
+
+    reports = []
+    for name in args.reports:
+        path = Path(name)
+        if not path.is_file():
+            raise DiceError(f"{path}: no such report")
+        try:
+            reports.append(json.loads(path.read_text(encoding="utf-8")))
+        except json.JSONDecodeError as exc:
+            raise DiceError(f"{path}: not a JSON report ({exc.msg}, line {exc.lineno})") from exc
+        if "kinds" not in reports[-1]:
+            raise DiceError(f"{path}: not a dice-lsp eval infill report")
+    if args.plot:
+        tables.plot(reports, Path(args.plot))
+    if args.json:
+        print(json.dumps([{k: r[k] for k in ("system", "label", "split", "holes", "kinds")} for r in reports]))
+    else:
+        print(tables.markdown(reports, args.kinds))
     return 0
 
 
@@ -581,20 +644,39 @@ def build_parser() -> argparse.ArgumentParser:
     rewrite_arguments(fix)
     fix.set_defaults(handler=cmd_repair)
 
-    from dice_lsp.training import evaluate, train
+    from dice_lsp.evals.suite import KIND_HELP, SPLITS, SUITES
+    from dice_lsp.training import train
 
     evaluation = sub.add_parser("eval", help="measure the model")
     eval_sub = evaluation.add_subparsers(dest="what", metavar="WHAT", required=True, parser_class=OneLineErrors)
-    infill = eval_sub.add_parser("infill", help="fill holes cut from held-out CUDA kernels and score the fills")
-    infill.add_argument("--heldout", default=str(evaluate.DEFAULT_HELDOUT), help="jsonl of held-out files")
-    infill.add_argument("--holes", type=_positive, default=100, help="holes per kind (line, lines, body)")
-    infill.add_argument("--seed", type=int, default=0)
-    infill.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    infill = eval_sub.add_parser("infill", help="fill the holes of the CUDA-Infill suite and score the fills "
+                                 "(docs/BENCHMARK.md)")
+    infill.add_argument("--suite", choices=SUITES, default=SUITES[0])
+    infill.add_argument("--split", choices=SPLITS, default="test",
+                        help="test: the benchmark; dev: for tuning (default: test)")
+    infill.add_argument("--kinds", type=_kinds, help="comma-separated hole kinds (default: all): "
+                        + "; ".join(f"{k}: {v}" for k, v in KIND_HELP.items()))
+    infill.add_argument("--limit", type=_positive, help="first N holes of each kind")
+    infill.add_argument("--execute", action="store_true",
+                        help="run executable holes' fills on the GPU and verify them against the original kernel")
+    infill.add_argument("--executable-only", action="store_true", help="only the holes that can be executed")
+    infill.add_argument("--system", choices=("model", "empty", "idiom", "random-sdar"), default="model",
+                        help="model: --model (default: the embedded dice-tiny); empty, idiom: baselines; "
+                        "random-sdar: a random tiny SDAR checkpoint (plumbing only)")
+    infill.add_argument("--label", help="name of the system in tables")
+    infill.add_argument("--out", help="also write the JSON report to this file")
+    infill.add_argument("--json", action="store_true", help="print the JSON report instead of a table")
     infill.add_argument("--steps", type=_positive, default=Settings.steps, help="denoising steps per 32 canvas tokens")
     infill.add_argument("--context-tokens", type=_positive, default=Settings.context_tokens,
                         help="tokens of code around each hole (default: %(default)s)")
     add_model_arguments(infill)
     infill.set_defaults(handler=cmd_eval_infill)
+    table = eval_sub.add_parser("table", help="one table (and plot) from several eval infill reports")
+    table.add_argument("reports", nargs="+", help="JSON reports (eval infill --out)")
+    table.add_argument("--kinds", type=_kinds, help="only these hole kinds")
+    table.add_argument("--plot", help="also draw the rates by kind to this PNG")
+    table.add_argument("--json", action="store_true", help="print the summaries as JSON")
+    table.set_defaults(handler=cmd_eval_table)
 
     trainer = sub.add_parser("train", help="train the embedded masked-diffusion model on a packed corpus")
     train.build_parser(trainer)

@@ -1,0 +1,76 @@
+"""Tables and a plot from CUDA-Infill reports (the JSON `dice-lsp eval infill --json` prints).
+
+One row per system and hole kind, every rate with its 95% bootstrap interval, so that two systems are
+compared side by side from reports of the same suite; `plot` draws the rates by kind, one colour per
+system, intervals as error bars.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from dice_lsp.errors import DiceError
+
+RATES = (("exact", "exact"), ("exact_ws", "exact (tokens)"), ("first_line", "first line"),
+         ("similarity", "edit sim."), ("parses", "parses"), ("compile_rate", "compiles"),
+         ("pass_rate", "passes (GPU)"), ("show_rate", "shown"), ("shown_precision", "shown precision"))
+COUNTED = ("compile_rate", "pass_rate", "shown_precision")  # rates over a subset of the holes
+PLOTTED = ("exact_ws", "similarity", "parses", "compile_rate", "pass_rate", "shown_precision")
+
+
+def cell(value: dict[str, Any] | None, percent: bool = True, count: bool = False) -> str:
+    """`12.3 [9.1, 15.8]` (percent) for an interval, with its number of holes when `count`; `n/a` where
+    nothing was measured."""
+    if not value or not value.get("n"):
+        return "n/a"
+    scale, digits = (100, 1) if percent else (1, 2)
+    text = f"{value['mean'] * scale:.{digits}f} [{value['low'] * scale:.{digits}f}, {value['high'] * scale:.{digits}f}]"
+    return f"{text} of {value['n']}" if count else text
+
+
+def markdown(reports: list[dict[str, Any]], kinds: list[str] | None = None) -> str:
+    """One table: system × kind rows, every metric's interval, CPU latency percentiles."""
+    head = ["system", "kind", "holes", *(f"{title} %" if key != "similarity" else title for key, title in RATES),
+            "p50 ms", "p95 ms"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for report in reports:
+        for kind, row in report["kinds"].items():
+            if kinds and kind not in kinds:
+                continue
+            cells = [cell(row.get(key), key != "similarity", key in COUNTED) for key, _ in RATES]
+            lines.append(f"| {report['label']} | {kind} | {row['holes']} | " + " | ".join(cells)
+                         + f" | {row.get('latency_p50_ms', 0):.0f} | {row.get('latency_p95_ms', 0):.0f} |")
+    return "\n".join(lines)
+
+
+def plot(reports: list[dict[str, Any]], path: Path) -> None:
+    """A PNG: one panel per metric, hole kinds on the x axis, one bar per system with its interval."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise DiceError("--plot needs matplotlib (pip install 'dice-lsp[bench]')") from exc
+    kinds = [k for k in reports[0]["kinds"] if k != "all"]
+    figure, axes = plt.subplots(2, 3, figsize=(15, 8), sharey=True)
+    width = 0.8 / max(1, len(reports))
+    for axis, metric in zip(axes.flat, PLOTTED, strict=True):
+        for index, report in enumerate(reports):
+            values = [report["kinds"].get(k, {}).get(metric) or {} for k in kinds]
+            means = [v.get("mean", 0.0) if v.get("n") else 0.0 for v in values]
+            errors = [[m - v.get("low", m) for m, v in zip(means, values, strict=True)],
+                      [v.get("high", m) - m for m, v in zip(means, values, strict=True)]]
+            positions = [k + (index - (len(reports) - 1) / 2) * width for k in range(len(kinds))]
+            axis.bar(positions, means, width, yerr=errors, capsize=2, label=report["label"])
+        axis.set_title(dict(RATES)[metric])
+        axis.set_xticks(range(len(kinds)), kinds)
+        axis.set_ylim(0, 1)
+        axis.grid(axis="y", alpha=0.3)
+    axes.flat[0].legend(fontsize=7, loc="upper right")
+    figure.suptitle("CUDA-Infill (test split): rates by hole kind, 95% bootstrap intervals")
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=110)
+    plt.close(figure)

@@ -21,6 +21,8 @@ downloads, whatever the corpus's own filters later kept) goes into an index (cac
 2. function level: the hashes of every 4-line window of normalised lines (`corpus.normalized_lines`) of
    those files. A function whose body lines (from the line of its `{` to the line of its `}`) have more than
    half of their windows in that set hosts no hole.
+A corpus source the corpus kept no CUDA file of may be missing from the corpus downloads (the C/C++-only
+libraries are not all downloaded).
 
 Holes (`cut_holes`): string offsets, only inside the bodies of `__global__` and `__device__` functions
 (`parse_functions`) whose tree-sitter definition holds no ERROR or MISSING node. A *statement line* is a
@@ -84,7 +86,8 @@ LOG = logging.getLogger("dice_lsp.evals.build")
 
 DATA = corpus.REPO_ROOT / "data" / "infill"
 DOWNLOADS = DATA / "downloads"
-INDEX_CACHE = DATA / "corpus-index.npz"
+INDEX_CACHE = DATA / "corpus-index"
+COMPILE_CACHE = DATA / "compiles.json"
 MAX_FILE_BYTES = 60_000
 SHINGLE_WIDTH = 4
 COPIED_SHARE = 0.5
@@ -250,8 +253,10 @@ class CorpusIndex:
     def copied(self, text: str) -> bool:
         """More than `COPIED_SHARE` of the text's line windows occur in the corpus."""
         hashes = window_hashes(text)
-        found = np.isin(hashes, self.windows, assume_unique=True)
-        return bool(found.sum() > COPIED_SHARE * len(hashes))
+        if not len(self.windows):
+            return False
+        at = np.minimum(np.searchsorted(self.windows, hashes), len(self.windows) - 1)
+        return bool((self.windows[at] == hashes).sum() > COPIED_SHARE * len(hashes))
 
 
 def _digest_texts(texts: Iterable[str]) -> tuple[list[bytes], list[np.ndarray], np.ndarray]:
@@ -266,52 +271,61 @@ def _digest_texts(texts: Iterable[str]) -> tuple[list[bytes], list[np.ndarray], 
     return exact, signatures, np.concatenate(windows) if windows else np.zeros(0, dtype=np.uint64)
 
 
+def _manifest_entries() -> dict[str, dict[str, Any]]:
+    return {e["name"]: e for e in corpus.load_manifest().get("sources", [])}
+
+
 def _corpus_locations(src: corpus.Source, downloads: Path) -> list[Path]:
-    """Where a corpus source already lies (never downloaded here); the manifest's version when unpinned."""
+    """Where a corpus source already lies (never downloaded here); the manifest's version when unpinned.
+    A source the corpus kept no CUDA file of may be missing (the C/C++-only libraries): nothing to read."""
+    entry = _manifest_entries().get(src.name, {})
     if src.kind == "local":
         return [corpus.CUDA_INCLUDE.resolve()]
     if src.version is None:
-        versions = {e["name"]: e.get("version") for e in corpus.load_manifest().get("sources", [])}
-        src = replace(src, version=versions.get(src.name))
+        src = replace(src, version=entry.get("version"))
     found = (corpus._find_pypi(src, downloads / "pypi") if src.kind == "pypi"
              else corpus._find_debian(src, downloads / "debian"))
-    if not found:
+    if not found and entry.get("kept", {}).get("files", {}).get("cuda"):
         raise DiceError(f"corpus source {src.name} {src.version} is not in {downloads}")
+    if not found:
+        LOG.warning("corpus source %s is not in %s; the corpus kept no CUDA file of it", src.name, downloads)
     return found
 
 
-def _digest_source(job: tuple[corpus.Source, Path]) -> tuple[str, list[bytes], list[np.ndarray], np.ndarray]:
-    src, downloads = job
-    texts = [text for location in _corpus_locations(src, downloads) for _, text in cuda_texts(location)]
-    return (src.name, *_digest_texts(texts))
-
-
-def load_corpus_index(downloads: Path, cache: Path = INDEX_CACHE) -> CorpusIndex:
-    """The index of every corpus source's CUDA files, read 2 sources at a time and cached in `cache`."""
-    key = json.dumps([[s.name, s.version] for s in corpus.SOURCES] + [str(downloads.resolve())])
+def _digest_source(job: tuple[corpus.Source, Path, Path]) -> tuple[list[bytes], list[np.ndarray], np.ndarray]:
+    """One corpus source's exact keys, signatures and windows, cached in its own file under `folder`."""
+    src, downloads, folder = job
+    cache = folder / f"{src.name}.npz"
+    key = json.dumps([src.name, src.version, str(downloads.resolve())])
     if cache.is_file():
         with np.load(cache) as saved:
             if str(saved["key"]) == key:
-                LOG.info("corpus index from %s", cache)
-                keys = [bytes(row) for row in saved["exact"]]
-                return CorpusIndex.from_parts(keys, list(saved["signatures"]), saved["windows"])
+                return ([bytes(row) for row in saved["exact"]], list(saved["signatures"]), saved["windows"])
+    texts = [text for location in _corpus_locations(src, downloads) for _, text in cuda_texts(location)]
+    exact, signatures, windows = _digest_texts(texts)
+    folder.mkdir(parents=True, exist_ok=True)
+    np.savez(cache, key=np.array(key), exact=np.frombuffer(b"".join(exact), dtype=np.uint8).reshape(-1, 16),
+             signatures=np.stack(signatures) if signatures else np.zeros((0, 128), dtype=np.uint64),
+             windows=windows)
+    LOG.info("corpus %s: %d CUDA files", src.name, len(exact))
+    return exact, signatures, windows
+
+
+def load_corpus_index(downloads: Path, folder: Path = INDEX_CACHE) -> CorpusIndex:
+    """The index of every corpus source's CUDA files, read 2 sources at a time (each cached in `folder`)."""
     started = time.perf_counter()
     exact: list[bytes] = []
     signatures: list[np.ndarray] = []
     windows: list[np.ndarray] = []
     with ProcessPoolExecutor(max_workers=2) as pool:
-        for name, keys, sigs, hashes in pool.map(_digest_source, [(s, downloads) for s in corpus.SOURCES]):
-            LOG.info("corpus %s: %d CUDA files", name, len(keys))
+        for keys, sigs, hashes in pool.map(_digest_source, [(s, downloads, folder) for s in corpus.SOURCES]):
             exact += keys
             signatures += sigs
             windows.append(hashes)
-    all_windows = np.unique(np.concatenate(windows))
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    np.savez(cache, key=np.array(key), exact=np.frombuffer(b"".join(exact), dtype=np.uint8).reshape(-1, 16),
-             signatures=np.stack(signatures), windows=all_windows)
-    LOG.info("corpus index: %d files, %d windows in %.0f s", len(exact), len(all_windows),
+    index = CorpusIndex.from_parts(exact, signatures, np.concatenate(windows))
+    LOG.info("corpus index: %d CUDA files, %d distinct 4-line windows (%.0f s)", len(exact), len(index.windows),
              time.perf_counter() - started)
-    return CorpusIndex.from_parts(exact, signatures, all_windows)
+    return index
 
 
 # ---------------------------------------------------------------- the cutter
@@ -632,9 +646,24 @@ def only_system_includes(text: str) -> bool:
     return all(quote == "<" for quote in re.findall(r'^[ \t]*#[ \t]*include[ \t]*([<"])', text, re.MULTILINE))
 
 
-def compiles(text: str) -> bool | None:
-    """nvcc compile-only verdict for a file that includes system headers only; None for the others."""
-    return compile_source(text).ok if only_system_includes(text) else None
+def compile_verdicts(cands: Sequence[Candidate], cache: Path = COMPILE_CACHE) -> dict[tuple[str, str], bool | None]:
+    """nvcc compile-only verdict (2 at a time) for each file that includes system headers only, None for the
+    others; verdicts are kept in `cache` by the text's sha256, for reruns."""
+    known: dict[str, bool] = json.loads(cache.read_text()) if cache.is_file() else {}
+
+    def verdict(cand: Candidate) -> bool | None:
+        if not only_system_includes(cand.text):
+            return None
+        key = hashlib.sha256(cand.text.encode("utf-8")).hexdigest()
+        if key not in known:
+            known[key] = compile_source(cand.text).ok
+        return known[key]
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        verdicts = list(pool.map(verdict, cands))
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps(known, sort_keys=True) + "\n")
+    return {(c.source, c.path): v for c, v in zip(cands, verdicts, strict=True)}
 
 
 def write_split(split: str, chosen: Sequence[tuple[Candidate, Hole]], verdicts: dict[tuple[str, str], bool | None],
@@ -731,9 +760,7 @@ def build(pins: Sequence[Pin], per_kind: int, downloads: Path, corpus_downloads:
     chosen = {split: select(pools[split], quotas[split]) for split in suite.SPLITS}
     to_compile = sorted({(c.source, c.path): c for rows in chosen.values() for c, _ in rows}.values(),
                         key=lambda c: (c.source, c.path))
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        verdicts = dict(zip(((c.source, c.path) for c in to_compile), pool.map(lambda c: compiles(c.text), to_compile),
-                            strict=True))
+    verdicts = compile_verdicts(to_compile)
     totals: dict[str, Any] = {"holes": {}, "files": {}, "short": {}, "pool": {}, "compiles": Counter()}
     for split in suite.SPLITS:
         files, holes = write_split(split, chosen[split], verdicts, root)

@@ -251,18 +251,30 @@ class NearDeduper:
         result: np.ndarray = mixed.min(axis=0)
         return result
 
+    def _keys(self, sig: np.ndarray) -> list[bytes]:
+        return [bytes([b]) + sig[b * self.rows:(b + 1) * self.rows].tobytes() for b in range(self.bands)]
+
+    def match(self, sig: np.ndarray) -> int | None:
+        """Index (in insertion order) of a remembered signature this one near-duplicates, or None."""
+        for key in self._keys(sig):
+            other = self.buckets.get(key)
+            if other is not None and float(np.mean(self.signatures[other] == sig)) >= self.threshold:
+                return other
+        return None
+
+    def remember(self, sig: np.ndarray) -> None:
+        """Remember a signature; a bucket keeps the first signature that reached it."""
+        index = len(self.signatures)
+        self.signatures.append(sig)
+        for key in self._keys(sig):
+            self.buckets.setdefault(key, index)
+
     def is_duplicate(self, text: str) -> bool:
         """Check against kept files; remember this one when it is new."""
         sig = self.signature(text)
-        keys = [bytes([b]) + sig[b * self.rows:(b + 1) * self.rows].tobytes() for b in range(self.bands)]
-        for key in keys:
-            other = self.buckets.get(key)
-            if other is not None and float(np.mean(self.signatures[other] == sig)) >= self.threshold:
-                return True
-        index = len(self.signatures)
-        self.signatures.append(sig)
-        for key in keys:
-            self.buckets.setdefault(key, index)
+        if self.match(sig) is not None:
+            return True
+        self.remember(sig)
         return False
 
 

@@ -5,7 +5,8 @@
 
 Systems: `empty` and `idiom` (baselines), `dice-tiny` (the embedded model), `random-sdar` (a random tiny
 SDAR checkpoint: the block-diffusion path, plumbing only) and any `--model NAME=DIR` checkpoint (an older
-dice-tiny, an autoregressive baseline, a DICE/SDAR folder). The suite is loaded once; each system's report
+dice-tiny, an autoregressive baseline, a DICE/SDAR folder), and `--replay` the fills of reports made
+elsewhere (a model run on a CPU machine, executed here). The suite is loaded once; each system's report
 is written to OUT/<name>.json as soon as it is done, then OUT/table.md and OUT/cuda_infill.png from all of
 them. With `--execute` (a GPU) executable holes are run and verified. docs/BENCHMARK.md has the results.
 """
@@ -55,6 +56,8 @@ def main() -> int:
     parser.add_argument("--executable-only", action="store_true")
     parser.add_argument("--systems", nargs="+", default=["empty", "idiom", "dice-tiny", "random-sdar"])
     parser.add_argument("--model", action="append", default=[], metavar="NAME=DIR")
+    parser.add_argument("--replay", action="append", default=[], metavar="LABEL=REPORT[,REPORT...]",
+                        help="score again the fills of earlier reports (made on another machine)")
     parser.add_argument("--device", default="auto")
     args = parser.parse_args()
     if args.execute and not gpu_available():
@@ -66,9 +69,14 @@ def main() -> int:
     named = dict(item.split("=", 1) for item in args.model)
     args.out.mkdir(parents=True, exist_ok=True)
     written = []
-    for name in [*args.systems, *named]:
+    replays = {}
+    for item in args.replay:
+        label, files = item.split("=", 1)
+        reports = [json.loads(Path(f).read_text(encoding="utf-8")) for f in files.split(",")]
+        replays[reports[0]["system"]] = systems.Replay.from_reports(reports, label)
+    for name in [*args.systems, *named, *replays]:
         started = time.time()
-        system = make_system(name, named.get(name), args.device, settings)
+        system = replays[name] if name in replays else make_system(name, named.get(name), args.device, settings)
         with tqdm(total=len(holes), desc=name, unit="hole", file=sys.stderr, leave=False) as bar:
             result = evaluate(suite, holes, system, args.execute,
                               {"steps_per_32_tokens": settings.steps, "context_tokens": settings.context_tokens,

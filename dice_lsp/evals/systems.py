@@ -25,7 +25,7 @@ import shutil
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from dice_lsp.complete import fill_hole
 from dice_lsp.cuda import holes as editor
@@ -104,6 +104,26 @@ class ModelSystem:
         elapsed = (time.perf_counter() - started) * 1000
         shown = texts[0] if texts and texts[0].strip() else None
         return Answer(shown, elapsed)
+
+
+@dataclass
+class Replay:
+    """The fills of earlier reports, by hole id: scores again (e.g. executed on a GPU machine) fills that a
+    model made elsewhere. A hole no report has is not shown."""
+
+    name: str
+    label: str
+    fills: dict[str, tuple[str | None, float]]
+
+    @classmethod
+    def from_reports(cls, reports: list[dict[str, Any]], label: str | None = None) -> Replay:
+        fills = {row["hole"]: (row["fill"], float(row["latency_ms"])) for report in reports for row in report["fills"]}
+        first = reports[0]
+        return cls(first["system"], label or first["label"], fills)
+
+    def answer(self, document: str, hole: SuiteHole) -> Answer:
+        fill, latency = self.fills.get(hole.id, (None, 0.0))
+        return Answer(fill, latency)
 
 
 def empty() -> Constant:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 from dice_lsp.cuda import holes as editor
 from dice_lsp.evals.suite import SuiteHole
@@ -105,3 +106,54 @@ def test_smoke_one_line_holes_with_the_embedded_model() -> None:
     shown = [f for f in report["fills"] if f["fill"]]
     assert all(f["shown"] for f in shown) and all(not f["shown"] for f in report["fills"] if not f["fill"])
     assert all(f["latency_ms"] > 0 for f in report["fills"])
+
+
+def interval(mean: float, low: float, high: float, n: int) -> dict[str, float | int]:
+    return {"mean": mean, "low": low, "high": high, "n": n}
+
+
+REPORT = {
+    "system": "s", "label": "system S", "split": "test", "holes": 4,
+    "kinds": {"line": {"holes": 4, "exact": interval(0.25, 0.0, 0.75, 4), "similarity": interval(0.5, 0.4, 0.6, 4),
+                       "compile_rate": interval(0.5, 0.0, 1.0, 2), "pass_rate": None,
+                       "latency_p50_ms": 12.0, "latency_p95_ms": 30.0}},
+    "fills": [{"hole": "line/00001", "fill": "x = 1;", "latency_ms": 3.5}, {"hole": "line/00002", "fill": None,
+                                                                           "latency_ms": 1.0}],
+}
+
+
+def test_table_cells_give_percent_intervals_and_their_denominators() -> None:
+    from dice_lsp.evals.report import markdown
+
+    table = markdown([REPORT])
+    row = table.splitlines()[2]
+    assert row.startswith("| system S | line | 4 | 25.0 [0.0, 75.0] |")
+    assert "| 0.50 [0.40, 0.60] |" in row and "| 50.0 [0.0, 100.0] of 2 |" in row
+    assert "| n/a |" in row and row.endswith("| 12 | 30 |")
+
+
+def test_replay_answers_with_the_reports_fills() -> None:
+    from dice_lsp.evals.systems import Replay
+
+    replay = Replay.from_reports([REPORT])
+    assert replay.label == "system S"
+    first = SuiteHole("line/00001", "line", "f", 0, 1, "k", False)
+    missing = SuiteHole("line/00003", "line", "f", 0, 1, "k", False)
+    assert replay.answer("", first).fill == "x = 1;" and replay.answer("", first).latency_ms == 3.5
+    assert replay.answer("", missing).fill is None
+
+
+def test_eval_table_prints_and_plots_reports(tmp_path: Path) -> None:
+    report = tmp_path / "s.json"
+    report.write_text(json.dumps(REPORT))
+    png = tmp_path / "plot.png"
+    proc = subprocess.run([sys.executable, "-m", "dice_lsp.cli", "eval", "table", str(report), "--plot", str(png)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "| system S | line | 4 |" in proc.stdout
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    proc = subprocess.run([sys.executable, "-m", "dice_lsp.cli", "eval", "table", str(bad)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "not a JSON report" in proc.stderr

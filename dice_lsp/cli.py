@@ -463,7 +463,8 @@ def _kinds(text: str) -> list[str]:
     kinds = [k for k in text.replace(",", " ").split() if k]
     unknown = [k for k in kinds if k not in KINDS]
     if unknown or not kinds:
-        raise argparse.ArgumentTypeError(f"unknown hole kind: {', '.join(unknown) or repr(text)}; known: {', '.join(KINDS)}")
+        named = ", ".join(unknown) or repr(text)
+        raise argparse.ArgumentTypeError(f"unknown hole kind: {named}; known: {', '.join(KINDS)}")
     return kinds
 
 

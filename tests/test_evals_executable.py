@@ -116,9 +116,9 @@ __global__ void uses_helper(float* y, const float* x, int n) {
 
 def test_extractor_refuses_a_class_and_a_project_header() -> None:
     tables = ex.file_tables(SOURCE)
-    assert ex.standalone(SOURCE, _start_of("uses_struct"), tables, "o", "MIT") == "uses the file's type Pair"
+    assert ex.standalone(SOURCE, _start_of("uses_struct"), tables, "o", "MIT") == "uses a type of the file: Pair"
     assert ex.standalone(SOURCE, _start_of("uses_header"), tables, "o", "MIT") == \
-        "calls project_helper, which is not in the file"
+        "calls a function that is not in the file: project_helper"
 
 
 def test_one_type_template_is_instantiated_as_float() -> None:

@@ -258,7 +258,8 @@ _CONST_GLOBAL = re.compile(
     r"^(?:static\s+)?(?:__device__\s+)?(?:static\s+)?(?:constexpr|const)\s+(?:__device__\s+)?"
     r"(?:(?:unsigned|signed|long|short|int|float|double|char|size_t|u?int\d+_t|bool)\s+)+"
     r"(?P<name>[A-Za-z_]\w*)\s*=\s*[^;{}]+;[ \t]*$", re.MULTILINE)
-_TYPE_NAMES = re.compile(r"\b(?:struct|class|union|enum(?:\s+class)?|typedef[^;]*?|using)\s+(?P<name>[A-Za-z_]\w*)")
+_TYPE_NAMES = re.compile(r"\b(?:struct|class|union|enum(?:\s+class)?)\s+(?P<name>[A-Za-z_]\w*)"
+                         r"|\btypedef\b[^;{}]*?\b(?P<alias>[A-Za-z_]\w*)\s*;|\busing\s+(?P<used>[A-Za-z_]\w*)\s*=")
 _KEYWORDS = frozenset((
     "if", "else", "for", "while", "do", "switch", "case", "default", "break", "continue", "return", "goto",
     "sizeof", "const", "volatile", "static", "inline", "extern", "unsigned", "signed", "void", "int", "float",
@@ -269,7 +270,8 @@ _KEYWORDS = frozenset((
     "NULL", "size_t", "int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t", "uint32_t", "int64_t", "uint64_t",
     "half", "__half", "__half2", "half2", "__nv_bfloat16", "float2", "float3", "float4", "int2", "int3", "int4",
     "uint2", "uint3", "uint4", "double2", "dim3", "constexpr", "signed_char", "INFINITY", "NAN", "FLT_MAX",
-    "FLT_MIN", "DBL_MAX", "DBL_MIN", "INT_MAX", "INT_MIN", "UINT_MAX", "LLONG_MAX",
+    "FLT_MIN", "DBL_MAX", "DBL_MIN", "INT_MAX", "INT_MIN", "UINT_MAX", "LLONG_MAX", "static_cast",
+    "reinterpret_cast", "const_cast",
 ))
 
 
@@ -291,7 +293,8 @@ def file_tables(text: str) -> FileTables:
         tables.macros.setdefault(match["name"], (match.start(), match.group(0).strip()))
     for match in _CONST_GLOBAL.finditer(text):
         tables.constants.setdefault(match["name"], (match.start(), match.group(0).strip()))
-    tables.types = {m["name"] for m in _TYPE_NAMES.finditer(_strip_comments(text))}
+    tables.types = {m["name"] or m["alias"] or m["used"] for m in _TYPE_NAMES.finditer(_strip_comments(text))}
+    tables.types -= _KEYWORDS
     for fn in parse_functions(text):
         head = text[fn.head:fn.start]
         if fn.is_kernel or "__device__" not in fn.qualifiers or head.strip() or "::" in fn.name:
@@ -381,7 +384,7 @@ def _dependencies(code: str, tables: FileTables, params: set[str]) -> tuple[list
     while pending:
         for name in sorted(used_names(pending.pop()) - params - chosen.keys()):
             if name in tables.types:
-                return [], f"uses the file's type {name}"
+                return [], f"uses a type of the file: {name}"
             found = (tables.functions.get(name) or ([tables.macros[name]] if name in tables.macros else [])
                      or ([tables.constants[name]] if name in tables.constants else []))
             if found:
@@ -401,11 +404,11 @@ def _foreign_use(code: str, local: set[str]) -> str | None:
         return "uses a namespace"
     declared = set(re.findall(r"\b([A-Za-z_]\w*)\s*\([^;{}]*\)\s*(?:const\s*)?\{", stripped))
     for name in re.findall(r"\b([A-Za-z_]\w*)\s*<[^<>;()]*>\s*\(", stripped):
-        if name not in local:
-            return f"calls the template {name}"
+        if name not in local | _KEYWORDS:
+            return f"calls a template: {name}"
     for name in set(re.findall(r"\b([A-Za-z_]\w*)\s*\(", stripped)):
         if name not in local | declared | _KEYWORDS and name not in cuda_names():
-            return f"calls {name}, which is not in the file"
+            return f"calls a function that is not in the file: {name}"
     return None
 
 
@@ -574,7 +577,7 @@ def extract(known: set[int], rng: random.Random, stats: dict[str, Counter[str]])
                 origin = f"{name}:{relative}:{fn.name}"
                 made_one = standalone(text, fn.start, tables, origin, license_)
                 if isinstance(made_one, str):
-                    stats[name][f"refused: {made_one.split(' ')[0]}"] += 1
+                    stats[name][f"refused: {made_one.split(':')[0]}"] += 1
                     continue
                 digest = hashlib.sha256(" ".join(made_one.text.split()).encode()).hexdigest()
                 if digest in seen:
@@ -618,6 +621,8 @@ def read_candidates(path: Path) -> list[Candidate]:
 # ---------------------------------------------------------------- verify (GPU)
 
 ITEM_TIMEOUT_S = 40.0
+STICKY = re.compile(r"CUDA_ERROR_(?:ILLEGAL_ADDRESS|LAUNCH_FAILED|MISALIGNED_ADDRESS|ILLEGAL_INSTRUCTION|"
+                    r"HARDWARE_STACK_ERROR|ASSERT|LAUNCH_TIMEOUT|INVALID_PC|UNKNOWN|ILLEGAL_STATE)|CUDA error")
 LANES = 8
 
 
@@ -649,12 +654,13 @@ def check_item(item: dict[str, Any], driver: Any) -> str:
         changed = max((float((~((tensors[a.name] == before[a.name]) | (tensors[a.name] != tensors[a.name]))).float()
                               .mean()) for a in spec.args if a.role not in ("scalar", "in")), default=0.0)
         return "" if changed >= 0.01 else f"changes {changed:.2%} of its buffers"
-    except DiceError as exc:
+    except (DiceError, RuntimeError) as exc:  # torch's RuntimeError: an op it lacks for a dtype, or a fault
         return str(exc)[:300] or "failed"
 
 
 def worker(items_path: Path, results_path: Path) -> None:
-    """Check items in order, one JSON line each ("start" first, so a crash names its culprit)."""
+    """Check items in order, one JSON line each ("start" first, so a crash names its culprit); stop after a
+    kernel fault."""
     import torch
 
     from dice_lsp.harness.cuda_driver import Driver
@@ -665,8 +671,11 @@ def worker(items_path: Path, results_path: Path) -> None:
         for item in items:
             out.write(json.dumps({"start": item["id"]}) + "\n")
             out.flush()
-            out.write(json.dumps({"id": item["id"], "error": check_item(item, driver)}) + "\n")
+            error = check_item(item, driver)
+            out.write(json.dumps({"id": item["id"], "error": error}) + "\n")
             out.flush()
+            if STICKY.search(error):  # a kernel fault leaves the context unusable: the lane starts a new worker
+                return
 
 
 def _run_lane(items: list[dict[str, Any]], scratch: Path, lane: int) -> dict[str, str]:

@@ -172,3 +172,18 @@ def test_statement_lines_skip_comments_and_lone_braces() -> None:
     lines = ex._statement_lines(KERNEL, open_, KERNEL.rindex("}"))
     assert [KERNEL[a:b] for a, b in lines] == ["int i = blockIdx.x * blockDim.x + threadIdx.x;", "if (i < n) {",
                                               "float v = x[i] * 2.0f;", "y[i] = v + 1.0f;"]
+
+
+def test_template_parameters_are_replaced_as_whole_words() -> None:
+    assert ex._instantiate("template <typename T, int kThreadsPerBlock, bool kExact, int kUnroll>",
+                           "void f(T* Tx, T v) { kThreadsPerBlock; kExact; kUnroll; }") == \
+        "void f(float* Tx, float v) { 256; true; 4; }"
+    assert ex._instantiate("template <>", "void f() {}") is None
+    assert ex._instantiate("template <Activation A>", "void f() {}") is None
+
+
+def test_only_holes_whose_deletion_breaks_the_kernel_are_kept() -> None:
+    candidate = ex.Candidate("s:p:k", "s", "p", "MIT", "test", "k", "_Z1k", KERNEL, [],
+                             [["line", 1, 2], ["lines", 3, 4], ["body", 5, 6]])
+    verdict = {"spec": 0, "holes": {"0": "passes", "1": "does not compile", "2": "fails: out of bounds"}}
+    assert ex.kept_holes(candidate, verdict) == [("lines", 3, 4), ("body", 5, 6)]

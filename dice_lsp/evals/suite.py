@@ -37,8 +37,15 @@ KIND_HELP = {
 DEV_SHARE = 4  # one file in DEV_SHARE (by a hash of source and path) goes to the dev split
 
 
+def inner_path(path: str) -> str:
+    """A path inside an archive without the archive's top folder (`onnxruntime-1.21.0/`): what names a file
+    across versions of its source."""
+    return path.split("/", 1)[1] if "/" in path else path
+
+
 def split_of(source: str, path: str) -> str:
-    """The split a source file belongs to: fixed by its name, so that rebuilding never moves a file."""
+    """The split a source file belongs to, fixed by its source's name and its `inner_path` (so a rebuild, or a
+    newer version of the source, never moves a file; both parts of the suite use this one rule)."""
     digest = hashlib.sha256(f"{source}/{path}".encode()).digest()
     return "dev" if digest[0] % DEV_SHARE == 0 else "test"
 

@@ -755,7 +755,8 @@ def build(pins: Sequence[Pin], per_kind: int, downloads: Path, corpus_downloads:
     pools: dict[str, list[Pooled]] = {split: [] for split in suite.SPLITS}
     for cand in kept:
         stats[cand.source].screened += 1
-        pools[suite.split_of(cand.source, suite.inner_path(cand.path))].append(Pooled(cand, file_holes(cand, index, stats[cand.source])))
+        split = suite.split_of(cand.source, suite.inner_path(cand.path))
+        pools[split].append(Pooled(cand, file_holes(cand, index, stats[cand.source])))
     quotas = {"test": per_kind, "dev": per_kind * DEV_PARTS[0] // DEV_PARTS[1]}
     chosen = {split: select(pools[split], quotas[split]) for split in suite.SPLITS}
     to_compile = sorted({(c.source, c.path): c for rows in chosen.values() for c, _ in rows}.values(),

@@ -525,8 +525,21 @@ def cmd_eval_infill(args: argparse.Namespace) -> int:
 def cmd_eval_table(args: argparse.Namespace) -> int:
     from dice_lsp.evals import report as tables
 
+    reports = _read_reports(args.reports)
+    if args.passes:
+        reports = tables.with_passes(reports, _read_reports(args.passes))
+    if args.plot:
+        tables.plot(reports, Path(args.plot))
+    if args.json:
+        print(json.dumps([{k: r[k] for k in ("system", "label", "split", "holes", "kinds")} for r in reports]))
+    else:
+        print(tables.markdown(reports, args.kinds))
+    return 0
+
+
+def _read_reports(names: list[str]) -> list[dict[str, Any]]:
     reports = []
-    for name in args.reports:
+    for name in names:
         path = Path(name)
         if not path.is_file():
             raise DiceError(f"{path}: no such report")
@@ -536,13 +549,7 @@ def cmd_eval_table(args: argparse.Namespace) -> int:
             raise DiceError(f"{path}: not a JSON report ({exc.msg}, line {exc.lineno})") from exc
         if "kinds" not in reports[-1]:
             raise DiceError(f"{path}: not a dice-lsp eval infill report")
-    if args.plot:
-        tables.plot(reports, Path(args.plot))
-    if args.json:
-        print(json.dumps([{k: r[k] for k in ("system", "label", "split", "holes", "kinds")} for r in reports]))
-    else:
-        print(tables.markdown(reports, args.kinds))
-    return 0
+    return reports
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -676,6 +683,8 @@ def build_parser() -> argparse.ArgumentParser:
     table.add_argument("reports", nargs="+", help="JSON reports (eval infill --out)")
     table.add_argument("--kinds", type=_kinds, help="only these hole kinds")
     table.add_argument("--plot", help="also draw the rates by kind to this PNG")
+    table.add_argument("--passes", nargs="+", metavar="REPORT",
+                       help="take each system's pass rates from these reports (its executable holes run on a GPU)")
     table.add_argument("--json", action="store_true", help="print the summaries as JSON")
     table.set_defaults(handler=cmd_eval_table)
 

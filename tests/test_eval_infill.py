@@ -157,3 +157,14 @@ def test_eval_table_prints_and_plots_reports(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "dice_lsp.cli", "eval", "table", str(bad)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "not a JSON report" in proc.stderr
+
+
+def test_pass_rates_come_from_the_gpu_run_of_the_same_system() -> None:
+    from dice_lsp.evals.report import with_passes
+
+    executed = {**REPORT, "kinds": {"line": {"holes": 2, "pass_rate": interval(0.5, 0.0, 1.0, 2)}}}
+    other = {**REPORT, "system": "t", "label": "system T"}
+    merged = with_passes([REPORT, other], [executed])
+    assert merged[0]["kinds"]["line"]["pass_rate"] == interval(0.5, 0.0, 1.0, 2)
+    assert merged[0]["kinds"]["line"]["exact"] == REPORT["kinds"]["line"]["exact"]  # type: ignore[index]
+    assert merged[1]["kinds"]["line"]["pass_rate"] is None, "another system's run is not used"

@@ -44,6 +44,19 @@ def markdown(reports: list[dict[str, Any]], kinds: list[str] | None = None) -> s
     return "\n".join(lines)
 
 
+def with_passes(reports: list[dict[str, Any]], executed: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`reports` with each kind's pass rate taken from the report of the same system in `executed` (a run of
+    the executable holes on a GPU machine), for systems whose fills were made where there is no GPU."""
+    runs = {report["system"]: report for report in executed}
+    merged = []
+    for report in reports:
+        run = runs.get(report["system"])
+        kinds = {kind: {**row, "pass_rate": (run["kinds"].get(kind, {}) if run else row).get("pass_rate")}
+                 for kind, row in report["kinds"].items()}
+        merged.append({**report, "kinds": kinds})
+    return merged
+
+
 def plot(reports: list[dict[str, Any]], path: Path) -> None:
     """A PNG: one panel per metric, hole kinds on the x axis, one bar per system with its interval."""
     try:

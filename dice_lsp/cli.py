@@ -483,8 +483,8 @@ def _eval_system(args: argparse.Namespace, settings: Settings) -> Any:
         folder = str(systems.random_sdar_checkpoint(Path(tempfile.mkdtemp(prefix="dice-random-sdar-"))))
     model = load_model(folder, args.device, args.dtype, args.trust_remote_code)
     default = "random tiny SDAR (plumbing only)" if args.system == "random-sdar" else model.name
-    return systems.ModelSystem(args.system if args.system != "model" else model.name, args.label or default,
-                               model, settings)
+    name = args.name or (args.system if args.system != "model" else model.name)
+    return systems.ModelSystem(name, args.label or default, model, settings)
 
 
 def cmd_eval_infill(args: argparse.Namespace) -> int:
@@ -671,6 +671,8 @@ def build_parser() -> argparse.ArgumentParser:
     infill.add_argument("--system", choices=("model", "empty", "idiom", "random-sdar"), default="model",
                         help="model: --model (default: the embedded dice-tiny); empty, idiom: baselines; "
                         "random-sdar: a random tiny SDAR checkpoint (plumbing only)")
+    infill.add_argument("--name", help="the system's key in reports (default: the model's name); "
+                        "eval table --passes matches reports by it")
     infill.add_argument("--label", help="name of the system in tables")
     infill.add_argument("--out", help="also write the JSON report to this file")
     infill.add_argument("--json", action="store_true", help="print the JSON report instead of a table")

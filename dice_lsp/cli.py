@@ -525,9 +525,9 @@ def cmd_eval_infill(args: argparse.Namespace) -> int:
 def cmd_eval_table(args: argparse.Namespace) -> int:
     from dice_lsp.evals import report as tables
 
-    reports = _read_reports(args.reports)
+    reports = [tables.resummarised(r) for r in _read_reports(args.reports)]
     if args.passes:
-        reports = tables.with_passes(reports, _read_reports(args.passes))
+        reports = tables.with_passes(reports, [tables.resummarised(r) for r in _read_reports(args.passes)])
     if args.plot:
         tables.plot(reports, Path(args.plot))
     if args.json:

@@ -168,3 +168,19 @@ def test_pass_rates_come_from_the_gpu_run_of_the_same_system() -> None:
     assert merged[0]["kinds"]["line"]["pass_rate"] == interval(0.5, 0.0, 1.0, 2)
     assert merged[0]["kinds"]["line"]["exact"] == REPORT["kinds"]["line"]["exact"]  # type: ignore[index]
     assert merged[1]["kinds"]["line"]["pass_rate"] is None, "another system's run is not used"
+
+
+def test_a_table_is_made_from_the_fills_with_todays_metrics() -> None:
+    from dice_lsp.evals.report import resummarised
+
+    rows = [{"hole": "line/00001", "kind": "line", "fill": "x;", "latency_ms": 4.0, "shown": True, "exact": True,
+             "exact_ws": True, "first_line": True, "similarity": 1.0, "parses": True, "substantive": True,
+             "compiles": None, "passes": None},
+            {"hole": "exec-line/00001", "kind": "line", "fill": "y;", "latency_ms": 6.0, "shown": True,
+             "exact": False, "exact_ws": False, "first_line": False, "similarity": 0.5, "parses": True,
+             "substantive": True, "compiles": True, "passes": False}]
+    line = resummarised({**REPORT, "kinds": {}, "fills": rows})["kinds"]["line"]
+    assert line["holes"] == 2 and line["exact"]["mean"] == 0.5
+    assert (line["pass_rate"]["mean"], line["pass_rate"]["n"]) == (0.0, 1)
+    assert (line["shown_precision"]["mean"], line["shown_valid"]["mean"]) == (0.5, 0.5)
+    assert line["latency_p50_ms"] == 5.0

@@ -79,6 +79,7 @@ def test_summary_rates_use_their_own_denominators() -> None:
     assert (body["shown_precision"]["mean"], body["shown_precision"]["n"]) == (0.5, 2)
     assert (every["compile_rate"]["mean"], every["compile_rate"]["n"]) == (0.75, 4)
     assert (every["shown_precision"]["mean"], every["shown_precision"]["n"]) == (0.4, 5)
+    assert (every["shown_valid"]["mean"], every["shown_valid"]["n"]) == (0.4, 5)
     assert (line["latency_p50_ms"], line["latency_p95_ms"]) == (25.0, pytest.approx(38.5))
     assert body["latency_p50_ms"] == 200.0
     for row in table.values():
@@ -91,3 +92,11 @@ def test_summary_is_plain_json_and_empty_for_no_scores() -> None:
     text = json.dumps(summarise(SCORES))
     assert json.loads(text)["all"]["exact"]["n"] == 6
     assert summarise([]) == {}
+
+
+def test_a_fill_that_holds_up_is_not_yet_right() -> None:
+    """Parsing and compiling make a shown fill valid; only the true code, or passing where run, makes it right."""
+    valid_only = (_hole("line", 9), _score(True, compiles=True), 5.0)
+    ran = (_hole("body", 9, True), _score(True, compiles=True, passes=True), 5.0)
+    row = summarise([valid_only, ran])["all"]
+    assert (row["shown_valid"]["mean"], row["shown_precision"]["mean"]) == (1.0, 0.5)

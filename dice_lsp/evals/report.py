@@ -11,11 +11,15 @@ from pathlib import Path
 from typing import Any
 
 from dice_lsp.errors import DiceError
+from dice_lsp.evals.score import FillScore
+from dice_lsp.evals.stats import summarise
+from dice_lsp.evals.suite import SuiteHole
 
 RATES = (("exact", "exact"), ("exact_ws", "exact (tokens)"), ("first_line", "first line"),
          ("similarity", "edit sim."), ("parses", "parses"), ("compile_rate", "compiles"),
-         ("pass_rate", "passes (GPU)"), ("show_rate", "shown"), ("shown_precision", "shown precision"))
-COUNTED = ("compile_rate", "pass_rate", "shown_precision")  # rates over a subset of the holes
+         ("pass_rate", "passes (GPU)"), ("show_rate", "shown"), ("shown_precision", "shown precision"),
+         ("shown_valid", "shown valid"))
+COUNTED = ("compile_rate", "pass_rate", "shown_precision", "shown_valid")  # rates over a subset of the holes
 PLOTTED = ("exact_ws", "similarity", "parses", "compile_rate", "pass_rate", "shown_precision")
 
 
@@ -42,6 +46,17 @@ def markdown(reports: list[dict[str, Any]], kinds: list[str] | None = None) -> s
             lines.append(f"| {report['label']} | {kind} | {row['holes']} | " + " | ".join(cells)
                          + f" | {row.get('latency_p50_ms', 0):.0f} | {row.get('latency_p95_ms', 0):.0f} |")
     return "\n".join(lines)
+
+
+def resummarised(report: dict[str, Any]) -> dict[str, Any]:
+    """`report` with its per-kind summary made again from its fills, so that a table always uses the
+    metrics as `stats` defines them now (a report keeps every fill's verdicts and latency)."""
+    names = set(FillScore.__dataclass_fields__)
+    if not report.get("fills") or not names <= set(report["fills"][0]):
+        return report
+    rows = [(SuiteHole(row["hole"], row["kind"], "", 0, 0, "", False, row.get("passes") is not None),
+             FillScore(**{name: row[name] for name in names}), float(row["latency_ms"])) for row in report["fills"]]
+    return {**report, "kinds": summarise(rows)}
 
 
 def with_passes(reports: list[dict[str, Any]], executed: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -11,9 +11,12 @@ holes, each rate is an interval whose `n` is its denominator:
   was not shown counts as 0 on each);
 - `compile_rate`: over the holes that were compile-checked (`compiles` not None);
 - `pass_rate`: over the executable holes (`passes` not None);
-- `shown_precision`: over the holes whose fill was shown, the share that is *good*: it parses, it
-  compiles where it was compile-checked, and it passes where it was executed. It says how often what a
-  user is shown is usable.
+- `shown_precision`: over the holes whose fill was shown, the share that is *right*: the true code (the
+  same C tokens) or, where it was executed, a fill that passes. It judges what a user is shown by a
+  criterion that no filter of the completion pipeline can check, so suppression cannot game it;
+- `shown_valid`: over the same holes, the share that *holds up*: it parses, compiles where it was
+  compile-checked, and passes where it was executed (a constant line scores well here: validity is not
+  usefulness).
 
 A rate with no denominator (no executable hole in a kind, say) is None. Latency is the p50 and p95 of the
 system's milliseconds per hole (numpy's linear interpolation). Everything is plain floats, ints and
@@ -64,11 +67,18 @@ def _rate(rows: list[Row], value: Callable[[FillScore], float | None]) -> dict[s
     return asdict(bootstrap(values)) if values else None
 
 
-def _good(score: FillScore) -> float | None:
+def _valid(score: FillScore) -> float | None:
     """For a shown fill: 1.0 when it parses, compiles where checked and passes where run; else None."""
     if not score.shown:
         return None
     return float(score.parses and score.compiles is not False and score.passes is not False)
+
+
+def _right(score: FillScore) -> float | None:
+    """For a shown fill: 1.0 when it is the true code (in C tokens) or passes where it was run; else None."""
+    if not score.shown:
+        return None
+    return float(score.exact_ws or bool(score.passes))
 
 
 def _row(rows: list[Row]) -> dict[str, Any]:
@@ -83,7 +93,8 @@ def _row(rows: list[Row]) -> dict[str, Any]:
         "compile_rate": _rate(rows, lambda s: None if s.compiles is None else float(s.compiles)),
         "pass_rate": _rate(rows, lambda s: None if s.passes is None else float(s.passes)),
         "show_rate": _rate(rows, lambda s: float(s.shown)),
-        "shown_precision": _rate(rows, _good),
+        "shown_precision": _rate(rows, _right),
+        "shown_valid": _rate(rows, _valid),
         "latency_p50_ms": float(np.percentile(latency, 50)),
         "latency_p95_ms": float(np.percentile(latency, 95)),
     }

@@ -30,8 +30,10 @@ import json
 import logging
 import random
 import re
+import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from collections import Counter, defaultdict
@@ -42,24 +44,13 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from dice_lsp.evals import suite
+from dice_lsp.evals import build, suite
+from dice_lsp.training import corpus
 
 LOG = logging.getLogger("dice_lsp.evals.executable")
 
-X_ROOT = Path("/work/suite/x")
-CACHE = Path("/work/suite/cache")
-DOWNLOADS = Path("/work/main/data/downloads")
-# extracted folder prefix -> (source name, license); only permissive licenses
-SOURCES: dict[str, tuple[str, str]] = {
-    "onnxruntime_": ("onnxruntime", "MIT"), "open3d_": ("open3d", "MIT"), "pcl_": ("pcl", "BSD-3-Clause"),
-    "pytorch-audio_": ("pytorch-audio", "BSD-2-Clause"), "hypre_": ("hypre", "MIT OR Apache-2.0"),
-    "ceres-solver_": ("ceres-solver", "BSD-3-Clause"), "gloo_0.0~git20231202.5354032.orig": ("gloo", "BSD-3-Clause"),
-    "lightseq-": ("lightseq", "Apache-2.0"), "transformer_engine_torch-": ("transformer-engine-torch", "Apache-2.0"),
-    "chainer-": ("chainer", "MIT"), "thinc-": ("thinc", "MIT"), "optimum_quanto-": ("optimum-quanto", "Apache-2.0"),
-    "hqq-": ("hqq", "Apache-2.0"), "inplace-abn-": ("inplace-abn", "BSD-3-Clause"),
-    "torchsort-": ("torchsort", "Apache-2.0"), "warp_rnnt-": ("warp-rnnt", "MIT"),
-    "scikit-cuda-": ("scikit-cuda", "BSD-3-Clause"),
-}
+CACHE = build.DATA / "executable"  # the corpus shingles (not in git)
+TREES = build.DATA / "trees"  # the pinned archives, unpacked
 SOURCE_EXTS = (".cu", ".cuh", ".h", ".hpp", ".cuinl", ".inl")
 NOVELTY_LIMIT = 0.5
 SHINGLE_WIDTH = 4
@@ -95,12 +86,11 @@ def shingle_hashes(text: str, width: int = SHINGLE_WIDTH) -> set[int]:
     return {int.from_bytes(hashlib.blake2b(w.encode("utf-8"), digest_size=8).digest(), "little") for w in windows}
 
 
-def corpus_shingles(downloads: Path = DOWNLOADS, cache: Path = CACHE) -> set[int]:
+def corpus_shingles(downloads: Path = corpus.DOWNLOADS, cache: Path = CACHE) -> set[int]:
     """The shingles of every CUDA file of the training corpus (its sources' archives and the local CUDA
     include folder), cached as a sorted array of uint64."""
     import numpy as np
 
-    from dice_lsp.training import corpus
     path = cache / f"corpus_shingles{SHINGLE_WIDTH}.npy"
     if path.is_file():
         return set(np.load(path).tolist())
@@ -535,13 +525,21 @@ class Candidate:
     holes: list[list[Any]]  # [kind, start, end]
 
 
-def source_trees(root: Path = X_ROOT) -> Iterator[tuple[str, str, Path]]:
-    """(source name, license, extracted folder) of each permissive pinned source."""
-    for folder in sorted(root.iterdir()):
-        for prefix, (name, license_) in SOURCES.items():
-            if folder.name.startswith(prefix) and folder.is_dir():
-                inside = list(folder.iterdir())
-                yield name, license_, inside[0] if len(inside) == 1 and inside[0].is_dir() else folder
+def source_trees(downloads: Path = build.DOWNLOADS, root: Path = TREES) -> Iterator[tuple[str, str, Path]]:
+    """(source name, license, unpacked top folder) of each pinned source of the suite (`build.SOURCES`),
+    fetched and checked against its pin when missing, unpacked once under `root`."""
+    for pin in build.SOURCES:
+        folder = root / pin.name
+        if not folder.is_dir():
+            archive = build.fetch(pin, downloads)
+            scratch = root / f".{pin.name}.partial"
+            shutil.rmtree(scratch, ignore_errors=True)
+            scratch.mkdir(parents=True)
+            with tarfile.open(archive, mode="r:*") as tar:
+                tar.extractall(scratch, filter="data")
+            scratch.rename(folder)
+        inside = list(folder.iterdir())
+        yield pin.name, pin.license, inside[0] if len(inside) == 1 and inside[0].is_dir() else folder
 
 
 def compile_cubin(text: str, nvcc: str = "nvcc", arch: str = "sm_90") -> tuple[bool, str, str]:
@@ -560,13 +558,14 @@ def compile_cubin(text: str, nvcc: str = "nvcc", arch: str = "sm_90") -> tuple[b
         return proc.returncode == 0, output, symbols[0] if symbols else ""
 
 
-def extract(known: set[int], rng: random.Random, stats: dict[str, Counter[str]]) -> list[Candidate]:
+def extract(known: set[int], rng: random.Random, stats: dict[str, Counter[str]],
+            downloads: Path = build.DOWNLOADS) -> list[Candidate]:
     """Standalone, novel, compiling kernels of every source, with their candidate specs and holes."""
     from dice_lsp.cuda.functions import parse_functions
     made: list[tuple[Candidate, Standalone]] = []
     seen: set[str] = set()
     origins: set[str] = set()
-    for name, license_, folder in source_trees():
+    for name, license_, folder in source_trees(downloads):
         for path in sorted(p for p in folder.rglob("*") if p.suffix in SOURCE_EXTS and p.is_file()):
             text = path.read_text(encoding="utf-8", errors="replace")
             if "__global__" not in text or len(text) > 400_000:
@@ -881,6 +880,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ex.add_argument("--out", type=Path, required=True, help="candidates .jsonl.gz")
     ex.add_argument("--stats", type=Path, required=True, help="per-source counts (JSON)")
     ex.add_argument("--seed", type=int, default=17)
+    ex.add_argument("--downloads", type=Path, default=build.DOWNLOADS, help="where the pinned archives are")
     ve = sub.add_parser("verify", help="verify specs and holes on the GPU")
     ve.add_argument("--candidates", type=Path, required=True)
     ve.add_argument("--out", type=Path, required=True, help="verdicts (JSON)")
@@ -896,7 +896,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(message)s")
     if ns.command == "extract":
         stats: dict[str, Counter[str]] = defaultdict(Counter)
-        candidates = extract(corpus_shingles(), random.Random(ns.seed), stats)
+        candidates = extract(corpus_shingles(), random.Random(ns.seed), stats, ns.downloads)
         write_candidates(ns.out, candidates)
         ns.stats.write_text(json.dumps(stats, indent=1, sort_keys=True))
         LOG.info("%d candidates, %d holes", len(candidates), sum(len(c.holes) for c in candidates))

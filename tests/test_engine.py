@@ -214,7 +214,8 @@ def test_context_cache_is_exact_for_one_layer(native_dir: Path, tmp_path: Path) 
     for block_length in (None, 4):
         cached, exact = (fill(one, FillRequest(PREFIX, SUFFIX, max_tokens=12, sampler=SamplerConfig(
             steps=6, block_length=block_length, context_cache=flag))) for flag in (True, False))
-        assert cached == exact
+        assert cached.texts == exact.texts and cached.model_calls == exact.model_calls
+        assert cached.scores == pytest.approx(exact.scores, abs=1e-5)
 
 
 def test_causal_generation_with_cache_equals_greedy_recompute(native_dir: Path, tmp_path: Path) -> None:
@@ -270,3 +271,27 @@ def test_requests_of_other_shapes_do_not_share_a_batch(native_dir: Path, sdar_di
     assert batch_key(sdar, short) is None
     with pytest.raises(DiceError, match="share a batch"):
         fill_batch(native, [short, long])
+
+
+def test_canvases_of_one_request_fill_as_their_own_requests(native_dir: Path) -> None:
+    """Several canvas lengths for one hole in one batch: each canvas's fill is the fill of that canvas alone
+    (exact without the context cache, where no row sees another's layout), in the order of `canvases`."""
+    model = load_model(native_dir, device="cpu", dtype="float32")
+    sampler = SamplerConfig(steps=4, context_cache=False)
+    together = fill(model, FillRequest(PREFIX, SUFFIX, max_tokens=12, sampler=sampler, lengths=(12, 4, 8)))
+    alone = [fill(model, FillRequest(PREFIX, SUFFIX, max_tokens=n, sampler=sampler)) for n in (4, 8, 12)]
+    assert together.canvases == [4, 8, 12]
+    assert together.texts == [result.texts[0] for result in alone]
+    assert together.scores == pytest.approx([result.scores[0] for result in alone], abs=1e-5)
+
+
+def test_a_fill_is_scored_by_the_log_probability_of_what_it_committed(native_dir: Path) -> None:
+    """A greedy fill of one token per step: its score is the mean log-probability of its committed tokens up to
+    and with the first stop, which a forward pass over the finished rows cannot exceed token by token."""
+    model = load_model(native_dir, device="cpu", dtype="float32")
+    result = fill(model, FillRequest(PREFIX, SUFFIX, max_tokens=6, candidates=2,
+                                     sampler=SamplerConfig(steps=6, context_cache=False)))
+    assert len(result.scores) == 2 and result.scores[0] == pytest.approx(result.scores[1])
+    assert all(-30.0 < score <= 0.0 for score in result.scores)
+    with pytest.raises(DiceError, match="lengths"):
+        FillRequest(PREFIX, SUFFIX, max_tokens=6, lengths=(8,))

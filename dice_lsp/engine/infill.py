@@ -13,6 +13,7 @@ diffusion families can do this; pad/EOS anywhere in a re-denoised draft delete t
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import torch
@@ -53,24 +54,52 @@ class Draft:
 
 @dataclass(frozen=True)
 class FillRequest:
+    """A region to fill between `prefix` and `suffix`.
+
+    max_tokens: the canvas, in tokens (the fill may end earlier with pad/EOS, never run longer).
+    lengths: canvases to try side by side (in-place fills of a bidirectional model; each at most
+        `max_tokens`): a one-line hole in 8, 16 and 24 tokens, say. The model fills a canvas too large for
+        the code it means with filler, one too small with a cut statement; each canvas's fills are scored
+        and the caller picks. Empty: `max_tokens` alone. Other families stop on their own and use `max_tokens`.
+    candidates: fills per canvas (distinct only when sampling).
+    """
+
     prefix: str
     suffix: str
     max_tokens: int = 64
     candidates: int = 1
     sampler: SamplerConfig = field(default_factory=SamplerConfig)
     draft: Draft | None = None  # region text to re-mask and denoise, instead of a region of masks
+    lengths: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if self.max_tokens < 1:
             raise DiceError("max_tokens must be at least 1")
         if self.candidates < 1:
             raise DiceError("candidates must be at least 1")
+        if any(not 1 <= length <= self.max_tokens for length in self.lengths):
+            raise DiceError(f"each of lengths must be in [1, max_tokens={self.max_tokens}]")
+
+    @property
+    def canvases(self) -> tuple[int, ...]:
+        return tuple(sorted(set(self.lengths))) or (self.max_tokens,)
+
+    @property
+    def rows(self) -> int:
+        """Rows of a denoising batch this request takes."""
+        return self.candidates * len(self.canvases)
 
 
 @dataclass(frozen=True)
 class FillResult:
+    """The fills (by canvas, then candidate), the model calls spent, and per fill the canvas it had and its
+    score: the mean log-probability the model gave the tokens it committed, up to and with the first pad/EOS
+    (the decision to end); higher is more confident."""
+
     texts: list[str]
     model_calls: int
+    scores: list[float] = field(default_factory=list)
+    canvases: list[int] = field(default_factory=list)
 
 
 def _fit_context(prefix: list[int], suffix: list[int], budget: int) -> tuple[list[int], list[int]]:
@@ -141,6 +170,18 @@ def _decode(model: LoadedModel, rows: torch.Tensor, overlap: str = "", edited: b
     return texts
 
 
+def _scores(model: LoadedModel, rows: torch.Tensor, logp: torch.Tensor | None) -> list[float]:
+    """Each row's mean log-probability of its committed tokens up to and with its first stop token."""
+    if logp is None:
+        return [math.nan] * rows.shape[0]
+    stops = torch.tensor(sorted(model.special.stop_ids), device=rows.device)
+    is_stop = torch.isin(rows, stops)
+    after_stop = (is_stop.cumsum(dim=1) - is_stop.long()) > 0
+    counted = ~after_stop & ~logp.isnan()
+    total = torch.where(counted, logp, torch.zeros_like(logp)).sum(dim=1)
+    return (total / counted.sum(dim=1).clamp_min(1)).tolist()
+
+
 def _region(model: LoadedModel, request: FillRequest, initial: torch.Tensor | None) -> int:
     region = min(request.max_tokens, model.window // 2) if initial is None else initial.shape[1]
     if region > model.window - 8:
@@ -160,11 +201,18 @@ def batch_key(model: LoadedModel, request: FillRequest) -> tuple[int, SamplerCon
     return _region(model, request, None), request.sampler
 
 
+def _canvases(model: LoadedModel, request: FillRequest) -> tuple[int, ...]:
+    region = _region(model, request, None)
+    return tuple(sorted({min(length, region) for length in request.canvases}))
+
+
 def fill_batch(model: LoadedModel, requests: list[FillRequest], cancel: CancelCheck | None = None,
                progress: Progress | None = None) -> list[FillResult]:
-    """Fill several regions (all with one `batch_key`) as one batch: each request's candidates are rows,
-    left-padded so that every region starts at the same column; padding is never attended, so a row's
-    fill is the one it gets alone (the same with greedy decoding; sampled rows draw from one generator)."""
+    """Fill several regions (all with one `batch_key`) as one batch: each request's candidates (per canvas)
+    are rows, left-padded so that every region starts at the same column; padding is never attended, so a
+    row's fill is the one it gets alone (the same with greedy decoding; sampled rows draw from one
+    generator). A canvas shorter than the batch's region has the suffix's first tokens in the denoised
+    window (never masked, so never changed)."""
     keys = {batch_key(model, request) for request in requests}
     if len(keys) != 1 or None in keys:
         raise DiceError("only bidirectional in-place fills of one region size and sampler share a batch")
@@ -176,23 +224,31 @@ def fill_batch(model: LoadedModel, requests: list[FillRequest], cancel: CancelCh
         prefix, suffix = _fit_context(prefix, suffix, model.window - region)
         parts.append((prefix, suffix, overlap))
     lo = max(len(prefix) for prefix, _, _ in parts)
-    tail = max(len(suffix) for _, suffix, _ in parts)
+    total = lo + region + max(len(suffix) for _, suffix, _ in parts)
     rows, valid = [], []
     for (prefix, suffix, _), request in zip(parts, requests, strict=True):
-        before, after = lo - len(prefix), tail - len(suffix)
-        rows += [[special.pad_id] * before + prefix + [special.mask_id] * region + suffix
-                 + [special.pad_id] * after] * request.candidates
-        real = len(prefix) + region + len(suffix)
-        valid += [[False] * before + [True] * real + [False] * after] * request.candidates
+        before = lo - len(prefix)
+        for canvas in _canvases(model, request):
+            real = len(prefix) + canvas + len(suffix)
+            after = total - before - real
+            rows += [[special.pad_id] * before + prefix + [special.mask_id] * canvas + suffix
+                     + [special.pad_id] * after] * request.candidates
+            valid += [[False] * before + [True] * real + [False] * after] * request.candidates
     x = torch.tensor(rows, dtype=torch.long, device=model.device)
     padded = torch.tensor(valid, dtype=torch.bool, device=model.device)
     denoiser = Denoiser(sampler, special, model.device, cancel, progress)
     fill_in_place(model.lm, x, lo, lo + region, denoiser, None if bool(padded.all()) else padded)
+    logp = None if denoiser.logp is None else denoiser.logp[:, lo:lo + region]
     results, row = [], 0
     for (_, _, overlap), request in zip(parts, requests, strict=True):
-        texts = _decode(model, x[row:row + request.candidates, lo:lo + region], overlap)
-        results.append(FillResult(texts, denoiser.model_calls))
-        row += request.candidates
+        texts, scores, canvases = [], [], []
+        for canvas in _canvases(model, request):
+            rows_here = slice(row, row + request.candidates)
+            texts += _decode(model, x[rows_here, lo:lo + canvas], overlap)
+            scores += _scores(model, x[rows_here, lo:lo + canvas], None if logp is None else logp[rows_here, :canvas])
+            canvases += [canvas] * request.candidates
+            row += request.candidates
+        results.append(FillResult(texts, denoiser.model_calls, scores, canvases))
     return results
 
 
@@ -215,7 +271,10 @@ def fill(model: LoadedModel, request: FillRequest, cancel: CancelCheck | None = 
         lo = len(prefix)
         x[:, lo:lo + region] = initial
         fill_in_place(model.lm, x, lo, lo + region, denoiser)
-        return FillResult(_decode(model, x[:, lo:lo + region], overlap, True), denoiser.model_calls)
+        rows = x[:, lo:lo + region]
+        logp = None if denoiser.logp is None else denoiser.logp[:, lo:lo + region]
+        return FillResult(_decode(model, rows, overlap, True), denoiser.model_calls, _scores(model, rows, logp),
+                          [region] * request.candidates)
     fim_prefix, fim_suffix, fim_middle = special.fim_prefix_id, special.fim_suffix_id, special.fim_middle_id
     if fim_prefix is None or fim_suffix is None or fim_middle is None:
         raise ModelLoadError(f"{model.name}: its tokenizer has no fill-in-the-middle tokens")
@@ -225,9 +284,12 @@ def fill(model: LoadedModel, request: FillRequest, cancel: CancelCheck | None = 
     prompt = [fim_prefix, *prefix, fim_suffix, *suffix, fim_middle]
     if causal:
         ids = generate_causal(model.lm, prompt, request.candidates, region, denoiser, special.stop_ids)
+        logp = denoiser.logp
     else:
         ids = generate_blocks(model.lm, prompt, request.candidates, region, denoiser, special.stop_ids, initial=initial)
-    return FillResult(_decode(model, ids, overlap, draft is not None), denoiser.model_calls)
+        logp = None if denoiser.logp is None else denoiser.logp[:, len(prompt):len(prompt) + ids.shape[1]]
+    return FillResult(_decode(model, ids, overlap, draft is not None), denoiser.model_calls,
+                      _scores(model, ids, logp), [region] * request.candidates)
 
 
 def answer(model: LoadedModel, prompt: str, max_tokens: int, candidates: int, sampler: SamplerConfig,

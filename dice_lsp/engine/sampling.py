@@ -78,6 +78,17 @@ class Denoiser:
         self.cancel = cancel
         self.progress = progress
         self.model_calls = 0
+        self.logp: Tensor | None = None  # log-probability of each committed token, by column; NaN: not sampled
+
+    def record(self, x: Tensor, lo: int, hi: int, chosen: Tensor, confidence: Tensor) -> None:
+        """Keep the log-probability of the tokens committed at x[:, lo:hi] (the candidates' scores)."""
+        if self.logp is None or self.logp.shape[0] != x.shape[0] or self.logp.shape[1] > x.shape[1]:
+            self.logp = torch.full(x.shape, math.nan, device=x.device)
+        elif self.logp.shape[1] < x.shape[1]:  # autoregressive rows grow a token per call
+            grown = torch.full((x.shape[0], x.shape[1] - self.logp.shape[1]), math.nan, device=x.device)
+            self.logp = torch.cat((self.logp, grown), dim=1)
+        window = self.logp[:, lo:hi]
+        self.logp[:, lo:hi] = torch.where(chosen, confidence.float().clamp_min(1e-30).log(), window)
 
     def checkpoint(self) -> None:
         """Called before every model call: stop here if the caller cancelled."""
@@ -135,6 +146,7 @@ class Denoiser:
             tokens, confidence = self.sample(logits)
             chosen = self.choose(tokens, confidence, masked, steps - step)
             x[:, lo:hi] = torch.where(chosen, tokens, x[:, lo:hi])
+            self.record(x, lo, hi, chosen, confidence)
 
 
 @torch.inference_mode()
@@ -155,7 +167,10 @@ def fill_in_place(lm: DiffusionLM, x: Tensor, lo: int, hi: int, denoiser: Denois
 
 
 class _ContextCache:
-    """Bidirectional denoising that runs the whole sequence once, then the window alone."""
+    """Bidirectional denoising that runs the whole sequence once, then the window alone.
+
+    Rows that start out equal (the candidates of one request) run the first call once and share its keys.
+    """
 
     def __init__(self, lm: DiffusionLM, valid: Tensor | None) -> None:
         self.lm = lm
@@ -165,7 +180,16 @@ class _ContextCache:
     def logits(self, lo: int, hi: int, ids: Tensor) -> Tensor:
         if self.cache is None:
             cache = self.lm.new_cache()
-            out = self.lm(ids, 0, cache, keep=ids.shape[1], only=slice(lo, hi), valid_keys=self.valid)
+            unique, inverse = ids.unique(dim=0, return_inverse=True) if hasattr(cache, "select") else (ids, None)
+            if inverse is not None and unique.shape[0] < ids.shape[0]:
+                first = torch.zeros(unique.shape[0], dtype=torch.long, device=ids.device)  # a row of each kind
+                first.scatter_(0, inverse, torch.arange(ids.shape[0], device=ids.device))
+                valid = None if self.valid is None else self.valid[first]
+                out = self.lm(unique, 0, cache, keep=ids.shape[1], only=slice(lo, hi), valid_keys=valid)
+                cache.select(inverse)
+                out = out[inverse]
+            else:
+                out = self.lm(ids, 0, cache, keep=ids.shape[1], only=slice(lo, hi), valid_keys=self.valid)
             cache.drop(lo, hi)
             self.cache = cache
             if self.valid is not None:  # keys are now the context without the window, then the window
@@ -257,8 +281,9 @@ def generate_causal(lm: DiffusionLM, prompt: list[int], candidates: int, max_new
         logits = lm(step_input, position, cache, keep=length, only=slice(length - 1, length))
         denoiser.count_call()
         position += length
-        tokens, _ = denoiser.sample(logits)
+        tokens, confidence = denoiser.sample(logits)
         out = torch.cat((out, tokens), dim=1)
+        denoiser.record(out, out.shape[1] - 1, out.shape[1], torch.ones_like(tokens, dtype=torch.bool), confidence)
         if bool(torch.isin(out, stops).any(dim=1).all()):
             break
         step_input = tokens

@@ -65,6 +65,12 @@ class KVCache:
             self.keys[layer], self.values[layer] = k[:, :, :end], v[:, :, :end]
         return k, v
 
+    def select(self, rows: Tensor) -> None:
+        """Keep the rows `rows` (indices, repeats allowed): candidates that share a context share its keys."""
+        for layer, (k, v) in enumerate(zip(self.keys, self.values, strict=True)):
+            if k is not None and v is not None:
+                self.keys[layer], self.values[layer] = k.index_select(0, rows), v.index_select(0, rows)
+
     def drop(self, lo: int, hi: int) -> None:
         """Forget cached positions lo..hi (a canvas whose tokens are about to change)."""
         for layer, (k, v) in enumerate(zip(self.keys, self.values, strict=True)):

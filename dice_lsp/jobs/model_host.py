@@ -159,12 +159,12 @@ class ModelHost:
             batch = [first]
             if first.key is None or first.fill is None:
                 return batch
-            rows = first.fill.candidates
+            rows = first.fill.rows
             for job in list(self._queue):
-                if job.key == first.key and job.fill is not None and rows + job.fill.candidates <= self._max_rows:
+                if job.key == first.key and job.fill is not None and rows + job.fill.rows <= self._max_rows:
                     self._queue.remove(job)
                     batch.append(job)
-                    rows += job.fill.candidates
+                    rows += job.fill.rows
             return batch
 
     def _serve(self) -> None:

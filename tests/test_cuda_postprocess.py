@@ -8,9 +8,12 @@ from dice_lsp.cuda.holes import find_hole
 from dice_lsp.cuda.postprocess import (
     FillContext,
     balance_braces,
+    balance_brackets,
     clean_candidates,
+    cut_line_at_statement_end,
     cut_suffix_repeat,
     drop_degenerate,
+    drop_neighbour_repeat,
     fix_indentation,
     postprocess,
     strip_special_tokens,
@@ -35,6 +38,21 @@ DOCUMENTS = {  # `‸` is the cursor; each gives a real hole
     "tabs": "__global__ void k(float* a) {\n\tint i = 0;\n\t‸\n\ta[i] = 1;\n}\n",
     "crlf": KERNEL.replace("\n", "\r\n") + "    int i = 0;\r\n    ‸\r\n    c[i] = 1;\r\n}\r\n",
     "crlf body": KERNEL.replace("\n", "\r\n") + "    ‸",
+    "for header": KERNEL + "    for (int i = 0; ‸\n        c[i] = a[i];\n}\n",
+    "split for": KERNEL + "    for (int i = 0;\n         ‸\n        c[i] = a[i];\n}\n",
+    "split call": KERNEL + "    atomicAdd(c,\n              ‸\n    c[0] = 1;\n}\n",
+    "call open": KERNEL + "    c[0] = max(a[0], ‸\n}\n",
+    "index open": KERNEL + "    c[0] = a[‸\n}\n",
+    "lambda arg": KERNEL + "    auto k = apply(a, [=] __device__ (float x) {\n        ‸\n    });\n}\n",
+    "macro": KERNEL + "#define AT(p, i) \\\n    (p)[‸\n    c[0] = 1;\n}\n",
+    "macro line": KERNEL + "#define SET(p, v) \\\n    ‸\n    c[0] = 1;\n}\n",
+    "repeat": KERNEL + "    int i = threadIdx.x;\n    c[i] = a[i];\n    ‸\n    c[i] *= 2.0f;\n}\n",
+    "repeat typed": KERNEL + "    int i = threadIdx.x;\n    c[i] = a[i];\n    c[i] = ‸\n    c[i] *= 2.0f;\n}\n",
+    "row": KERNEL + "    const float w[4] = {\n        0.25f, 0.25f,\n        ‸\n    };\n}\n",
+    "several per line": KERNEL + "    int r = 0; int s = 1;\n    ‸\n    c[r] = a[s];\n}\n",
+    "switch": KERNEL + "    switch (n) {\n        ‸\n    }\n}\n",
+    "marker repeat": KERNEL + "    c[0] = f(a[0]);\n    c[0] = /*@fill*/;‸\n}\n",
+    "marker sync": KERNEL + "    __syncthreads();\n    /*@fill*/‸\n    c[0] = 1;\n}\n",
 }
 
 
@@ -142,6 +160,126 @@ DROP_DEGENERATE = [
     ("empty", "float w[8] = {0, 0, 0, 0, 0, 0, 0, 0};", "float w[8] = {0, 0, 0, 0, 0, 0, 0, 0};"),
 ]
 
+# Fills seen in real use, and what the chain makes of them on an empty line (None: dropped). Two are one
+# statement that does not parse: no filter here can tell, the parse check drops them later.
+GARBAGE = [
+    ("if ( = (int)threadIdx)ii;", "if ( = (int)threadIdx)ii;"),  # balanced, one statement: parse check
+    ("__syncthreads(tid = threadIdx.x();", "__syncthreads(tid = threadIdx.x();"),  # '(' left open: parse check
+    ("out[...] = tile[x.];];];", "out[...] = tile[x.];"),  # cut at the ';' (`x.]` is for the parse check)
+    ("float maxval = = ;;", "float maxval = = ;"),  # cut at the ';' (`= =` is for the parse check)
+    ("out[i] = tile[x];];", "out[i] = tile[x];"),
+    ("foo(a, b));", "foo(a, b);"),
+    ("c[i] = f(a[i]];", None),
+]
+
+CUT_LINE_AT_STATEMENT_END = [
+    ("empty", "c[i] = 0; c[i] += 1;", "c[i] = 0;"),
+    ("empty", "c[i] = 0;\n    c[i] += 1;", "c[i] = 0;"),  # one line
+    ("empty", "out[i] = tile[x];];", "out[i] = tile[x];"),
+    ("empty", "out[...] = tile[x.];];];", "out[...] = tile[x.];"),
+    ("empty", "float maxval = = ;;", "float maxval = = ;"),
+    ("empty", "if ( = (int)threadIdx)ii;", "if ( = (int)threadIdx)ii;"),
+    ("empty", "__syncthreads(tid = threadIdx.x();", "__syncthreads(tid = threadIdx.x();"),  # ';' inside '('
+    ("empty", "foo(a, b));", "foo(a, b));"),  # the stray ')' is balance_brackets' job
+    ("empty", "for (int j = 0; j < n; ++j) c[j] = 0;", "for (int j = 0; j < n; ++j) c[j] = 0;"),
+    ("empty", "for (int j = 0; j < n; ++j) c[j] = 0; c[i] = 1;", "for (int j = 0; j < n; ++j) c[j] = 0;"),
+    ("empty", "if (i < n) {", "if (i < n) {"),
+    ("empty", "if (i < n) {\n        c[i] = 0;\n    }", "if (i < n) {\n        c[i] = 0;\n    }"),  # its block
+    ("empty", "x = 1; if (i < n) {", "x = 1; if (i < n) {"),
+    ("empty", "if (i < n) { c[i] = 0; } c[0] = 1; c[1] = 2;", "if (i < n) { c[i] = 0; } c[0] = 1;"),
+    ("empty", "} else { c[i] = 0; }", "} else { c[i] = 0; }"),
+    ("empty", "c[i] = 0; // done; really", "c[i] = 0; // done; really"),
+    ("empty", "c[i] = 0; /* ; */", "c[i] = 0; /* ; */"),
+    ("empty", 'printf("a; b) %d\\n", i); c[i] = 0;', 'printf("a; b) %d\\n", i);'),
+    ("empty", "char s = ';'; c[i] = 0;", "char s = ';';"),
+    ("empty", "c[i] = convert<float, 4>(a[i]); c[0] = 1;", "c[i] = convert<float, 4>(a[i]);"),
+    ("empty", "auto f = [&](int j) { return a[j]; }; c[i] = f(i);", "auto f = [&](int j) { return a[j]; };"),
+    ("empty", "#pragma unroll", "#pragma unroll"),
+    ("empty", "\n\n    c[i] = 0; c[i] += 1;", "c[i] = 0;"),  # the first line with code
+    ("empty", "  \n", None),
+    ("column 0", "\n    c[i] = 0;\n    c[i] += 1;", "    c[i] = 0;"),  # at the hole's indentation
+    ("column 0", "\nc[i] = 0;", "    c[i] = 0;"),
+    ("column 0", "\n    if (i) {\n        c[i] = 0;\n    }", "    if (i) {\n        c[i] = 0;\n    }"),
+    ("after statement", "\n    c[i] = 0; c[i] += 1;", "\n    c[i] = 0;"),  # after a finished line: the next one
+    ("unfinished", " blockDim.x + threadIdx.x; i += 1;", " blockDim.x + threadIdx.x;"),
+    ("unfinished", "\n blockDim.x;", "blockDim.x;"),
+    ("for header", "i < n; ++i) c[i] = 0; c[0] = 1;", "i < n; ++i) c[i] = 0;"),  # counted from the line start
+    ("for header", "i < n; ++i) {", "i < n; ++i) {"),
+    ("split for", "i < n; ++i)", "i < n; ++i)"),  # the '(' the line above opened
+    ("split for", "i < n; ++i) c[i] = 0; c[0] = 1;", "i < n; ++i) c[i] = 0;"),
+    ("split call", "1.0f); c[1] = 2;", "1.0f);"),
+    ("lambda arg", "return x * 2; });", "return x * 2; });"),  # closes the lambda and the call
+    ("lambda arg", "return x * 2; }); c[0] = 1;", "return x * 2;"),
+    ("lambda arg", "return x * 2; ]);", "return x * 2;"),
+    ("macro line", "(p)[0] = (v); (p)[1] = (v); \\", "(p)[0] = (v); (p)[1] = (v); \\"),  # the macro goes on
+    ("macro line", "(p)[0] = (v); (p)[1] = (v);", "(p)[0] = (v);"),
+    ("several per line", "c[0] = r; c[1] = s;", "c[0] = r; c[1] = s;"),  # the document's style
+    ("switch", "case 0: c[0] = 1; break;", "case 0: c[0] = 1; break;"),
+    ("switch", "case 0: c[0] = 1; c[1] = 2; break;", "case 0: c[0] = 1;"),
+    ("crlf", "c[i] = 0; c[i] += 1;\r\n    c[i] = 2;", "c[i] = 0;"),
+    ("crlf", "if (i) {\r\n        c[i] = 0;\r\n    }", "if (i) {\r\n        c[i] = 0;\r\n    }"),
+    ("marker call", "a[0]; b", "a[0]; b"),  # line holes only
+    ("body", "c[0] = 1; c[1] = 2;", "c[0] = 1; c[1] = 2;"),
+]
+
+BALANCE_BRACKETS = [
+    ("empty", "foo(a, b));", "foo(a, b);"),
+    ("empty", "foo(a, b)) + 1;", "foo(a, b)"),
+    ("empty", "out[i] = tile[x];];", "out[i] = tile[x];"),
+    ("empty", "out[...] = tile[x.];];];", "out[...] = tile[x.];"),
+    ("empty", "c[i] = a[i]]", "c[i] = a[i]"),
+    ("empty", "c[i] = f(a[i]];", None),  # ']' closing a '('
+    ("empty", "c[i] = f(a[i)];", None),
+    ("empty", "c[i] = (a[i];", "c[i] = (a[i];"),  # an unclosed '(' is for the parse check
+    ("empty", "if ( = (int)threadIdx)ii;", "if ( = (int)threadIdx)ii;"),
+    ("empty", "__syncthreads(tid = threadIdx.x();", "__syncthreads(tid = threadIdx.x();"),
+    ("empty", "float maxval = = ;;", "float maxval = = ;;"),
+    ("empty", 'printf("%d)\\n", i);', 'printf("%d)\\n", i);'),
+    ("empty", "c[i] = ')'; // )", "c[i] = ')'; // )"),
+    ("empty", "c[i] = convert<float>(a[i]);", "c[i] = convert<float>(a[i]);"),
+    ("empty", "auto f = [&](int j) { return a[j]; };", "auto f = [&](int j) { return a[j]; };"),
+    ("empty", "c[i] = 0;\n    f(a));\n    c[i] += 1;", "c[i] = 0;\n    f(a);\n    c[i] += 1;"),
+    ("call open", "a[1]);", "a[1]);"),
+    ("call open", "a[1]));", "a[1]);"),
+    ("call open", "a[1]]);", None),
+    ("index open", "i]);", "i];"),
+    ("index open", "i] + a[i + 1];", "i] + a[i + 1];"),
+    ("split call", "1.0f);", "1.0f);"),  # the '(' is on the line above
+    ("split call", "1.0f));", "1.0f);"),
+    ("lambda arg", "return x * 2; });", "return x * 2; });"),
+    ("lambda arg", "return x * 2; }));", "return x * 2; });"),
+    ("lambda arg", "return x * 2; ]);", "return x * 2;"),
+    ("macro", "i])", "i]"),  # the macro's '[' only
+    ("macro", "i]", "i]"),
+    ("marker call", "g(a[0])", "g(a[0])"),
+    ("marker call", "a[0], n)", "a[0], n"),  # the ')' after the hole closes the call
+    ("marker call", "a[0]), n", "a[0]"),
+    ("marker condition", "n > 0)", "n > 0"),
+    ("marker condition", "n > 0", "n > 0"),
+    ("body", "int i = 0;\n    c[i] = f(a));\n}", "int i = 0;\n    c[i] = f(a);\n}"),
+    ("body", "int i = 0;\n    c[i] = f(a)) + 1;\n}", "int i = 0;\n    c[i] = f(a)\n}"),  # cut, '}' back
+    ("body", "));\n}", None),
+]
+
+DROP_NEIGHBOUR_REPEAT = [
+    ("repeat", "c[i] = a[i];", None),  # the line above
+    ("repeat", "c[i]=a[i] ;", None),
+    ("repeat", "c[i] *= 2.0f;", None),  # the line below
+    ("repeat", "c[i] = a[i];\n    c[i] += 1.0f;", None),
+    ("repeat", "c[i] = a[i] + 1.0f;", "c[i] = a[i] + 1.0f;"),
+    ("repeat", "c[i] += 1.0f;\n    c[i] *= 2.0f;", "c[i] += 1.0f;\n    c[i] *= 2.0f;"),  # not whole
+    ("repeat typed", "a[i];", None),  # judged with what was typed
+    ("repeat typed", "a[i] * 2.0f;", "a[i] * 2.0f;"),
+    ("row", "0.25f, 0.25f,", "0.25f, 0.25f,"),  # not a statement: rows of data repeat
+    ("split call", "atomicAdd(c,", "atomicAdd(c,"),
+    ("after statement", "\n    int i = threadIdx.x;", None),  # the next line repeats the hole's line
+    ("after statement", "\n    c[i] = 0;", "\n    c[i] = 0;"),
+    ("marker repeat", "f(a[0])", None),  # the whole line, not only a statement, counts off line holes
+    ("marker repeat", "f(a[1])", "f(a[1])"),
+    ("marker sync", "__syncthreads();", "__syncthreads();"),  # repeating it is often right
+    ("empty", "c[i] = 0;", "c[i] = 0;"),
+]
+
 
 @pytest.mark.parametrize(("filter_", "table"), [
     (strip_special_tokens, STRIP_SPECIAL_TOKENS),
@@ -149,6 +287,9 @@ DROP_DEGENERATE = [
     (balance_braces, BALANCE_BRACES),
     (fix_indentation, FIX_INDENTATION),
     (drop_degenerate, DROP_DEGENERATE),
+    (cut_line_at_statement_end, CUT_LINE_AT_STATEMENT_END),
+    (balance_brackets, BALANCE_BRACKETS),
+    (drop_neighbour_repeat, DROP_NEIGHBOUR_REPEAT),
 ], ids=lambda value: getattr(value, "__name__", ""))
 def test_golden(filter_: object, table: list[tuple[str, str, str | None]]) -> None:
     assert callable(filter_)
@@ -172,3 +313,8 @@ def test_chain_and_candidates() -> None:
     body = context("body")
     assert postprocess("int i = 0;\nc[i] = a[i];\n}\n}\n<|pad|>", body) == "int i = 0;\n    c[i] = a[i];\n}"
     assert clean_candidates([], body) == []
+
+
+@pytest.mark.parametrize(("fill", "expected"), GARBAGE)
+def test_garbage(fill: str, expected: str | None) -> None:
+    assert postprocess(fill, context("empty")) == expected

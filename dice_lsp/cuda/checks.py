@@ -1,0 +1,568 @@
+"""The checks a completion must pass before the editor shows it: it parses, and every name it uses resolves.
+
+A fill is text that replaces the region text[start:end] of a document the user is typing, so the document
+may have errors of its own elsewhere. Each check compares the document *with* the fill (the new text) to the
+document *without* it (the base: text[:start] + text[end:]), so only what the fill changes can fail it.
+A `CheckContext` is built once per request (it parses the base once) and asked about every candidate.
+
+Parses (`parses`), on tree-sitter-cuda's trees (ERROR and MISSING nodes are "errors"):
+- an error that overlaps or touches the fill's span in the new text fails the fill, unless it is exactly an
+  error of the base that straddled the hole, shifted by the fill and otherwise left as it was (the hole sits
+  in code tree-sitter could not parse anyway). An error the hole itself caused in the base (a half-typed
+  line the fill is to finish) is gone once a good fill is in, so it excuses nothing;
+- an error elsewhere fails the fill unless it lies inside the statement of an error the base had at the
+  corresponding (shifted) place: the user's other half-typed code does not fail a good fill (even where
+  the fill changes how tree-sitter recovers from it), while an extra `}` that closes the kernel early does
+  (the rest of the body then parses as broken code). "Elsewhere" is the whole file, not only the
+  enclosing function: the stray `}` that an unbalanced fill leaves lands at the end of the enclosing
+  namespace or file.
+The new text is parsed incrementally from the base's tree (tree-sitter reuses what the fill did not touch;
+on the dev split of CUDA-Infill that gave the same verdicts as full parses, at a tenth of the time). Known
+limit: a half-typed line right next to the fill (the line before or after) merges with it in tree-sitter's
+eyes, and the fill fails; and an unclosed `(` elsewhere can throw tree-sitter's recovery off for the rest
+of the file.
+
+Names (`unknown_names`): every identifier, type or namespace name of the new tree that overlaps the fill
+(names inside an ERROR node count too, when tree-sitter labels them so) must be one of:
+- declared by the fill itself (declarators of declarations, parameters, for-range loops, structured
+  bindings, type aliases, classes, enumerators, macros, template parameters), wherever in the fill;
+- a name written in the document outside the region (tree-sitter name nodes, not comments or strings; the
+  words of macro bodies too; locals of other functions count: the check is lenient by design);
+- a name from the caller's local header texts (read only in trusted workspaces);
+- a name of the CUDA/C++ header index (`header_names`), a CUDA built-in or a keyword-like name that
+  tree-sitter reports as an identifier (`static_cast`, `__LINE__`, ...; `BUILTINS`).
+Field names after `.`/`->` (field_identifier) are checked leniently: allowed when the word appears anywhere
+in the document (comments included), in a local header, in the header index, or is x/y/z/w. Names inside
+attributes (`__attribute__((...))`, `[[...]]`) are not checked.
+
+Header index (`header_names`): the identifiers and macro names of a fixed list of headers nvcc uses
+(`HEADERS`), collected from `nvcc -E -x cu` and `nvcc -E -x cu -Xcompiler -dM` on a generated stub that
+includes them: no text of the user's ever reaches nvcc here. When the stub fails, each header is tried
+alone and the ones that fail are skipped. The result is cached as a gzipped sorted list under the user's
+cache folder, keyed by nvcc's path, its `--version` output and the header list; without nvcc the package's
+fallback list (`header_names.txt.gz`, built with `python -m dice_lsp.cuda.checks --write-fallback`) is used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import logging
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from functools import cache, cached_property
+from pathlib import Path
+
+import tree_sitter_cuda
+from tree_sitter import Language, Node, Point, Query, QueryCursor, Tree
+
+from dice_lsp.cuda.functions import parser
+from dice_lsp.errors import DiceError
+
+LOG = logging.getLogger("dice_lsp.checks")
+
+# ---------------------------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True)
+class Checks:
+    """What a shown completion passed: parses, names resolve, and (for larger fills) compiles; None: not run."""
+
+    parses: bool
+    names: bool
+    compiles: bool | None = None
+
+    @property
+    def passed(self) -> int:
+        """How many checks passed (a check not run counts as not passed)."""
+        return sum(1 for value in (self.parses, self.names, self.compiles) if value is True)
+
+    def to_json(self) -> dict[str, bool | None]:
+        return {"parses": self.parses, "names": self.names, "compiles": self.compiles}
+
+
+# ------------------------------------------------------------------------------------------------ names
+
+_NAMES = ("identifier", "type_identifier", "namespace_identifier")
+_FIELD = "field_identifier"
+_WORD = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+_VECTOR_FIELDS = frozenset({"x", "y", "z", "w"})
+_ATTRIBUTES = frozenset({"attribute_specifier", "attribute_declaration", "attribute", "ms_declspec_modifier"})
+# nodes whose `declarator` field(s) declare a name
+_DECLARING = frozenset({"declaration", "field_declaration", "parameter_declaration", "optional_parameter_declaration",
+                        "variadic_parameter_declaration", "type_definition", "for_range_loop", "function_definition",
+                        "init_declarator", "condition_clause"})
+# nodes whose `name` field is a declared name
+_NAMING = frozenset({"struct_specifier", "class_specifier", "union_specifier", "enum_specifier", "enumerator",
+                     "alias_declaration", "namespace_definition", "preproc_def", "preproc_function_def",
+                     "optional_type_parameter_declaration", "concept_definition"})
+_DECLARATOR_NAMES = frozenset({"identifier", "field_identifier", "type_identifier"})
+
+# CUDA built-ins (they also come from the header index) and keyword-like names tree-sitter labels as names
+def _wordset(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+BUILTINS = _wordset("""
+threadIdx blockIdx blockDim gridDim warpSize clusterIdx clusterDim
+__syncthreads __syncthreads_count __syncthreads_and __syncthreads_or __syncwarp __threadfence
+__threadfence_block __threadfence_system __activemask __ballot_sync __all_sync __any_sync __match_any_sync
+__match_all_sync __shfl_sync __shfl_up_sync __shfl_down_sync __shfl_xor_sync __reduce_add_sync
+__reduce_min_sync __reduce_max_sync __reduce_and_sync __reduce_or_sync __reduce_xor_sync
+atomicAdd atomicSub atomicExch atomicMin atomicMax atomicInc atomicDec atomicCAS atomicAnd atomicOr atomicXor
+__ldg __ldcg __ldca __ldcs __ldlu __ldcv __stwb __stcg __stcs __stwt __popc __popcll __clz __clzll __ffs __ffsll
+__brev __brevll __byte_perm __funnelshift_l __funnelshift_r __mul24 __umul24 __mulhi __umulhi __sad __usad
+__expf __exp10f __logf __log2f __log10f __powf __sinf __cosf __tanf __sincosf __fdividef __frcp_rn __fsqrt_rn
+__frsqrt_rn __saturatef __fmaf_rn __fadd_rn __fsub_rn __fmul_rn __fdiv_rn __dadd_rn __dmul_rn __fma_rn
+__float2int_rn __float2int_rz __int2float_rn __float_as_int __int_as_float __float_as_uint __uint_as_float
+__half2float __float2half __float2half_rn __nanosleep __trap __brkpt __prof_trigger __isGlobal __isShared
+__cvta_generic_to_shared clock clock64 printf malloc free memcpy memset assert
+__CUDA_ARCH__ __CUDACC__ __NVCC__ __CUDACC_VER_MAJOR__ __CUDACC_VER_MINOR__ __CUDA_ARCH_LIST__
+static_cast reinterpret_cast const_cast dynamic_cast typeid __LINE__ __FILE__ __func__ __FUNCTION__
+__PRETTY_FUNCTION__ __COUNTER__ __DATE__ __TIME__ __VA_ARGS__ __VA_OPT__ defined __has_include
+__restrict__ __restrict restrict __forceinline__ __noinline__ __inline__ __align__ __launch_bounds__
+__grid_constant__ __managed__ __constant__ __shared__ __device__ __global__ __host__ __cluster_dims__
+nullptr NULL this true false override final __builtin_expect __builtin_assume __builtin_unreachable
+__builtin_assume_aligned __assume __attribute__ __declspec __asm__ asm __volatile__ volatile
+""")
+
+
+def words(data: bytes) -> Iterator[str]:
+    """Every identifier-like word of `data`."""
+    for match in _WORD.finditer(data):
+        yield match.group().decode("ascii")
+
+
+@cache
+def _name_query() -> Query:
+    pattern = "[(identifier) (type_identifier) (field_identifier) (namespace_identifier) (preproc_arg)] @name"
+    return Query(Language(tree_sitter_cuda.language()), pattern)
+
+
+def names_in(root: Node, data: bytes) -> set[str]:
+    """Names tree-sitter found in a parsed text (not in comments or strings), plus the words of macro bodies."""
+    found: set[str] = set()
+    for node in QueryCursor(_name_query()).captures(root).get("name", []):
+        chunk = data[node.start_byte:node.end_byte]
+        if node.type == "preproc_arg":
+            found.update(words(chunk))
+        else:
+            found.add(chunk.decode("utf-8", "replace"))
+    return found
+
+
+def _declarator_names(node: Node | None) -> Iterator[Node]:
+    """The name node(s) a declarator declares (`*p`, `a[4]`, `&r`, `x = 1`, `[a, b]`, `f(int)` ...)."""
+    while node is not None:
+        if node.type in _DECLARATOR_NAMES:
+            yield node
+            return
+        if node.type == "structured_binding_declarator":
+            yield from (child for child in node.named_children if child.type == "identifier")
+            return
+        inner = node.child_by_field_name("declarator")
+        if inner is None and node.named_children and node.type.endswith("declarator"):
+            inner = node.named_children[-1]  # reference_declarator: `&` then the declarator, no field
+        node = inner
+
+
+def _declared_by(node: Node) -> Iterator[Node]:
+    """Name nodes that `node` itself declares (not its descendants)."""
+    if node.type in _DECLARING:
+        for declarator in node.children_by_field_name("declarator"):
+            yield from _declarator_names(declarator)
+    if node.type in _NAMING:
+        name = node.child_by_field_name("name")
+        if name is not None:
+            yield name
+    if node.type == "preproc_params" or node.type == "type_parameter_declaration":
+        yield from (child for child in node.named_children if child.type in _DECLARATOR_NAMES)
+    if node.type == "lambda_capture_specifier":  # init-captures `[n = 4]`
+        for child in node.named_children:
+            if child.type == "lambda_capture_initializer":
+                name = child.child_by_field_name("left")
+                if name is not None:
+                    yield name
+
+
+# ------------------------------------------------------------------------------------------------ parses
+
+
+@dataclass(frozen=True)
+class _Error:
+    start: int  # byte offsets of the ERROR or MISSING node
+    end: int
+    zone_start: int  # and of the statement it is in (the code a user would call broken)
+    zone_end: int
+
+
+_LEVELS = frozenset({"compound_statement", "translation_unit", "declaration_list", "field_declaration_list",
+                     "preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif", "case_statement",
+                     "function_definition", "enumerator_list", "initializer_list", "argument_list"})
+
+
+def _error(node: Node) -> _Error:
+    statement = node
+    while statement.parent is not None and statement.parent.type not in _LEVELS:
+        statement = statement.parent
+    return _Error(node.start_byte, node.end_byte, statement.start_byte, statement.end_byte)
+
+
+def _errors(root: Node) -> list[_Error]:
+    """The outermost ERROR and MISSING nodes (only subtrees that hold an error are visited)."""
+    found: list[_Error] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.is_missing or node.is_error:
+            found.append(_error(node))
+        elif node.has_error:
+            stack.extend(node.children)
+    return found
+
+
+def _point_after(point: Point, data: bytes) -> Point:
+    """Where the text `data` ends when it starts at `point` (columns in bytes, as tree-sitter counts them)."""
+    lines = data.count(b"\n")
+    if lines == 0:
+        return Point(point.row, point.column + len(data))
+    return Point(point.row + lines, len(data) - data.rfind(b"\n") - 1)
+
+
+def _overlapping(root: Node, low: int, high: int) -> Iterator[Node]:
+    """Every node that overlaps the bytes [low, high) (a zero-length span: none), outermost first."""
+    if high <= low:
+        return
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.end_byte <= low or node.start_byte >= high:
+            continue
+        yield node
+        stack.extend(reversed(node.children))
+
+
+class CheckContext:
+    """One request's document and region, parsed once; ask it about each candidate fill.
+
+    `headers`: the header index (`header_names`); `local_headers`: texts of the workspace's own headers that
+    the document includes (the caller reads them only in a trusted workspace).
+    """
+
+    def __init__(self, text: str, start: int, end: int, headers: frozenset[str] = frozenset(),
+                 local_headers: Sequence[str] = ()) -> None:
+        if not 0 <= start <= end <= len(text):
+            raise ValueError(f"bad region [{start}, {end}) for a text of {len(text)} characters")
+        self.text, self.start, self.end = text, start, end
+        self.headers = headers
+        self.local_headers = tuple(local_headers)
+        self.base = text[:start] + text[end:]
+        self._prefix = text[:start].encode("utf-8")
+        self._suffix = text[end:].encode("utf-8")
+        self._base_data = self._prefix + self._suffix
+        self._hole = len(self._prefix)  # the hole's byte offset in the base
+        self._hole_point = _point_after(Point(0, 0), self._prefix)
+        self._base_tree = parser().parse(self._base_data)
+        self._base_errors = _errors(self._base_tree.root_node)
+        self._last: tuple[str, Tree, bytes] | None = None
+
+    # -- parsing
+
+    def _parse(self, fill: str) -> tuple[Tree, bytes]:
+        """The new text's tree (incrementally from the base's) and the fill's bytes; the last one is kept."""
+        if self._last is not None and self._last[0] == fill:
+            return self._last[1], self._last[2]
+        data = fill.encode("utf-8")
+        tree = self._base_tree.copy()
+        tree.edit(start_byte=self._hole, old_end_byte=self._hole, new_end_byte=self._hole + len(data),
+                  start_point=self._hole_point, old_end_point=self._hole_point,
+                  new_end_point=_point_after(self._hole_point, data))
+        new = parser().parse(self._prefix + data + self._suffix, tree)
+        self._last = (fill, new, data)
+        return new, data
+
+    def _shift(self, byte: int, size: int, end: bool) -> int:
+        """A base byte offset in the new text: after the hole it moves by the fill's size (an end offset at
+        the hole stays before the fill, a start offset moves after it)."""
+        return byte + size if (byte > self._hole or (byte == self._hole and not end)) else byte
+
+    def _shifted(self, error: _Error, size: int) -> tuple[int, int]:
+        return self._shift(error.start, size, False), self._shift(error.end, size, True)
+
+    def _zone(self, error: _Error, size: int) -> tuple[int, int]:
+        return self._shift(error.zone_start, size, False), self._shift(error.zone_end, size, True)
+
+    def parses(self, fill: str) -> bool:
+        """Whether the document with `fill` in the region parses with no error the fill is to blame for."""
+        tree, data = self._parse(fill)
+        size = len(data)
+        first, last = self._hole, self._hole + size
+        straddling = {self._shifted(e, size) for e in self._base_errors if e.start < self._hole < e.end}
+        zones = [self._zone(e, size) for e in self._base_errors]
+        for error in _errors(tree.root_node):
+            if error.end >= first and error.start <= last:  # on the fill: only garbage it sits in, left as it was
+                if (error.start, error.end) not in straddling:
+                    return False
+            elif not any(low <= error.start and error.end <= high for low, high in zones):  # elsewhere: only old
+                return False
+        return True
+
+    # -- names
+
+    @cached_property
+    def _document_names(self) -> frozenset[str]:
+        return frozenset(names_in(self._base_tree.root_node, self._base_data))
+
+    @cached_property
+    def _document_words(self) -> frozenset[str]:
+        return frozenset(words(self._base_data))
+
+    @cached_property
+    def _local_names(self) -> frozenset[str]:
+        found: set[str] = set()
+        for header in self.local_headers:
+            data = header.encode("utf-8")
+            found |= names_in(parser().parse(data).root_node, data)
+        return frozenset(found)
+
+    @cached_property
+    def _local_words(self) -> frozenset[str]:
+        return frozenset(word for header in self.local_headers for word in words(header.encode("utf-8")))
+
+    def _known(self, name: str) -> bool:
+        return (name in self._document_names or name in self.headers or name in BUILTINS
+                or name in self._local_names)
+
+    def _known_field(self, name: str) -> bool:
+        return (name in _VECTOR_FIELDS or name in self._document_words or name in self.headers
+                or name in self._local_words or name in BUILTINS)
+
+    def unknown_names(self, fill: str) -> list[tuple[int, str]]:
+        """Names the fill uses that resolve nowhere, as (offset in the fill, name); empty: all resolve."""
+        tree, data = self._parse(fill)
+        first, last = self._hole, self._hole + len(data)
+        new_data = self._prefix + data + self._suffix
+
+        def text(node: Node) -> str:
+            return new_data[node.start_byte:node.end_byte].decode("utf-8", "replace")
+
+        declared: set[str] = set()
+        used: list[Node] = []
+        attributes: list[Node] = []
+        for node in _overlapping(tree.root_node, first, last):  # parents before their children
+            if node.type in _ATTRIBUTES:
+                attributes.append(node)
+            declared.update(text(name) for name in _declared_by(node))
+            if (node.type in _NAMES or node.type == _FIELD) and not any(
+                    a.start_byte <= node.start_byte and node.end_byte <= a.end_byte for a in attributes):
+                used.append(node)
+        unknown: list[tuple[int, str]] = []
+        for node in used:
+            name = text(node)
+            if name in declared or (self._known_field(name) if node.type == _FIELD else self._known(name)):
+                continue
+            unknown.append((len(data[:max(0, node.start_byte - first)].decode("utf-8", "replace")), name))
+        return unknown
+
+    def check(self, fill: str) -> Checks:
+        """Both cheap checks of one fill (`compiles` is left to the caller: it needs nvcc)."""
+        return Checks(self.parses(fill), not self.unknown_names(fill))
+
+
+def parses(text: str, start: int, end: int, fill: str) -> bool:
+    """Whether `fill` in place of text[start:end] parses with no error the fill is to blame for (see the module's
+    docstring); for several fills of one request, build one `CheckContext`."""
+    return CheckContext(text, start, end).parses(fill)
+
+
+def unknown_names(text: str, start: int, end: int, fill: str, headers: frozenset[str] = frozenset(),
+                  local_headers: Sequence[str] = ()) -> list[tuple[int, str]]:
+    """Names `fill` (in place of text[start:end]) uses that resolve nowhere, as (offset in the fill, name)."""
+    return CheckContext(text, start, end, headers, local_headers).unknown_names(fill)
+
+
+# -------------------------------------------------------------------------------------------- header index
+
+HEADERS = ("cuda_runtime.h", "cuda.h", "cuda_fp16.h", "cuda_bf16.h", "cuda_fp8.h", "cooperative_groups.h",
+           "cooperative_groups/reduce.h", "mma.h", "cuda/pipeline", "cuda/barrier", "cub/cub.cuh",
+           "thrust/device_vector.h", "thrust/host_vector.h", "thrust/reduce.h", "thrust/sort.h",
+           "thrust/transform.h", "curand_kernel.h", "math_constants.h", "cstdio", "cstdlib", "cstdint", "cmath",
+           "cfloat", "climits", "cstring", "algorithm", "utility", "type_traits", "limits", "vector", "array",
+           "tuple", "memory")
+FALLBACK = Path(__file__).with_name("header_names.txt.gz")
+INDEX_VERSION = "1"  # part of the cache key: bump when the way names are collected changes
+_SAFE_PATH = re.compile(r"[\w./+-]+")
+_LINE_MARKER = re.compile(rb"^#.*$", re.MULTILINE)
+_DEFINE = re.compile(rb"^\s*#\s*define\s+([A-Za-z_]\w*)(.*)$", re.MULTILINE)
+PREPROCESS_TIMEOUT = 300.0
+
+
+def _preprocess(nvcc: Path, headers: Sequence[str], scratch: Path, macros: bool) -> tuple[bytes | None, str]:
+    """`nvcc -E` (with `macros`: the `#define`s, `-Xcompiler -dM`) of a stub including `headers`: the output
+    (None when it fails) and nvcc's messages. The stub is generated here from the fixed header list; nvcc runs
+    through `sandbox.run_tool`, as every nvcc does."""
+    from dice_lsp.sandbox import run_tool
+
+    stub = scratch / "stub.cu"
+    stub.write_text("".join(f"#include <{header}>\n" for header in headers), encoding="utf-8")
+    output = scratch / ("macros.txt" if macros else "stub.ii")
+    output.unlink(missing_ok=True)
+    argv = [str(nvcc), "-E", "-x", "cu", *(["-Xcompiler", "-dM"] if macros else []), str(stub), "-o", str(output)]
+    try:
+        proc = run_tool(argv, scratch, PREPROCESS_TIMEOUT)
+    except (OSError, subprocess.SubprocessError, DiceError) as exc:
+        return None, f"nvcc -E failed to run: {exc}"
+    messages = proc.stderr + proc.stdout
+    if proc.returncode != 0 or not output.is_file():
+        return None, messages
+    return output.read_bytes(), messages
+
+
+def _missing(messages: str, headers: Sequence[str]) -> set[str]:
+    """The headers nvcc's messages say it cannot find."""
+    return {header for header in headers if f"{header}: No such file" in messages}
+
+
+def _collect(preprocessed: bytes, macros: bytes) -> set[str]:
+    names = set(words(_LINE_MARKER.sub(b"", preprocessed)))
+    for match in _DEFINE.finditer(macros):
+        names.add(match.group(1).decode("ascii"))
+        names.update(words(match.group(2)))
+    return names
+
+
+def build_header_names(nvcc: Path) -> frozenset[str]:
+    """Run nvcc's preprocessor on the fixed header list and collect the names. Headers nvcc cannot find are
+    dropped from the stub; when it still fails, each header is tried alone and the ones that fail are skipped."""
+    with tempfile.TemporaryDirectory(prefix="dice-headers-") as folder:
+        scratch = Path(folder)
+        if not _SAFE_PATH.fullmatch(str(scratch)):
+            raise DiceError(f"the scratch folder {scratch} has characters nvcc's shell would interpret")
+        headers: list[str] = list(HEADERS)
+        preprocessed, messages = _preprocess(nvcc, headers, scratch, False)
+        while preprocessed is None and _missing(messages, headers):
+            missing = _missing(messages, headers)
+            LOG.info("header index: %s not found by %s, skipped", ", ".join(sorted(missing)), nvcc)
+            headers = [header for header in headers if header not in missing]
+            preprocessed, messages = _preprocess(nvcc, headers, scratch, False)
+        if preprocessed is None:  # a header that is there but fails: find it by trying each alone
+            parts: list[bytes] = []
+            headers = []
+            for header in HEADERS:
+                one, _ = _preprocess(nvcc, [header], scratch, False)
+                if one is None:
+                    LOG.info("header index: %s does not preprocess with %s, skipped", header, nvcc)
+                else:
+                    headers.append(header)
+                    parts.append(one)
+            preprocessed = b"\n".join(parts)
+        if not headers:
+            raise DiceError(f"{nvcc}: none of the CUDA headers preprocess")
+        macros, _ = _preprocess(nvcc, headers, scratch, True)
+        return frozenset(_collect(preprocessed, macros or b""))
+
+
+def _encode(names: frozenset[str], comment: str = "") -> bytes:
+    text = "".join(f"# {line}\n" for line in comment.splitlines()) + "".join(f"{n}\n" for n in sorted(names))
+    return gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0)
+
+
+def _decode(data: bytes) -> frozenset[str]:
+    lines = gzip.decompress(data).decode("utf-8").splitlines()
+    return frozenset(line for line in lines if line and not line.startswith("#"))
+
+
+def _write(path: Path, data: bytes) -> None:
+    """Replace `path` atomically (a reader never sees half a file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, scratch = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.replace(scratch, path)
+    except OSError:
+        Path(scratch).unlink(missing_ok=True)
+        raise
+
+
+def index_path(nvcc: Path) -> Path:
+    """Where the index of `nvcc` is cached: keyed by its path, its `--version` output and the header list."""
+    from dice_lsp.toolchain.cache import cache_root, nvcc_version
+
+    version = nvcc_version(nvcc, nvcc.stat().st_mtime)
+    key = "\0".join([INDEX_VERSION, str(nvcc), version, *HEADERS]).encode("utf-8")
+    return cache_root() / "header-names" / f"{hashlib.sha256(key).hexdigest()[:24]}.txt.gz"
+
+
+@cache
+def fallback_names() -> frozenset[str]:
+    """The shipped index (built with nvcc 13.0), for machines without nvcc; empty if the file is missing."""
+    try:
+        return _decode(FALLBACK.read_bytes())
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        LOG.warning("%s: no fallback header index (%s)", FALLBACK, exc)
+        return frozenset()
+
+
+@cache
+def header_names(nvcc: Path | None = None) -> frozenset[str]:
+    """Names of the CUDA/C++ headers (`HEADERS`) as `nvcc` sees them (None: `find_nvcc()`), built once per
+    nvcc and cached on disk; the shipped fallback when there is no nvcc or it cannot preprocess them."""
+    from dice_lsp.toolchain.nvcc import find_nvcc
+
+    try:
+        nvcc = nvcc or find_nvcc()
+        path = index_path(nvcc)
+    except (DiceError, OSError, subprocess.SubprocessError) as exc:
+        LOG.info("header index: no nvcc (%s), using the shipped list", exc)
+        return fallback_names()
+    try:
+        return _decode(path.read_bytes())
+    except FileNotFoundError:
+        pass
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        LOG.warning("%s: unreadable header index, building it again (%s)", path, exc)
+    try:
+        names = build_header_names(nvcc)
+    except DiceError as exc:
+        LOG.warning("header index: %s; using the shipped list", exc)
+        return fallback_names()
+    try:
+        _write(path, _encode(names))
+    except OSError as exc:
+        LOG.warning("%s: cannot cache the header index (%s)", path, exc)
+    return names
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser_ = argparse.ArgumentParser(prog="python -m dice_lsp.cuda.checks", description=__doc__.splitlines()[0])
+    parser_.add_argument("--write-fallback", action="store_true",
+                         help=f"build the header index with this machine's nvcc and write it to {FALLBACK}")
+    parser_.add_argument("--nvcc", type=Path, default=None, help="the nvcc to use (default: find_nvcc())")
+    args = parser_.parse_args(argv)
+    if not args.write_fallback:
+        parser_.print_help()
+        return 2
+    from dice_lsp.toolchain.cache import nvcc_version
+    from dice_lsp.toolchain.nvcc import find_nvcc
+
+    nvcc = args.nvcc or find_nvcc()
+    started = time.perf_counter()
+    names = build_header_names(nvcc)
+    version = nvcc_version(nvcc, nvcc.stat().st_mtime).strip().splitlines()
+    data = _encode(names, f"dice-lsp header index, built by {parser_.prog} --write-fallback from\n"
+                          + (version[-2] if len(version) >= 2 else "nvcc"))
+    FALLBACK.write_bytes(data)
+    print(f"{FALLBACK}: {len(names)} names, {len(data)} bytes, built in {time.perf_counter() - started:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

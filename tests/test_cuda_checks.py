@@ -1,0 +1,216 @@
+"""Golden cases for the checks a completion passes before it is shown: `‸` marks the region (empty), the fill
+goes there; each case says in one line why it must pass or fail."""
+
+from __future__ import annotations
+
+import gzip
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from dice_lsp.cuda import checks
+from dice_lsp.cuda.checks import CheckContext, Checks, fallback_names, header_names, parses, unknown_names
+from dice_lsp.errors import DiceError
+
+KERNEL = """#include <cuda_runtime.h>
+#include <cub/cub.cuh>
+#define BLOCK 256
+
+// the square of x
+__device__ float sq(float x) { return x * x; }
+
+__global__ void reduce(const float* __restrict__ in, float* out, const float4* vec, int n) {
+    __shared__ float tile[BLOCK];
+    int tid = threadIdx.x;
+    int i = blockIdx.x * blockDim.x + tid;
+    float acc = 0.0f;
+    ‸
+    tile[tid] = acc;
+    __syncthreads();
+    if (tid == 0) out[blockIdx.x] = tile[0];
+}
+
+void launch(const float* in, float* out, const float4* vec, int n) {
+    reduce<<<(n + BLOCK - 1) / BLOCK, BLOCK>>>(in, out, vec, n);
+}
+"""
+
+# another function with a half-typed line (the user's own unfinished code elsewhere)
+BROKEN_ELSEWHERE = KERNEL.replace("__device__ float sq(float x) { return x * x; }",
+                                  "__device__ float sq(float x) {\n    float y = x * ;\n    return x * x;\n}")
+
+MIDLINE = KERNEL.replace("    ‸\n", "    float x = ‸\n")  # the region starts mid-line, after `float x = `
+INDEXING = KERNEL.replace("    ‸\n", "    acc = in[i‸\n")  # the region starts inside an indexing expression
+
+# a kernel whose body is being written: `{` typed, nothing after it but the next function
+BODY = """#include <cuda_runtime.h>
+
+__global__ void scale(float* out, const float* in, float s, int n) {‸
+
+__global__ void shift(float* out, float d, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] += d;
+}
+"""
+BODY_FILL = "\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) out[i] = s * in[i];\n}\n"
+
+
+def context(case: str, headers: frozenset[str] = frozenset(), local_headers: tuple[str, ...] = ()) -> CheckContext:
+    cursor = case.index("‸")
+    text = case.replace("‸", "")
+    return CheckContext(text, cursor, cursor, headers or fallback_names(), local_headers)
+
+
+MUST_FAIL = {  # fill: (document, why)
+    "float maxval = = ;;": (KERNEL, "two `=` and no initializer"),
+    "if ( = (int)threadIdx)ii;": (KERNEL, "an assignment with no left side in the condition"),
+    "__syncthreads(tid = threadIdx.x();": (KERNEL, "the call's `(` is never closed, and threadIdx is no function"),
+    "out[tid] = tile[x.];];];": (KERNEL, "a member access with no member, then stray `]`"),
+    "acc += in[i];\n    }": (KERNEL, "an extra `}` closes the kernel early: the rest of its body is left outside"),
+    "];];": (INDEXING, "`in[i` closed once, then a stray `]`"),
+    "in[i] * ;": (MIDLINE, "the multiplication has no right operand"),
+    BODY_FILL + "}\n": (BODY, "the body closed twice: a stray `}` before the next kernel"),
+}
+
+
+@pytest.mark.parametrize("fill", list(MUST_FAIL))
+def test_fills_that_do_not_parse(fill: str) -> None:
+    document, why = MUST_FAIL[fill]
+    assert not context(document).parses(fill), why
+
+
+MUST_PASS = {  # fill: (document, why)
+    "__syncthreads();": (KERNEL, "a barrier, a CUDA built-in"),
+    "float v = __ldg(&in[i]);": (KERNEL, "a read-only load of a parameter, declaring a new local"),
+    "atomicAdd(&out[0], acc);": (KERNEL, "an atomic on a parameter with a local"),
+    "for (int k = 0; k < n; ++k) acc += in[k];": (KERNEL, "a loop whose variable the fill declares"),
+    "float4 q = vec[i];\n    acc += q.x + q.y * q.w;": (KERNEL, "a float4 and its members"),
+    "__shared__ typename cub::BlockReduce<float, 256>::TempStorage temp;\n"
+    "    acc = cub::BlockReduce<float, 256>(temp).Sum(acc);": (KERNEL, "cub's block reduction, the file includes cub"),
+    "acc += sq(in[i]) * BLOCK;": (KERNEL, "a __device__ function and a macro of the file"),
+    "if (i < n) {\n        acc = in[i];\n    } else {\n        acc = 0.0f;\n    }": (KERNEL, "blocks open and close"),
+    "acc = in[i];": (BROKEN_ELSEWHERE, "the half-typed line is in another function"),
+    "in[i] * 2.0f;": (MIDLINE, "finishes the half-typed line"),
+    "];": (INDEXING, "closes the indexing expression and the statement"),
+    BODY_FILL: (BODY, "a whole body that closes the kernel before the next one"),
+}
+
+
+@pytest.mark.parametrize("fill", list(MUST_PASS))
+def test_fills_that_pass(fill: str) -> None:
+    document, why = MUST_PASS[fill]
+    ctx = context(document)
+    assert ctx.parses(fill), why
+    assert ctx.unknown_names(fill) == [], why
+    assert ctx.check(fill) == Checks(True, True, None)
+
+
+UNKNOWN = {  # fill: (document, expected unknown names, why)
+    "int j = threadIdxx.x;": (KERNEL, [(8, "threadIdxx")], "a misspelt built-in"),
+    "if ( = (int)threadIdx)ii;": (KERNEL, [(22, "ii")], "`ii` is declared nowhere (checked though it fails to parse)"),
+    "acc += vec[i].bogus_member;": (KERNEL, [(14, "bogus_member")], "a member written nowhere in the file or headers"),
+    "acc += helper_from_header(in[i]);": (KERNEL, [(7, "helper_from_header")], "not in the file: a local header's"),
+    "acc += in[i]; // uses undefined_thing": (KERNEL, [], "a comment's words are not names"),
+    'printf("%d missing_word\\n", tid);': (KERNEL, [], "a string's words are not names"),
+    "auto f = [&](int u) { return u + acc; };": (KERNEL, [], "a lambda's parameter is declared by the fill"),
+    "const int lane = tid % warpSize, warp = tid / warpSize;": (KERNEL, [], "two declarators"),
+    "float y2 = static_cast<float>(n) * __expf(acc);": (KERNEL, [], "a cast and an intrinsic"),
+}
+
+
+@pytest.mark.parametrize("fill", list(UNKNOWN))
+def test_unknown_names(fill: str) -> None:
+    document, expected, why = UNKNOWN[fill]
+    assert context(document).unknown_names(fill) == expected, why
+
+
+def test_names_from_local_headers() -> None:
+    header = "#pragma once\n__device__ float helper_from_header(float v) { return v; }\n"
+    fill = "acc += helper_from_header(in[i]);"
+    assert context(KERNEL, local_headers=(header,)).unknown_names(fill) == []
+
+
+def test_offsets_are_string_indices_past_non_ascii_text() -> None:
+    """The document has a non-ASCII comment before the region and the fill has one before the bad name."""
+    document = KERNEL.replace("// the square of x", "// le carré de x, ½")
+    ctx = context(document)
+    assert ctx.parses("/* é */ int j = threadIdxx.x;")
+    assert ctx.unknown_names("/* é */ int j = threadIdxx.x;") == [(16, "threadIdxx")]
+    assert not ctx.parses("/* é */ float maxval = = ;;")
+
+
+def test_the_plain_functions_match_the_context() -> None:
+    cursor = KERNEL.index("‸")
+    text = KERNEL.replace("‸", "")
+    assert parses(text, cursor, cursor, "__syncthreads();")
+    assert not parses(text, cursor, cursor, "float maxval = = ;;")
+    assert unknown_names(text, cursor, cursor, "int j = threadIdxx.x;", fallback_names()) == [(8, "threadIdxx")]
+
+
+def test_a_selection_region_is_replaced() -> None:
+    """The region's old text is not part of the document the fill is judged in."""
+    text = KERNEL.replace("‸", "float acc2 = = ;")
+    start = text.index("float acc2")
+    end = start + len("float acc2 = = ;")
+    ctx = CheckContext(text, start, end, fallback_names())
+    assert ctx.parses("acc += in[i];")
+    assert not ctx.parses("acc += in[i]")  # the missing `;` touches the fill
+    assert ctx.unknown_names("acc2 += 1.0f;") == [(0, "acc2")]  # declared only in the replaced text
+
+
+def test_checks_result() -> None:
+    result = Checks(parses=True, names=False, compiles=None)
+    assert result.passed == 1
+    assert result.to_json() == {"parses": True, "names": False, "compiles": None}
+    assert Checks(True, True, True).passed == 3
+
+
+# ---------------------------------------------------------------------------------------------- header index
+
+def test_fallback_index_loads() -> None:
+    assert checks.FALLBACK.stat().st_size < 400_000
+    names = fallback_names()
+    assert {"__syncthreads", "__shfl_down_sync", "__ldg", "__expf", "threadIdx", "atomicAdd", "float4",
+            "BlockReduce", "cudaMalloc", "CUDART_PI_F", "FLT_MAX", "size_t", "numeric_limits"} <= names
+    assert not any(line.startswith("#") for line in names)
+
+
+def test_no_nvcc_uses_the_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
+    def missing(configured: str | None = None) -> Path:
+        raise DiceError("nvcc not found")
+
+    monkeypatch.setattr("dice_lsp.toolchain.nvcc.find_nvcc", missing)
+    header_names.cache_clear()
+    try:
+        assert header_names(None) == fallback_names()
+    finally:
+        header_names.cache_clear()
+
+
+def test_header_index_is_built_with_nvcc_and_cached(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from dice_lsp.toolchain.nvcc import find_nvcc
+
+    try:
+        nvcc = find_nvcc()
+    except DiceError as exc:
+        pytest.skip(f"no nvcc here ({exc}): the index cannot be built")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    header_names.cache_clear()
+    try:
+        names = header_names(nvcc)
+        assert {"__syncthreads", "__shfl_down_sync", "__ldg", "threadIdx", "atomicAdd", "BlockReduce",
+                "thread_block", "CUDART_PI_F", "FLT_MAX", "__CUDA_ARCH__"} <= names
+        cached = checks.index_path(nvcc)
+        assert cached.is_relative_to(tmp_path) and cached.is_file()
+        assert gzip.decompress(cached.read_bytes()).decode().splitlines() == sorted(names)
+
+        def no_process(*args: object, **kwargs: object) -> None:
+            raise AssertionError("nvcc ran although its index is cached")
+
+        monkeypatch.setattr(subprocess, "run", no_process)
+        monkeypatch.setattr(subprocess, "Popen", no_process)
+        header_names.cache_clear()
+        assert header_names(nvcc) == names
+    finally:
+        header_names.cache_clear()

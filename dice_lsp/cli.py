@@ -130,7 +130,8 @@ def remote_file(args: argparse.Namespace, text: str, ref: str | None = None) -> 
 
 
 def cmd_complete(args: argparse.Namespace) -> int:
-    from dice_lsp.complete import complete_at
+    from dice_lsp.complete import complete_at, nvcc_compiler
+    from dice_lsp.cuda.checks import header_names
     from dice_lsp.engine import load_model
     from dice_lsp.textdoc import Position, read_source
 
@@ -143,8 +144,12 @@ def cmd_complete(args: argparse.Namespace) -> int:
         texts, where = [item["text"] for item in result["items"]], args.server
     else:
         model = load_model(args.model, args.device, args.dtype, args.trust_remote_code)
+        header_names()  # the names check's index: built once per nvcc (a few seconds), then read from disk
+        folder = Path(args.file).resolve().parent
+        compiler = nvcc_compiler(text, folder, settings.compile_flags(folder))
         with step_bar("denoising") as bar:
-            completion = complete_at(model, text, position, settings, progress=lambda _calls: bar.update(1))
+            completion = complete_at(model, text, position, settings, progress=lambda _calls: bar.update(1),
+                                     compiler=compiler)
         result, texts = completion.to_json(model), completion.texts
         where = f"{completion.model_calls} model calls"
     if args.json:
@@ -155,12 +160,22 @@ def cmd_complete(args: argparse.Namespace) -> int:
               "(an empty or unfinished line in a function, a selection, a /*@fill*/ marker, or after an open '{')",
               file=sys.stderr)
         return 0
-    for index, fill in enumerate(texts):
+    if not texts:
+        print(f"dice-lsp: no completion shown: {result.get('withheld') or 'the model wrote nothing'}", file=sys.stderr)
+    for index, (fill, item) in enumerate(zip(texts, result["items"], strict=True)):
         if len(texts) > 1:
             print(f"--- candidate {index + 1} ---")
         print(fill)
+        if item.get("checks"):
+            print(f"[checks: {checks_line(item['checks'])}]", file=sys.stderr)
     print(f"[{result['model']} on {result['device']}, {result['latency_ms']:.0f} ms, {where}]", file=sys.stderr)
     return 0
+
+
+def checks_line(checks: dict[str, bool | None]) -> str:
+    """`parses ✓ · names ✓ · compiles not checked`: what the shown text passed."""
+    marks = {True: "✓", False: "✗", None: "not checked"}
+    return " · ".join(f"{name} {marks[value]}" for name, value in checks.items())
 
 
 def cmd_status(args: argparse.Namespace) -> int:

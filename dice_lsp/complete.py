@@ -1,44 +1,91 @@
-"""A completion at a cursor: find the hole, build the context, fill it, clean the candidates.
+"""A completion at a cursor: find the hole, build the context, fill it, clean, check, repair and rank.
 
-The hole (`dice_lsp.cuda.holes`) says which region to replace and how large a canvas to give the
-model; the context (`dice_lsp.cuda.context`) keeps what matters inside the model window; the filters
-(`dice_lsp.cuda.postprocess`) turn raw fills into text that fits between what is before and after.
+The pipeline every caller shares (the CLI, the language server, the team server, `eval infill`):
+1. the hole (`dice_lsp.cuda.holes`) says which region to replace and which canvas lengths to try;
+2. the context (`dice_lsp.cuda.context`) keeps what matters inside the model window;
+3. the model fills every canvas length in one batch (`FillRequest.lengths`), each fill scored by the mean
+   log-probability of what it committed;
+4. the filters (`dice_lsp.cuda.postprocess`) turn raw fills into text that fits between what is before and
+   after, or drop them;
+5. the checks (`dice_lsp.cuda.checks`), cheapest first: the fill parses, every name it uses resolves;
+6. a fill that fails a check has the tokens of the offending spans (and a few around them) masked again and
+   denoised in place (`Draft`), at most `REMASK_ROUNDS` times, kept when it passes more checks than before;
+   what only a diffusion model can do (autoregressive checkpoints skip it);
+7. rank by checks passed, then by score; show the best that parses and whose names resolve, or nothing
+   (silence over garbage), and log why at debug level.
+A caller that can compile (`Compiler`) checks multi-line fills with nvcc too: a fill that adds an error is
+withdrawn when another passes, and ranked last otherwise.
 """
 
 from __future__ import annotations
 
+import logging
+import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
+from dice_lsp.cuda.checks import CheckContext, Checks, header_names_now
 from dice_lsp.cuda.context import build_context
-from dice_lsp.cuda.holes import Hole, find_hole
-from dice_lsp.cuda.postprocess import FillContext, clean_candidates
-from dice_lsp.engine import FillRequest, FillResult, LoadedModel, fill
+from dice_lsp.cuda.holes import Hole, canvas_lengths, find_hole
+from dice_lsp.cuda.postprocess import FillContext, postprocess
+from dice_lsp.engine import Draft, FillRequest, FillResult, LoadedModel, fill
 from dice_lsp.engine.sampling import CancelCheck, Progress
 from dice_lsp.engine.tokenizer import Tokenizer
+from dice_lsp.errors import DiceError
 from dice_lsp.settings import Settings
 from dice_lsp.textdoc import Position, offset_at, position_at
+from dice_lsp.toolchain.cache import CompileCache
+from dice_lsp.toolchain.flags import CompileFlags
 
+LOG = logging.getLogger("dice_lsp.complete")
 FILL_MARGIN = 4  # tokens of the window kept free: healing and counting differ from the final encoding
+REMASK_ROUNDS = 1  # re-mask and denoise a failing fill at most this often
+REMASK_MARGIN = 2  # characters around an offending span that are masked with it (whole tokens are masked)
+REMASK_GROW = 2  # extra masks after each re-masked span: the rewrite may be a little longer
 Filler = Callable[[FillRequest], FillResult]  # runs the model (evaluation passes its own)
+Compiler = Callable[[str], bool | None]  # the document with a fill -> no new nvcc error? (None: cannot tell)
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    """A cleaned fill, the model's score for it, and the checks it passed."""
+
+    text: str
+    score: float
+    checks: Checks
+
+    @property
+    def shown(self) -> bool:
+        """Good enough to show: it parses and its names resolve (and, where compiled, it compiles)."""
+        return self.checks.parses and self.checks.names and self.checks.compiles is not False
+
+    def rank(self) -> tuple[int, float]:
+        score = self.score if not math.isnan(self.score) else -math.inf
+        return self.checks.passed, score
 
 
 @dataclass(frozen=True)
 class Completion:
-    texts: list[str]
+    texts: list[str]  # what the editor shows, best first (empty: nothing passed the checks)
     start: Position
     end: Position
     latency_ms: float
     model_calls: int
     hole: str | None  # the kind of region filled, None when the cursor is at no hole
+    checks: list[Checks] | None = None  # per text: which checks it passed
+    withheld: str | None = None  # why nothing is shown although the model filled the hole
 
     def to_json(self, model: LoadedModel) -> dict[str, Any]:
         rng = {"start": self.start.to_json(), "end": self.end.to_json()}
+        checks: list[Checks | None] = [*self.checks] if self.checks is not None else [None] * len(self.texts)
         return {
-            "items": [{"text": text, "range": rng} for text in self.texts],
+            "items": [{"text": text, "range": rng, "checks": None if c is None else c.to_json()}
+                      for text, c in zip(self.texts, checks, strict=True)],
             "hole": self.hole,
+            "withheld": self.withheld,
             "model": model.name,
             "device": str(model.device),
             "latency_ms": round(self.latency_ms, 1),
@@ -49,8 +96,9 @@ class Completion:
         """A completion a team server sent (`to_json`), asked for at `position`."""
         items = data["items"]
         span = items[0]["range"] if items else {"start": position.to_json(), "end": position.to_json()}
+        checks = [Checks(**item["checks"]) if item.get("checks") else Checks(False, False) for item in items]
         return cls([item["text"] for item in items], Position(**span["start"]), Position(**span["end"]),
-                   float(data["latency_ms"]), 0, data["hole"])
+                   float(data["latency_ms"]), 0, data["hole"], checks, data.get("withheld"))
 
 
 @dataclass(frozen=True)
@@ -64,10 +112,141 @@ class PreparedFill:
     end: Position
     started: float  # time.perf_counter() when the completion was asked for
 
-    def completion(self, result: FillResult) -> Completion:
-        texts = clean_candidates(result.texts, self.context)
+    def completion(self, result: FillResult, filler: Filler | None = None, compiler: Compiler | None = None,
+                   document: str | None = None) -> Completion:
+        """The completion from the model's first `result`; `filler` runs re-masking rounds (None: none),
+        `compiler` checks multi-line fills of `document` (the full text the region is in)."""
+        ranked, calls = finish(self, result, filler, compiler, document)
+        shown = [s for s in ranked if s.shown]
         elapsed = (time.perf_counter() - self.started) * 1000
-        return Completion(texts, self.start, self.end, elapsed, result.model_calls, self.context.hole.kind)
+        withheld = None if shown or not ranked else _why(ranked)
+        if withheld:
+            LOG.debug("completion withheld: %s (best: %r)", withheld, ranked[0].text)
+        return Completion([s.text for s in shown], self.start, self.end, elapsed, calls,
+                          self.context.hole.kind, [s.checks for s in shown], withheld)
+
+
+def _why(ranked: list[Suggestion]) -> str:
+    best = ranked[0].checks
+    what = "does not parse" if not best.parses else "uses unknown names" if not best.names else "does not compile"
+    return f"no fill passed the checks ({len(ranked)} tried; the best {what})"
+
+
+def _document(prepared: PreparedFill) -> str:
+    return prepared.context.before + prepared.context.after
+
+
+def suggestions(texts: list[str], scores: list[float], ctx: FillContext, checker: CheckContext) -> list[Suggestion]:
+    """Cleaned, de-duplicated (whitespace aside; the better score kept) and checked fills."""
+    best: dict[str, Suggestion] = {}
+    for text, score in zip(texts, scores or [math.nan] * len(texts), strict=True):
+        cleaned = postprocess(text, ctx)
+        if cleaned is None or not cleaned.strip():
+            continue
+        key = " ".join(cleaned.split())
+        if key not in best or best[key].rank()[1] < (score if not math.isnan(score) else -math.inf):
+            best[key] = Suggestion(cleaned, score, checker.check(cleaned))
+    return list(best.values())
+
+
+def remask_spans(text: str, faults: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    """The offending spans widened by `REMASK_MARGIN` characters, merged where they meet."""
+    spans: list[tuple[int, int]] = []
+    for lo, hi in sorted((max(0, lo - REMASK_MARGIN), min(len(text), max(hi, lo + 1) + REMASK_MARGIN))
+                         for lo, hi in faults):
+        if spans and lo <= spans[-1][1]:
+            spans[-1] = (spans[-1][0], max(spans[-1][1], hi))
+        else:
+            spans.append((lo, hi))
+    return tuple(spans)
+
+
+def remask(prepared: PreparedFill, suggestion: Suggestion, checker: CheckContext,
+           filler: Filler) -> tuple[Suggestion | None, int]:
+    """One round: the failing spans of `suggestion` masked again and denoised in place; the repaired fill
+    when it passes more checks than before (None otherwise), and the model calls spent."""
+    spans = remask_spans(suggestion.text, checker.faults(suggestion.text))
+    if not spans:
+        return None, 0
+    request = replace(prepared.request, candidates=1, lengths=(),
+                      draft=Draft(suggestion.text, spans=spans, grow=REMASK_GROW),
+                      sampler=replace(prepared.request.sampler, temperature=0.0))
+    result = filler(request)
+    found = suggestions(result.texts, result.scores, prepared.context, checker)
+    better = [s for s in found if s.checks.passed > suggestion.checks.passed]
+    return (max(better, key=Suggestion.rank) if better else None), result.model_calls
+
+
+def finish(prepared: PreparedFill, result: FillResult, filler: Filler | None = None,
+           compiler: Compiler | None = None, document: str | None = None) -> tuple[list[Suggestion], int]:
+    """Every candidate of `result` cleaned, checked, repaired where it fails and ranked (best first), and
+    the model calls spent in all."""
+    ctx = prepared.context
+    checker = CheckContext(_document(prepared), len(ctx.before), len(ctx.before), header_names_now())
+    ranked = sorted(suggestions(result.texts, result.scores, ctx, checker), key=Suggestion.rank, reverse=True)
+    calls = result.model_calls
+    if filler is not None and ranked and not any(s.shown for s in ranked):
+        current = ranked[0]
+        for _ in range(REMASK_ROUNDS):
+            try:
+                repaired, spent = remask(prepared, current, checker, filler)
+            except DiceError as exc:  # a family that cannot re-denoise a draft (autoregressive)
+                LOG.debug("no re-masking: %s", exc)
+                break
+            calls += spent
+            if repaired is None:
+                break
+            ranked.insert(0, repaired)
+            current = repaired
+            if repaired.shown:
+                break
+        ranked.sort(key=Suggestion.rank, reverse=True)
+    if compiler is not None and document is not None and ranked:
+        ranked = _compiled(prepared, ranked, compiler, document)
+    return ranked, calls
+
+
+def nvcc_compiler(base: str, folder: Path, flags: CompileFlags, cache: CompileCache | None = None) -> Compiler:
+    """A `Compiler` for fills of `base` (the document as the user has it, living in `folder`): a filled
+    document compiles when nvcc reports no error whose message the base does not have too (the base may
+    not compile: a body not written yet, another half-typed line). None when there is no nvcc."""
+    from dice_lsp.toolchain.nvcc import find_nvcc
+    from dice_lsp.toolchain.report import check_source
+
+    try:
+        nvcc = find_nvcc(None)
+    except DiceError as exc:
+        LOG.debug("no compile check: %s", exc)
+        return lambda _text: None
+    known: list[set[str]] = []
+
+    def errors(text: str) -> set[str]:
+        report = check_source(text, folder, flags, cache, nvcc)
+        return {d.message for d in report.diagnostics if d.severity == "error"}
+
+    def compiles(text: str) -> bool | None:
+        if not known:
+            known.append(errors(base))
+        return not (errors(text) - known[0])
+
+    return compiles
+
+
+COMPILED_CANDIDATES = 2  # multi-line fills compiled per completion (the best that passed the cheap checks)
+
+
+def _compiled(prepared: PreparedFill, ranked: list[Suggestion], compiler: Compiler,
+              document: str) -> list[Suggestion]:
+    """The best cheap-checked fills compiled in the document: a fill that adds an nvcc error drops below
+    every fill that does not."""
+    hole = prepared.context.hole
+    checked = []
+    for index, suggestion in enumerate(ranked):
+        if index < COMPILED_CANDIDATES and suggestion.shown:
+            verdict = compiler(document[:hole.start] + suggestion.text + document[hole.end:])
+            suggestion = replace(suggestion, checks=replace(suggestion.checks, compiles=verdict))
+        checked.append(suggestion)
+    return sorted(checked, key=Suggestion.rank, reverse=True)
 
 
 def fill_request(tokenizer: Tokenizer, window: int, text: str, hole: Hole,
@@ -78,15 +257,19 @@ def fill_request(tokenizer: Tokenizer, window: int, text: str, hole: Hole,
     if settings.context_tokens is not None:
         budget = min(budget, settings.context_tokens)
     prefix, suffix = build_context(text, hole, budget, tokenizer.token_starts)
-    request = FillRequest(prefix, suffix, canvas, settings.candidates, settings.sampler_config(canvas))
+    lengths = tuple(length for length in canvas_lengths(hole) if length <= canvas)
+    request = FillRequest(prefix, suffix, canvas, settings.candidates, settings.sampler_config(canvas),
+                          lengths=lengths)
     return request, FillContext(hole, text[:hole.start], text[hole.end:])
 
 
-def fill_hole(model: LoadedModel, text: str, hole: Hole, settings: Settings, filler: Filler) -> tuple[list[str], int]:
-    """Cleaned candidate texts for `hole` and the number of model calls spent."""
+def fill_hole(model: LoadedModel, text: str, hole: Hole, settings: Settings, filler: Filler,
+              compiler: Compiler | None = None) -> Completion:
+    """The completion for `hole` in `text` through the whole pipeline, the model run by `filler`."""
     request, context = fill_request(model.tokenizer, model.window, text, hole, settings)
-    result = filler(request)
-    return clean_candidates(result.texts, context), result.model_calls
+    prepared = PreparedFill(request, context, position_at(text, hole.start), position_at(text, hole.end),
+                            time.perf_counter())
+    return prepared.completion(filler(request), filler, compiler, text)
 
 
 def prepare(tokenizer: Tokenizer, window: int, text: str, position: Position, settings: Settings,
@@ -108,10 +291,14 @@ def no_completion(position: Position, started: float) -> Completion:
 
 def complete_at(model: LoadedModel, text: str, position: Position, settings: Settings,
                 cancel: CancelCheck | None = None, progress: Progress | None = None,
-                selection: tuple[Position, Position] | None = None) -> Completion:
+                selection: tuple[Position, Position] | None = None, compiler: Compiler | None = None) -> Completion:
     """The completion at `position`, filled here (with `cancel` checked and `progress` told between steps)."""
     started = time.perf_counter()
     prepared = prepare(model.tokenizer, model.window, text, position, settings, selection)
     if prepared is None:
         return no_completion(position, started)
-    return prepared.completion(fill(model, prepared.request, cancel, progress))
+
+    def filler(request: FillRequest) -> FillResult:
+        return fill(model, request, cancel, progress)
+
+    return prepared.completion(filler(prepared.request), filler, compiler, text)

@@ -54,6 +54,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -371,6 +372,21 @@ class CheckContext:
             unknown.append((len(data[:max(0, node.start_byte - first)].decode("utf-8", "replace")), name))
         return unknown
 
+    def error_spans(self, fill: str) -> list[tuple[int, int]]:
+        """Character ranges of the fill that parse errors touch (what re-masking denoises again)."""
+        tree, data = self._parse(fill)
+        first, last = self._hole, self._hole + len(data)
+
+        def at(byte: int) -> int:
+            return len(data[:max(0, min(len(data), byte - first))].decode("utf-8", "replace"))
+
+        return [(at(e.start), at(e.end)) for e in _errors(tree.root_node) if e.end >= first and e.start <= last]
+
+    def faults(self, fill: str) -> list[tuple[int, int]]:
+        """Character ranges of the fill that a cheap check rejects: parse errors on it and unknown names."""
+        spans = self.error_spans(fill) if not self.parses(fill) else []
+        return sorted(spans + [(at, at + len(name)) for at, name in self.unknown_names(fill)])
+
     def check(self, fill: str) -> Checks:
         """Both cheap checks of one fill (`compiles` is left to the caller: it needs nvcc)."""
         return Checks(self.parses(fill), not self.unknown_names(fill))
@@ -539,6 +555,24 @@ def header_names(nvcc: Path | None = None) -> frozenset[str]:
     except OSError as exc:
         LOG.warning("%s: cannot cache the header index (%s)", path, exc)
     return names
+
+
+_INDEX: dict[str, frozenset[str]] = {}
+
+
+def header_names_now() -> frozenset[str]:
+    """The header index without waiting: nvcc's when it is built (or cached on disk), else the shipped list
+    while a background thread builds it (5 s the first time on a machine, then read from the cache)."""
+    if "nvcc" in _INDEX:
+        return _INDEX["nvcc"]
+    if "building" not in _INDEX:
+        _INDEX["building"] = frozenset()
+
+        def build() -> None:
+            _INDEX["nvcc"] = header_names()
+
+        threading.Thread(target=build, name="dice-header-index", daemon=True).start()
+    return _INDEX.setdefault("fallback", fallback_names())
 
 
 def main(argv: Sequence[str] | None = None) -> int:

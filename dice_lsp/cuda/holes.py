@@ -37,6 +37,8 @@ END_OF_BLOCK_TOKENS = 32
 BODY_TOKENS = 128
 KERNEL_BODY_TOKENS = 192
 
+LINE_CANVASES = (12,)  # shorter canvases a line hole also tries (docs/PERFORMANCE.md: chosen on the dev split)
+
 _MARKER = re.compile(r"/\*\s*@fill\s*\*/")
 
 
@@ -48,6 +50,14 @@ class Hole:
     indent: str  # indentation of the line the fill starts on (for the indentation filter)
     canvas_tokens: int  # canvas size to give the model
     close_brace: bool  # True when the fill must also close an unclosed '{' (kind "body")
+
+
+def canvas_lengths(hole: Hole) -> tuple[int, ...]:
+    """The canvas lengths to fill side by side: a line hole also tries the shorter `LINE_CANVASES` (a canvas
+    much longer than the statement invites filler); other holes keep their one canvas."""
+    if hole.kind != "line":
+        return (hole.canvas_tokens,)
+    return tuple(sorted({*(n for n in LINE_CANVASES if n < hole.canvas_tokens), hole.canvas_tokens}))
 
 
 def find_markers(text: str) -> list[tuple[int, int]]:

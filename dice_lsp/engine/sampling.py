@@ -180,7 +180,7 @@ class _ContextCache:
     def logits(self, lo: int, hi: int, ids: Tensor) -> Tensor:
         if self.cache is None:
             cache = self.lm.new_cache()
-            unique, inverse = ids.unique(dim=0, return_inverse=True) if hasattr(cache, "select") else (ids, None)
+            unique, inverse = torch.unique(ids, dim=0, return_inverse=True) if hasattr(cache, "select") else (ids, None)
             if inverse is not None and unique.shape[0] < ids.shape[0]:
                 first = torch.zeros(unique.shape[0], dtype=torch.long, device=ids.device)  # a row of each kind
                 first.scatter_(0, inverse, torch.arange(ids.shape[0], device=ids.device))

@@ -100,8 +100,9 @@ class ModelSystem:
         settings = self.settings
         if region.kind == "marker":  # an explicit canvas: let it be as large as the kind asks
             settings = replace(settings, max_canvas=max(settings.max_canvas, region.canvas_tokens))
-        texts, _ = fill_hole(self.model, document, region, settings, lambda request: fill(self.model, request))
+        completion = fill_hole(self.model, document, region, settings, lambda request: fill(self.model, request))
         elapsed = (time.perf_counter() - started) * 1000
+        texts = completion.texts
         shown = texts[0] if texts and texts[0].strip() else None
         return Answer(shown, elapsed)
 

@@ -23,6 +23,7 @@ from pygls.uris import to_fs_path
 
 from dice_lsp import __version__
 from dice_lsp.complete import Completion, complete_at
+from dice_lsp.cuda.checks import Checks
 from dice_lsp.cuda.holes import find_markers
 from dice_lsp.engine import LoadedModel
 from dice_lsp.errors import Cancelled, DiceError
@@ -502,8 +503,28 @@ async def inline_completion(ls: DiceServer, params: types.InlineCompletionParams
     if completion is None:
         return None
     rng = lsp_range(completion)
-    return types.InlineCompletionList(
-        items=[types.InlineCompletionItem(insert_text=text, range=rng) for text in completion.texts if text.strip()])
+    checks: list[Checks | None] = [*completion.checks] if completion.checks else [None] * len(completion.texts)
+    return types.InlineCompletionList(items=[
+        types.InlineCompletionItem(insert_text=text, range=rng, command=checks_command(check))
+        for text, check in zip(completion.texts, checks, strict=True) if text.strip()])
+
+
+CHECKS_COMMAND = "dice.completionChecks"
+
+
+def checks_command(checks: Checks | None) -> types.Command | None:
+    """The checks a shown completion passed, carried by the item (`arguments[0]`: {"parses", "names",
+    "compiles"}) and readable in its title; accepting the item runs the command, which only logs them."""
+    if checks is None:
+        return None
+    marks = {True: "✓", False: "✗", None: "not checked"}
+    title = "dice-lsp: " + " · ".join(f"{name} {marks[value]}" for name, value in checks.to_json().items())
+    return types.Command(title=title, command=CHECKS_COMMAND, arguments=[checks.to_json()])
+
+
+@server.command(CHECKS_COMMAND)
+def completion_checks(ls: DiceServer, arguments: list[Any]) -> None:
+    LOG.debug("completion accepted; its checks: %s", arguments)
 
 
 @server.feature(types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions(trigger_characters=["\n"]))
@@ -515,8 +536,10 @@ async def completion(ls: DiceServer, params: types.CompletionParams) -> types.Co
     items = []
     for index, text in enumerate(t for t in completion.texts if t.strip()):
         label = text.strip().splitlines()[0][:60]
+        check = completion.checks[index] if completion.checks else None
+        detail = "dice-lsp" if check is None else checks_command(check).title  # type: ignore[union-attr]
         items.append(types.CompletionItem(
-            label=label, kind=types.CompletionItemKind.Snippet, detail="dice-lsp", sort_text=f"{index:03d}",
+            label=label, kind=types.CompletionItemKind.Snippet, detail=detail, sort_text=f"{index:03d}",
             filter_text=text.strip(), text_edit=types.TextEdit(range=rng, new_text=text),
             documentation=types.MarkupContent(types.MarkupKind.Markdown, f"```cuda\n{text}\n```")))
     return types.CompletionList(is_incomplete=True, items=items)

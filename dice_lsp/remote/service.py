@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 
 from dice_lsp import __version__, sandbox
 from dice_lsp.complete import PreparedFill, no_completion, prepare
-from dice_lsp.engine import FillRequest, LoadedModel
+from dice_lsp.engine import FillRequest, FillResult, LoadedModel
 from dice_lsp.engine.tokenizer import Tokenizer
 from dice_lsp.errors import Cancelled
 from dice_lsp.harness.bench import Limits, bench_file
@@ -160,7 +160,11 @@ class Service:
             if prepared is None:
                 return no_completion(position, started).to_json(model)
             filled = self.host.fill(prepared.request, ticket)
-        return replace(prepared, started=started).completion(filled.result()).to_json(model)
+
+        def filler(request: FillRequest) -> FillResult:  # re-masking rounds, batched like any fill
+            return self.host.fill(request, ticket).result()
+
+        return replace(prepared, started=started).completion(filled.result(), filler).to_json(model)
 
     def _fill(self, params: dict[str, Any], ticket: Ticket, _progress: Progress) -> dict[str, Any]:
         settings = self.settings_for(params)

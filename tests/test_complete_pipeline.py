@@ -1,0 +1,111 @@
+"""The completion pipeline after the model: clean, check, re-mask, rank, and say nothing rather than garbage.
+
+The model is replaced by fixed fills here (`FillResult`s written by hand, a filler that answers re-masking
+requests), so each assertion is about the pipeline's decisions; tests/test_cli_complete.py and the LSP tests
+run the same pipeline with the real model.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from dice_lsp.complete import PreparedFill, prepare, remask_spans
+from dice_lsp.cuda.checks import Checks
+from dice_lsp.engine import EMBEDDED_MODEL, FillRequest, FillResult, load_model
+from dice_lsp.engine.infill import Draft, fill
+from dice_lsp.engine.tokenizer import Tokenizer
+from dice_lsp.settings import Settings
+from dice_lsp.textdoc import Position
+
+KERNEL = ("__global__ void scale(const float* x, float* y, float s, int n) {\n"
+          "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+          "    \n"
+          "}\n")
+EMPTY_LINE = Position(2, 4)
+GOOD = "if (i < n) y[i] = s * x[i];"
+
+
+@pytest.fixture(scope="module")
+def prepared() -> PreparedFill:
+    found = prepare(Tokenizer(EMBEDDED_MODEL), 512, KERNEL, EMPTY_LINE, Settings())
+    assert found is not None and found.context.hole.kind == "line"
+    return found
+
+
+def result(*fills: tuple[str, float]) -> FillResult:
+    return FillResult([text for text, _ in fills], 1, [score for _, score in fills], [24] * len(fills))
+
+
+def test_garbage_only_shows_nothing_and_says_why(prepared: PreparedFill) -> None:
+    completion = prepared.completion(result(("float maxval = = ;;", -0.1), ("int j = threadIdxx.x;", -0.2),
+                                            ("y[i] = x[i.];];];", -0.3)))
+    assert completion.texts == [] and completion.checks == []
+    assert completion.withheld == "no fill passed the checks (3 tried; the best does not parse)"
+
+
+def test_the_best_fill_that_passes_is_shown_whatever_the_scores(prepared: PreparedFill) -> None:
+    completion = prepared.completion(result(("if ( = (int)threadIdx)ii;", -0.01), (GOOD, -0.9),
+                                            ("y[i] = s * x[i]; y[i] = 0;", -0.5)))
+    assert completion.texts == ["y[i] = s * x[i];", GOOD]  # higher score first among those passing
+    assert completion.checks == [Checks(True, True, None), Checks(True, True, None)]
+    assert completion.withheld is None
+
+
+def test_equal_fills_are_shown_once_with_their_better_score(prepared: PreparedFill) -> None:
+    completion = prepared.completion(result((GOOD, -0.9), ("if (i < n)  y[i] = s * x[i];", -0.2)))
+    assert completion.texts == ["if (i < n)  y[i] = s * x[i];"]
+
+
+def test_a_planted_unknown_name_is_remasked_and_replaced(prepared: PreparedFill) -> None:
+    """The failing span (and a few characters around it) is masked again in place; the rest is kept."""
+    asked: list[FillRequest] = []
+
+    def filler(request: FillRequest) -> FillResult:
+        asked.append(request)
+        return result(("int j = threadIdx.x;", -0.3))
+
+    completion = prepared.completion(result(("int j = threadIdxx.x;", -0.1)), filler)
+    assert [r.draft for r in asked] == [Draft("int j = threadIdxx.x;", spans=((6, 20),), grow=2)]
+    assert completion.texts == ["int j = threadIdx.x;"]
+    assert completion.checks == [Checks(True, True, None)]
+
+
+def test_a_repair_that_fails_as_much_is_not_kept(prepared: PreparedFill) -> None:
+    completion = prepared.completion(result(("int j = threadIdxx.x;", -0.1)),
+                                     lambda request: result(("int j = blockIdxx.x;", -0.3)))
+    assert completion.texts == [] and completion.withheld is not None
+
+
+def test_a_compiler_withdraws_what_does_not_compile(prepared: PreparedFill) -> None:
+    document = KERNEL
+    completion = prepared.completion(result(("return n;", -0.1), (GOOD, -0.5)), None,
+                                     lambda text: "return n;" not in text, document)
+    assert completion.texts == [GOOD]
+    assert completion.checks == [Checks(True, True, True)]
+
+
+@pytest.mark.parametrize(("faults", "spans"), [
+    ([(8, 18)], ((6, 20),)),
+    ([(0, 1), (2, 3)], ((0, 5),)),
+    ([(19, 21)], ((17, 21),)),
+    ([(4, 4)], ((2, 7),)),
+])
+def test_remask_spans_widen_and_merge(faults: list[tuple[int, int]], spans: tuple[tuple[int, int], ...]) -> None:
+    assert remask_spans("int j = threadIdxx.x;", faults) == spans
+
+
+def test_the_real_model_rewrites_only_the_remasked_span() -> None:
+    """End to end on dice-tiny: a draft with a planted unknown name keeps its text outside the re-masked tokens
+    (whole tokens are masked: ` threadIdxx` takes its space along)."""
+    model = load_model(EMBEDDED_MODEL, device="cpu", dtype="float32")
+    line = "    int j = blockIdx.x * blockDim.x + threadIdxx.x;"
+    at = line.index("threadIdxx")
+    request = FillRequest(KERNEL[:KERNEL.index("    \n")], KERNEL[KERNEL.index("    \n") + 4:], 24,
+                          draft=Draft(line, spans=((at, at + len("threadIdxx")),), grow=2))
+    text = fill(model, request).texts[0]
+    assert text.startswith(line[:at - 1]) and text.endswith(".x;") and "threadIdxx" not in text
+
+
+def test_fills_without_scores_are_still_ranked_by_their_checks(prepared: PreparedFill) -> None:
+    completion = prepared.completion(FillResult(["int j = = ;", GOOD], 1))  # a family that gives no scores
+    assert completion.texts == [GOOD]

@@ -146,7 +146,7 @@ def cmd_complete(args: argparse.Namespace) -> int:
         model = load_model(args.model, args.device, args.dtype, args.trust_remote_code)
         header_names()  # the names check's index: built once per nvcc (a few seconds), then read from disk
         folder = Path(args.file).resolve().parent
-        compiler = nvcc_compiler(text, folder, settings.compile_flags(folder))
+        compiler = nvcc_compiler(text, folder, settings.compile_flags(folder)) if args.compile_check else None
         with step_bar("denoising") as bar:
             completion = complete_at(model, text, position, settings, progress=lambda _calls: bar.update(1),
                                      compiler=compiler)
@@ -586,6 +586,9 @@ def build_parser() -> argparse.ArgumentParser:
     complete.add_argument("--character", type=_non_negative, required=True,
                           help="0-based UTF-16 column, as in LSP")
     complete.add_argument("--json", action="store_true", help="print JSON instead of text")
+    complete.add_argument("--compile-check", action=argparse.BooleanOptionalAction, default=True,
+                          help="compile the best fills with nvcc and show only one that adds no error (default: on;"
+                               " the editor does not wait for nvcc on a line)")
     add_server_arguments(complete)
     add_model_arguments(complete)
     add_sampler_arguments(complete)

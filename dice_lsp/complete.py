@@ -30,7 +30,7 @@ from typing import Any
 from dice_lsp.cuda.checks import CheckContext, Checks, header_names_now
 from dice_lsp.cuda.context import build_context
 from dice_lsp.cuda.holes import Hole, canvas_lengths, find_hole
-from dice_lsp.cuda.postprocess import FillContext, postprocess
+from dice_lsp.cuda.postprocess import FILTERS, FillContext, Filter, postprocess
 from dice_lsp.engine import Draft, FillRequest, FillResult, LoadedModel, fill
 from dice_lsp.engine.sampling import CancelCheck, Progress
 from dice_lsp.engine.tokenizer import Tokenizer
@@ -47,6 +47,20 @@ REMASK_MARGIN = 2  # characters around an offending span that are masked with it
 REMASK_GROW = 2  # extra masks after each re-masked span: the rewrite may be a little longer
 Filler = Callable[[FillRequest], FillResult]  # runs the model (evaluation passes its own)
 Compiler = Callable[[str], bool | None]  # the document with a fill -> no new nvcc error? (None: cannot tell)
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """What runs around the model; each part can be switched off to measure what it is worth
+    (bench/completion_pipeline.py). The defaults are the product's."""
+
+    filters: tuple[Filter, ...] = FILTERS
+    lengths: bool = True  # line holes also try the shorter canvases (`canvas_lengths`)
+    checks: bool = True  # False: every cleaned fill counts as passing (ranked by score alone)
+    remask_rounds: int = REMASK_ROUNDS
+
+
+PRODUCT = Pipeline()
 
 
 @dataclass(frozen=True)
@@ -113,10 +127,10 @@ class PreparedFill:
     started: float  # time.perf_counter() when the completion was asked for
 
     def completion(self, result: FillResult, filler: Filler | None = None, compiler: Compiler | None = None,
-                   document: str | None = None) -> Completion:
+                   document: str | None = None, pipeline: Pipeline = PRODUCT) -> Completion:
         """The completion from the model's first `result`; `filler` runs re-masking rounds (None: none),
-        `compiler` checks multi-line fills of `document` (the full text the region is in)."""
-        ranked, calls = finish(self, result, filler, compiler, document)
+        `compiler` checks fills in `document` (the full text the region is in)."""
+        ranked, calls = finish(self, result, filler, compiler, document, pipeline)
         shown = [s for s in ranked if s.shown]
         elapsed = (time.perf_counter() - self.started) * 1000
         withheld = None if shown or not ranked else _why(ranked)
@@ -136,16 +150,18 @@ def _document(prepared: PreparedFill) -> str:
     return prepared.context.before + prepared.context.after
 
 
-def suggestions(texts: list[str], scores: list[float], ctx: FillContext, checker: CheckContext) -> list[Suggestion]:
-    """Cleaned, de-duplicated (whitespace aside; the better score kept) and checked fills."""
+def suggestions(texts: list[str], scores: list[float], ctx: FillContext, checker: CheckContext | None,
+                filters: tuple[Filter, ...] = FILTERS) -> list[Suggestion]:
+    """Cleaned, de-duplicated (whitespace aside; the better score kept) and checked fills (`checker` None:
+    unchecked, every fill passes)."""
     best: dict[str, Suggestion] = {}
     for text, score in zip(texts, scores or [math.nan] * len(texts), strict=True):
-        cleaned = postprocess(text, ctx)
+        cleaned = postprocess(text, ctx, filters)
         if cleaned is None or not cleaned.strip():
             continue
         key = " ".join(cleaned.split())
         if key not in best or best[key].rank()[1] < (score if not math.isnan(score) else -math.inf):
-            best[key] = Suggestion(cleaned, score, checker.check(cleaned))
+            best[key] = Suggestion(cleaned, score, checker.check(cleaned) if checker else Checks(True, True))
     return list(best.values())
 
 
@@ -161,8 +177,8 @@ def remask_spans(text: str, faults: list[tuple[int, int]]) -> tuple[tuple[int, i
     return tuple(spans)
 
 
-def remask(prepared: PreparedFill, suggestion: Suggestion, checker: CheckContext,
-           filler: Filler) -> tuple[Suggestion | None, int]:
+def remask(prepared: PreparedFill, suggestion: Suggestion, checker: CheckContext, filler: Filler,
+           filters: tuple[Filter, ...] = FILTERS) -> tuple[Suggestion | None, int]:
     """One round: the failing spans of `suggestion` masked again and denoised in place; the repaired fill
     when it passes more checks than before (None otherwise), and the model calls spent."""
     spans = remask_spans(suggestion.text, checker.faults(suggestion.text))
@@ -172,24 +188,28 @@ def remask(prepared: PreparedFill, suggestion: Suggestion, checker: CheckContext
                       draft=Draft(suggestion.text, spans=spans, grow=REMASK_GROW),
                       sampler=replace(prepared.request.sampler, temperature=0.0))
     result = filler(request)
-    found = suggestions(result.texts, result.scores, prepared.context, checker)
+    found = suggestions(result.texts, result.scores, prepared.context, checker, filters)
     better = [s for s in found if s.checks.passed > suggestion.checks.passed]
     return (max(better, key=Suggestion.rank) if better else None), result.model_calls
 
 
 def finish(prepared: PreparedFill, result: FillResult, filler: Filler | None = None,
-           compiler: Compiler | None = None, document: str | None = None) -> tuple[list[Suggestion], int]:
+           compiler: Compiler | None = None, document: str | None = None,
+           pipeline: Pipeline = PRODUCT) -> tuple[list[Suggestion], int]:
     """Every candidate of `result` cleaned, checked, repaired where it fails and ranked (best first), and
     the model calls spent in all."""
     ctx = prepared.context
-    checker = CheckContext(_document(prepared), len(ctx.before), len(ctx.before), header_names_now())
-    ranked = sorted(suggestions(result.texts, result.scores, ctx, checker), key=Suggestion.rank, reverse=True)
+    checker = None
+    if pipeline.checks:
+        checker = CheckContext(_document(prepared), len(ctx.before), len(ctx.before), header_names_now())
+    found = suggestions(result.texts, result.scores, ctx, checker, pipeline.filters)
+    ranked = sorted(found, key=Suggestion.rank, reverse=True)
     calls = result.model_calls
-    if filler is not None and ranked and not any(s.shown for s in ranked):
+    if filler is not None and checker is not None and ranked and not any(s.shown for s in ranked):
         current = ranked[0]
-        for _ in range(REMASK_ROUNDS):
+        for _ in range(pipeline.remask_rounds):
             try:
-                repaired, spent = remask(prepared, current, checker, filler)
+                repaired, spent = remask(prepared, current, checker, filler, pipeline.filters)
             except DiceError as exc:  # a family that cannot re-denoise a draft (autoregressive)
                 LOG.debug("no re-masking: %s", exc)
                 break
@@ -201,7 +221,7 @@ def finish(prepared: PreparedFill, result: FillResult, filler: Filler | None = N
             if repaired.shown:
                 break
         ranked.sort(key=Suggestion.rank, reverse=True)
-    if compiler is not None and document is not None and ranked:
+    if compiler is not None and document is not None and ranked and pipeline.checks:
         ranked = _compiled(prepared, ranked, compiler, document)
     return ranked, calls
 
@@ -249,27 +269,27 @@ def _compiled(prepared: PreparedFill, ranked: list[Suggestion], compiler: Compil
     return sorted(checked, key=Suggestion.rank, reverse=True)
 
 
-def fill_request(tokenizer: Tokenizer, window: int, text: str, hole: Hole,
-                 settings: Settings) -> tuple[FillRequest, FillContext]:
+def fill_request(tokenizer: Tokenizer, window: int, text: str, hole: Hole, settings: Settings,
+                 pipeline: Pipeline = PRODUCT) -> tuple[FillRequest, FillContext]:
     """The model request for `hole` (its context fitted into `window` tokens) and what cleaning needs."""
     canvas = min(hole.canvas_tokens, settings.max_canvas)
     budget = window - canvas - FILL_MARGIN
     if settings.context_tokens is not None:
         budget = min(budget, settings.context_tokens)
     prefix, suffix = build_context(text, hole, budget, tokenizer.token_starts)
-    lengths = tuple(length for length in canvas_lengths(hole) if length <= canvas)
+    lengths = tuple(length for length in canvas_lengths(hole) if length <= canvas) if pipeline.lengths else ()
     request = FillRequest(prefix, suffix, canvas, settings.candidates, settings.sampler_config(canvas),
                           lengths=lengths)
     return request, FillContext(hole, text[:hole.start], text[hole.end:])
 
 
 def fill_hole(model: LoadedModel, text: str, hole: Hole, settings: Settings, filler: Filler,
-              compiler: Compiler | None = None) -> Completion:
+              compiler: Compiler | None = None, pipeline: Pipeline = PRODUCT) -> Completion:
     """The completion for `hole` in `text` through the whole pipeline, the model run by `filler`."""
-    request, context = fill_request(model.tokenizer, model.window, text, hole, settings)
+    request, context = fill_request(model.tokenizer, model.window, text, hole, settings, pipeline)
     prepared = PreparedFill(request, context, position_at(text, hole.start), position_at(text, hole.end),
                             time.perf_counter())
-    return prepared.completion(filler(request), filler, compiler, text)
+    return prepared.completion(filler(request), filler, compiler, text, pipeline)
 
 
 def prepare(tokenizer: Tokenizer, window: int, text: str, position: Position, settings: Settings,

@@ -23,6 +23,12 @@ KERNEL = (
 )
 
 
+LOOP_HEADER = (  # a half-typed loop header dice-tiny finishes with code that parses, resolves and compiles
+    "__global__ void fill_ones(float* out, int n) {\n"
+    "    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; \n"  # the cursor: line 1, character 63
+    "        out[i] = 1.0f;\n    }\n}\n"
+)
+
 FAST = {"steps": 4, "maxCanvas": 24}
 
 

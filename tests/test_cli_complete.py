@@ -25,29 +25,43 @@ def kernel_file(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("family", ["native", "sdar"])
-def test_json_output_has_items_ranges_model_and_latency(family: str, kernel_file: Path, native_dir: Path,
-                                                        sdar_dir: Path) -> None:
+def test_json_output_has_items_ranges_checks_model_and_latency(family: str, kernel_file: Path, native_dir: Path,
+                                                               sdar_dir: Path) -> None:
+    """A random checkpoint writes garbage: nothing is shown, and the reply says why."""
     model = native_dir if family == "native" else sdar_dir
     proc = run("complete", str(kernel_file), "--line", "2", "--character", "4", "--json", "--model", str(model),
                "--candidates", "2", "--steps", "4", "--max-tokens", "8", "--device", "cpu")
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
-    assert len(data["items"]) == 2
-    for item in data["items"]:
-        assert isinstance(item["text"], str)
-        assert item["range"] == {"start": {"line": 2, "character": 4}, "end": {"line": 2, "character": 4}}
-    assert data["model"] == model.name
-    assert data["device"] == "cpu"
+    assert data["items"] == [] and data["withheld"].startswith("no fill passed the checks (")
+    assert data["hole"] == "line" and data["model"] == model.name and data["device"] == "cpu"
     assert data["latency_ms"] > 0
 
 
-def test_human_output_prints_the_completion(kernel_file: Path, native_dir: Path) -> None:
-    args = ("complete", str(kernel_file), "--line", "2", "--character", "4", "--model", str(native_dir),
-            "--steps", "2", "--max-tokens", "6", "--seed", "3")
-    proc = run(*args)
-    as_json = run(*args, "--json")
+FOR_HEADER = ("__global__ void fill_ones(float* out, int n) {\n"
+              "    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; \n"
+              "        out[i] = 1.0f;\n    }\n}\n")
+
+
+def test_the_embedded_model_finishes_a_loop_header_and_says_which_checks_it_passed(tmp_path: Path) -> None:
+    """End to end: dice-tiny, the pipeline's checks and nvcc; the shown text parses, resolves and compiles."""
+    path = tmp_path / "fill_ones.cu"
+    path.write_text(FOR_HEADER)
+    proc = run("complete", str(path), "--line", "1", "--character", "63", "--json")
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == json.loads(as_json.stdout)["items"][0]["text"] + "\n"
+    data = json.loads(proc.stdout)
+    assert [item["text"] for item in data["items"]] == ["i++) {"]
+    assert data["items"][0]["checks"] == {"parses": True, "names": True, "compiles": True}
+    assert data["withheld"] is None
+    human = run("complete", str(path), "--line", "1", "--character", "63")
+    assert human.stdout == "i++) {\n" and "[checks: parses ✓ · names ✓ · compiles ✓]" in human.stderr
+
+
+def test_human_output_says_why_nothing_is_shown(kernel_file: Path, native_dir: Path) -> None:
+    proc = run("complete", str(kernel_file), "--line", "2", "--character", "4", "--model", str(native_dir),
+               "--steps", "2", "--max-tokens", "6", "--seed", "3")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "" and "dice-lsp: no completion shown: no fill passed the checks" in proc.stderr
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -75,15 +89,16 @@ def test_bad_input_is_one_line_on_stderr_and_exit_2(args: tuple[str, ...], messa
     assert len(lines) == 1 and message in lines[0], proc.stderr
 
 
-def test_the_embedded_model_is_the_default_and_fills_the_example() -> None:
+def test_the_embedded_model_is_the_default_and_the_example_shows_only_checked_code() -> None:
     example = Path(__file__).resolve().parent.parent / "examples" / "vector_add.cu"
     proc = run("complete", str(example), "--line", "7", "--character", "4", "--json", "--max-tokens", "16")
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
-    assert data["model"] == "dice-tiny" and data["device"] == "cpu"
-    text = data["items"][0]["text"]
-    assert text.strip(), "the embedded model writes code into an empty kernel line"
-    assert "<|" not in text, "no special token leaks into the completion"
+    assert data["model"] == "dice-tiny" and data["device"] == "cpu" and data["hole"] == "line"
+    # `make demo`'s contract: a fill that parses, resolves and compiles, or nothing and the reason
+    for item in data["items"]:
+        assert item["checks"] == {"parses": True, "names": True, "compiles": True} and "<|" not in item["text"]
+    assert data["items"] or data["withheld"].startswith("no fill passed the checks")
 
 
 @pytest.mark.parametrize(("text", "line", "character", "hole", "end"), [

@@ -214,3 +214,48 @@ def test_header_index_is_built_with_nvcc_and_cached(monkeypatch: pytest.MonkeyPa
         assert header_names(nvcc) == names
     finally:
         header_names.cache_clear()
+
+
+
+VOID_KERNEL = "__global__ void k(float* out, int n) {\n    \n}\n"
+VALUE_FUNCTION = "__device__ int twice(int n) {\n    \n}\n"
+
+
+@pytest.mark.parametrize(("text", "fill", "ok"), [
+    (VOID_KERNEL, "return n;", False),  # a kernel returns nothing
+    (VOID_KERNEL, "if (n < 0) return;", True),
+    (VALUE_FUNCTION, "return 2 * n;", True),
+    (VOID_KERNEL, "auto f = [](int x) { return x; };", True),  # a lambda's return is its own
+])
+def test_a_value_returned_from_a_void_function_does_not_pass(text: str, fill: str, ok: bool) -> None:
+    at = text.index("    \n") + 4
+    assert parses(text, at, at, fill) is ok
+
+
+USES_TID = ("__global__ void k(float* out, int n) {\n    \n    if (tid < n) out[tid] = 0.f;\n}\n")
+
+
+@pytest.mark.parametrize(("fill", "missing"), [
+    ("int tid = blockIdx.x * blockDim.x + threadIdx.x;", []),
+    ("int i = blockIdx.x * blockDim.x + threadIdx.x;", ["tid"]),  # the code below needs `tid`
+    ("__syncthreads();", ["tid"]),
+])
+def test_a_fill_must_declare_what_the_code_after_it_needs(fill: str, missing: list[str]) -> None:
+    at = USES_TID.index("    \n") + 4
+    context = CheckContext(USES_TID, at, at)
+    assert context.undeclared(fill) == missing
+    assert context.check(fill).names is (not missing)
+
+
+def test_names_a_macro_or_the_file_declares_are_not_demanded() -> None:
+    text = ("#define LOOP(i, n) for (int i = 0; i < n; ++i)\n"
+            "__global__ void k(float* out, int n) {\n    \n    LOOP(j, n) out[j] = 0.f;\n}\n")
+    at = text.index("    \n") + 4
+    assert CheckContext(text, at, at).undeclared("__syncthreads();") == []
+
+
+def test_a_midline_fill_that_leaves_its_line_broken_does_not_parse() -> None:
+    text = "__global__ void k(float* x, int n) {\n    int m = (n + \n    x[0] = m;\n}\n"
+    at = text.index("(n + ") + len("(n + ")
+    assert parses(text, at, at, "1) / 2;") is True
+    assert parses(text, at, at, "1 /") is False

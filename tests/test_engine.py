@@ -273,16 +273,20 @@ def test_requests_of_other_shapes_do_not_share_a_batch(native_dir: Path, sdar_di
         fill_batch(native, [short, long])
 
 
-def test_canvases_of_one_request_fill_as_their_own_requests(native_dir: Path) -> None:
-    """Several canvas lengths for one hole in one batch: each canvas's fill is the fill of that canvas alone
-    (exact without the context cache, where no row sees another's layout), in the order of `canvases`."""
+def test_canvases_of_one_request_end_within_their_length(native_dir: Path) -> None:
+    """Several canvas lengths for one hole in one batch: a shorter canvas is the region with its tail forced to
+    pads, so its fill never runs past its length; the longest is the plain fill of the region (exact without
+    the context cache, where no row sees another's); and the shortest differs from it (the forced pads count)."""
     model = load_model(native_dir, device="cpu", dtype="float32")
     sampler = SamplerConfig(steps=4, context_cache=False)
     together = fill(model, FillRequest(PREFIX, SUFFIX, max_tokens=12, sampler=sampler, lengths=(12, 4, 8)))
-    alone = [fill(model, FillRequest(PREFIX, SUFFIX, max_tokens=n, sampler=sampler)) for n in (4, 8, 12)]
+    alone = fill(model, FillRequest(PREFIX, SUFFIX, max_tokens=12, sampler=sampler))
     assert together.canvases == [4, 8, 12]
-    assert together.texts == [result.texts[0] for result in alone]
-    assert together.scores == pytest.approx([result.scores[0] for result in alone], abs=1e-5)
+    assert together.texts[2] == alone.texts[0] and together.texts[0] != together.texts[2]
+    assert together.scores[2] == pytest.approx(alone.scores[0], abs=1e-5)
+    pieces = max(len(model.tokenizer.decode([token])) for token in range(model.tokenizer.vocab_size))
+    for text, canvas in zip(together.texts, together.canvases, strict=True):
+        assert len(text) <= canvas * pieces  # no fill runs past its canvas's tokens
 
 
 def test_a_fill_is_scored_by_the_log_probability_of_what_it_committed(native_dir: Path) -> None:

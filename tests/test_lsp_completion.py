@@ -6,7 +6,7 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from .lsp_client import URI, open_document, ready, start
+from .lsp_client import LOOP_HEADER, URI, open_document, ready, start
 
 pytestmark = pytest.mark.asyncio
 
@@ -14,11 +14,12 @@ pytestmark = pytest.mark.asyncio
 async def test_completion_offers_the_fill_as_an_item_with_a_text_edit(client: LanguageClient) -> None:
     statuses = await start(client)
     await ready(statuses, client)
-    open_document(client)
+    open_document(client, LOOP_HEADER)
     result = await client.text_document_completion_async(types.CompletionParams(
-        text_document=types.TextDocumentIdentifier(uri=URI), position=types.Position(4, 4)))
+        text_document=types.TextDocumentIdentifier(uri=URI), position=types.Position(1, 63)))
     assert isinstance(result, types.CompletionList) and result.items
     item = result.items[0]
     assert isinstance(item.text_edit, types.TextEdit)
-    assert item.text_edit.range.start == types.Position(4, 4)
+    assert item.text_edit.range.start == types.Position(1, 63)
+    assert item.detail == "dice-lsp: parses ✓ · names ✓ · compiles not checked"
     assert item.text_edit.new_text.strip() and item.label == item.text_edit.new_text.strip().splitlines()[0][:60]

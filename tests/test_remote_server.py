@@ -23,6 +23,7 @@ from dice_lsp.remote.protocol import MAX_FRAME, RemoteError
 from dice_lsp.settings import Settings
 from dice_lsp.textdoc import Position
 
+from .lsp_client import LOOP_HEADER
 from .remote_server import Raw, free_port, port_of, serving, token_file
 from .remote_server import ask as ask_once
 
@@ -51,10 +52,11 @@ def completion_of(url: str, text: str = SOURCE, line: int = 7, character: int = 
 
 def test_a_remote_completion_is_the_local_one(server: tuple[str, Path]) -> None:
     url, _ = server
-    remote = completion_of(url)
-    local = complete_at(load_model(None), SOURCE, Position(7, 4), Settings(max_canvas=24))
+    remote = completion_of(url, LOOP_HEADER, 1, 63)
+    local = complete_at(load_model(None), LOOP_HEADER, Position(1, 63), Settings(max_canvas=24))
     assert local.texts and [item["text"] for item in remote["items"]] == local.texts
-    assert remote["items"][0]["range"]["start"] == {"line": 7, "character": 4}
+    assert [item["checks"] for item in remote["items"]] == [c.to_json() for c in local.checks or []]
+    assert remote["items"][0]["range"]["start"] == {"line": 1, "character": 63}
     assert remote["model"] == "dice-tiny" and remote["hole"] == "line"
 
 
@@ -155,8 +157,9 @@ def test_bad_params_are_named(server: tuple[str, Path]) -> None:
 def test_concurrent_clients_share_one_denoising_batch(server: tuple[str, Path]) -> None:
     """Requests that queue while the model is busy are filled together, each as it would be alone."""
     url = server[0]
-    files = [SOURCE.replace("vector_add", name) for name in ("add", "vadd", "sum2", "plus")]
-    alone = [completion_of(url, text)["items"] for text in files]
+    files = [LOOP_HEADER.replace("fill_ones", name) for name in ("add", "vadd", "sum2", "plus")]
+    alone = [completion_of(url, text, 1, 63)["items"] for text in files]
+    assert any(alone), "a completion to compare (the others show nothing, and must stay so)"
 
     async def scenario() -> tuple[list[Any], dict[str, Any], dict[str, Any]]:
         clients = [RemoteClient(parse_address(url), lambda: TOKEN) for _ in range(len(files) + 1)]
@@ -164,7 +167,7 @@ def test_concurrent_clients_share_one_denoising_batch(server: tuple[str, Path]) 
         while (await clients[0].call("status"))["in_flight"] == 0:
             await asyncio.sleep(0.05)
         before = await clients[0].call("status")
-        calls = [asyncio.create_task(c.call("complete", {"text": t, "line": 7, "character": 4, "settings": LINE}))
+        calls = [asyncio.create_task(c.call("complete", {"text": t, "line": 1, "character": 63, "settings": LINE}))
                  for c, t in zip(clients[1:], files, strict=True)]
         while (await clients[0].call("status"))["queued"] < len(files):
             await asyncio.sleep(0.05)
@@ -178,7 +181,9 @@ def test_concurrent_clients_share_one_denoising_batch(server: tuple[str, Path]) 
     answers, before, after = asyncio.run(scenario())
     assert [answer["items"] for answer in answers] == alone
     assert after["fills"] - before["fills"] >= len(files)
-    assert after["fill_batches"] - before["fill_batches"] <= 2, "the queued fills ran as one batch (after the long one)"
+    fills, batches = after["fills"] - before["fills"], after["fill_batches"] - before["fill_batches"]
+    # the queued completions' fills ran as one batch; re-masking a failing fill is a batch of its own
+    assert fills - batches >= len(files) - 1, "the queued fills ran as one batch (after the long one)"
 
 
 def test_a_full_server_answers_busy(tmp_path: Path) -> None:
@@ -269,7 +274,8 @@ def test_cli_complete_through_the_server_prints_what_a_local_run_prints(server: 
     url, tokens = server
     common = ["complete", str(EXAMPLES / "vector_add.cu"), "--line", "7", "--character", "4", "--max-tokens", "24",
               "--json"]
-    remote, local = run_cli(*common, "--server", url, "--token-file", str(tokens)), run_cli(*common)
+    remote = run_cli(*common, "--server", url, "--token-file", str(tokens))
+    local = run_cli(*common, "--no-compile-check")  # the team server does not compile a completion's fills
     assert remote.returncode == 0 and local.returncode == 0
     assert json.loads(remote.stdout)["items"] == json.loads(local.stdout)["items"]
     refused = run_cli(*common, "--server", url)

@@ -507,10 +507,10 @@ FILTERS: tuple[Filter, ...] = (strip_special_tokens, cut_suffix_repeat, balance_
                                drop_degenerate, cut_line_at_statement_end, balance_brackets, drop_neighbour_repeat)
 
 
-def postprocess(fill: str, ctx: FillContext) -> str | None:
+def postprocess(fill: str, ctx: FillContext, filters: tuple[Filter, ...] = FILTERS) -> str | None:
     """The fill after every filter, or None when one drops it."""
     result: str | None = fill
-    for step in FILTERS:
+    for step in filters:
         if result is None:
             return None
         result = step(result, ctx)

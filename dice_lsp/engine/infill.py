@@ -211,8 +211,9 @@ def fill_batch(model: LoadedModel, requests: list[FillRequest], cancel: CancelCh
     """Fill several regions (all with one `batch_key`) as one batch: each request's candidates (per canvas)
     are rows, left-padded so that every region starts at the same column; padding is never attended, so a
     row's fill is the one it gets alone (the same with greedy decoding; sampled rows draw from one
-    generator). A canvas shorter than the batch's region has the suffix's first tokens in the denoised
-    window (never masked, so never changed)."""
+    generator). A canvas shorter than the batch's region is the region with its tail forced to pads (the
+    model saw such canvases in training: a hole's tokens, then pads); the suffix stays where it is, so every
+    canvas of a request shares one context, computed once (`fill_in_place`'s `share_context`)."""
     keys = {batch_key(model, request) for request in requests}
     if len(keys) != 1 or None in keys:
         raise DiceError("only bidirectional in-place fills of one region size and sampler share a batch")
@@ -228,16 +229,17 @@ def fill_batch(model: LoadedModel, requests: list[FillRequest], cancel: CancelCh
     rows, valid = [], []
     for (prefix, suffix, _), request in zip(parts, requests, strict=True):
         before = lo - len(prefix)
+        real = len(prefix) + region + len(suffix)
+        after = total - before - real
         for canvas in _canvases(model, request):
-            real = len(prefix) + canvas + len(suffix)
-            after = total - before - real
-            rows += [[special.pad_id] * before + prefix + [special.mask_id] * canvas + suffix
-                     + [special.pad_id] * after] * request.candidates
+            window = [special.mask_id] * canvas + [special.pad_id] * (region - canvas)  # shorter: ends in pads
+            ids = [special.pad_id] * before + prefix + window + suffix + [special.pad_id] * after
+            rows += [ids] * request.candidates
             valid += [[False] * before + [True] * real + [False] * after] * request.candidates
     x = torch.tensor(rows, dtype=torch.long, device=model.device)
     padded = torch.tensor(valid, dtype=torch.bool, device=model.device)
     denoiser = Denoiser(sampler, special, model.device, cancel, progress)
-    fill_in_place(model.lm, x, lo, lo + region, denoiser, None if bool(padded.all()) else padded)
+    fill_in_place(model.lm, x, lo, lo + region, denoiser, None if bool(padded.all()) else padded, share_context=True)
     logp = None if denoiser.logp is None else denoiser.logp[:, lo:lo + region]
     results, row = [], 0
     for (_, _, overlap), request in zip(parts, requests, strict=True):

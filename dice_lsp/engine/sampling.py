@@ -151,8 +151,12 @@ class Denoiser:
 
 @torch.inference_mode()
 def fill_in_place(lm: DiffusionLM, x: Tensor, lo: int, hi: int, denoiser: Denoiser,
-                  valid: Tensor | None = None) -> Tensor:
+                  valid: Tensor | None = None, share_context: bool = False) -> Tensor:
     """Bidirectional models: every position sees the whole canvas, suffix included.
+
+    `share_context`: rows that differ only inside the window (the same hole with canvases of several
+    lengths, written as pads forced at the tail) share the context's keys and values, computed once per
+    context with every window position masked (the context cache's own approximation, applied to them all).
 
     `valid` ([B, T] bool) marks the real tokens of rows padded to a common length (a batch of requests).
     """
@@ -160,7 +164,8 @@ def fill_in_place(lm: DiffusionLM, x: Tensor, lo: int, hi: int, denoiser: Denois
     for start in range(lo, hi, block):
         end = min(start + block, hi)
         if denoiser.cfg.context_cache:
-            denoiser.denoise(x, start, end, partial(_ContextCache(lm, valid).logits, start, end))
+            cache = _ContextCache(lm, valid, denoiser.mask_id if share_context else None)
+            denoiser.denoise(x, start, end, partial(cache.logits, start, end))
         else:
             denoiser.denoise(x, start, end, partial(_window_logits, lm, start, end, valid))
     return x
@@ -172,14 +177,18 @@ class _ContextCache:
     Rows that start out equal (the candidates of one request) run the first call once and share its keys.
     """
 
-    def __init__(self, lm: DiffusionLM, valid: Tensor | None) -> None:
+    def __init__(self, lm: DiffusionLM, valid: Tensor | None, shared_mask: int | None = None) -> None:
         self.lm = lm
         self.valid = valid
+        self.shared_mask = shared_mask  # set: rows equal outside the window share one first call, all masks
         self.cache: object = None
 
     def logits(self, lo: int, hi: int, ids: Tensor) -> Tensor:
         if self.cache is None:
             cache = self.lm.new_cache()
+            if self.shared_mask is not None:
+                ids = ids.clone()
+                ids[:, lo:hi] = self.shared_mask
             unique, inverse = torch.unique(ids, dim=0, return_inverse=True) if hasattr(cache, "select") else (ids, None)
             if inverse is not None and unique.shape[0] < ids.shape[0]:
                 first = torch.zeros(unique.shape[0], dtype=torch.long, device=ids.device)  # a row of each kind

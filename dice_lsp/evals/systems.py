@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from dice_lsp.complete import fill_hole
+from dice_lsp.complete import PRODUCT, Pipeline, fill_hole
 from dice_lsp.cuda import holes as editor
 from dice_lsp.cuda.functions import enclosing_function
 from dice_lsp.engine import EMBEDDED_MODEL, LoadedModel, fill
@@ -91,6 +91,7 @@ class ModelSystem:
     label: str
     model: LoadedModel
     settings: Settings
+    pipeline: Pipeline = PRODUCT
 
     def answer(self, document: str, hole: SuiteHole) -> Answer:
         started = time.perf_counter()
@@ -100,7 +101,8 @@ class ModelSystem:
         settings = self.settings
         if region.kind == "marker":  # an explicit canvas: let it be as large as the kind asks
             settings = replace(settings, max_canvas=max(settings.max_canvas, region.canvas_tokens))
-        completion = fill_hole(self.model, document, region, settings, lambda request: fill(self.model, request))
+        completion = fill_hole(self.model, document, region, settings, lambda request: fill(self.model, request),
+                               pipeline=self.pipeline)
         elapsed = (time.perf_counter() - started) * 1000
         texts = completion.texts
         shown = texts[0] if texts and texts[0].strip() else None

@@ -432,12 +432,21 @@ class DiceServer(LanguageServer):
             except DiceError as exc:
                 LOG.warning("%s", exc)
                 return None
-            return Completion.from_json(found, where)
+            return self.told_withheld(Completion.from_json(found, where), where)
 
         def job(model: LoadedModel, cancel: Callable[[], bool]) -> Completion:
             return complete_at(model, text, where, settings, cancel=cancel)
 
-        return await self.run_model(uri, job)
+        return self.told_withheld(await self.run_model(uri, job), where)
+
+    def told_withheld(self, completion: Completion | None, where: Position) -> Completion | None:
+        """A completion that shows nothing although the model filled the hole says why in the client's log
+        (a Log message: the editor's output panel, never a pop-up)."""
+        if completion is not None and completion.withheld:
+            LOG.debug("no completion at %d:%d: %s", where.line, where.character, completion.withheld)
+            self.window_log_message(types.LogMessageParams(
+                types.MessageType.Log, f"dice-lsp: no completion at line {where.line + 1}: {completion.withheld}"))
+        return completion
 
     async def fill_edit(self, uri: str, position: types.Position, version: int | None) -> types.WorkspaceEdit | None:
         """The edit that fills the hole at `position` with the best candidate, for the document `version`."""

@@ -1,0 +1,121 @@
+"""What each part of the completion pipeline is worth: the same holes through cumulative stages, side by side.
+
+    python bench/completion_pipeline.py --split dev --kinds line midline --limit 100 --out docs/bench-logs/pipeline
+
+Stages (each adds one mechanism to the one before; `dice_lsp.complete.Pipeline`):
+- `before`: one canvas, the five original filters, no checks: the first cleaned fill is shown (the product
+  before the pipeline);
+- `+filters`: the statement cut, bracket balance and neighbour-repeat filters;
+- `+lengths`: line holes also fill the shorter canvases (`LINE_CANVASES`) in the same batch, best score first;
+- `+checks`: parse and name checks rank the fills, and nothing is shown when none passes (suppression);
+- `+remask`: a failing best fill has its offending spans re-masked and denoised again;
+- decoding variants of the full pipeline (`--steps`, `--sampler`): more denoising steps per 32 canvas tokens.
+Tune on `--split dev`; report on `test`. Every stage asks every hole on this machine's CPU one after
+another (the editor path's latency); each stage's report goes to OUT/<stage>.json, the table to OUT/table.md.
+Shown-parse and shown-compile are over the fills shown (compile: where the hole's file is compile-checked).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from dice_lsp.complete import PRODUCT, Pipeline
+from dice_lsp.cuda.checks import header_names
+from dice_lsp.cuda.postprocess import FILTERS
+from dice_lsp.engine import EMBEDDED_MODEL, load_model
+from dice_lsp.evals import systems
+from dice_lsp.evals.run import compile_checked, evaluate
+from dice_lsp.evals.stats import bootstrap
+from dice_lsp.evals.suite import KINDS, load_suite
+from dice_lsp.settings import Settings
+
+ORIGINAL_FILTERS = FILTERS[:5]  # strip_special_tokens .. drop_degenerate: the filters before this pipeline
+STAGES: dict[str, tuple[Pipeline, dict[str, Any]]] = {
+    "before": (Pipeline(ORIGINAL_FILTERS, lengths=False, checks=False, remask_rounds=0), {}),
+    "+filters": (Pipeline(lengths=False, checks=False, remask_rounds=0), {}),
+    "+lengths": (Pipeline(checks=False, remask_rounds=0), {}),
+    "+checks": (Pipeline(remask_rounds=0), {}),
+    "+remask": (PRODUCT, {}),
+    "steps 6": (PRODUCT, {"steps": 6}),
+    "steps 8": (PRODUCT, {"steps": 8}),
+    "steps 16": (PRODUCT, {"steps": 16}),
+    "threshold 0.9, ≤16 steps": (PRODUCT, {"steps": 16, "sampler": "threshold", "threshold": 0.9}),
+}
+
+
+def pct(values: list[float]) -> str:
+    if not values:
+        return "n/a"
+    interval = bootstrap(values)
+    return f"{100 * interval.mean:.1f} [{100 * interval.low:.1f}, {100 * interval.high:.1f}] of {interval.n}"
+
+
+def rows_of(stage: str, report: dict[str, Any]) -> list[str]:
+    lines = []
+    for kind in (*KINDS, "all"):
+        fills = [f for f in report["fills"] if kind in ("all", f["kind"])]
+        if not fills or (kind == "all" and len({f["kind"] for f in fills}) < 2):
+            continue
+        shown = [f for f in fills if f["shown"]]
+        row = report["kinds"][kind]
+        lines.append(" | ".join([
+            stage, kind, str(len(fills)), pct([float(f["shown"]) for f in fills]),
+            pct([float(f["exact_ws"]) for f in fills]), f"{row['similarity']['mean']:.2f}",
+            pct([float(f["parses"]) for f in shown]),
+            pct([float(bool(f["compiles"])) for f in shown if f["compiles"] is not None]),
+            f"{row['latency_p50_ms']:.0f}", f"{row['latency_p95_ms']:.0f}"]))
+    return lines
+
+
+HEADER = ("| stage | kind | holes | shown % | exact (ws) % | edit sim | shown: parse % | shown: compile % "
+          "| p50 ms | p95 ms |\n|---|---|---|---|---|---|---|---|---|---|")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--split", default="dev", choices=("dev", "test"))
+    parser.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS))
+    parser.add_argument("--limit", type=int, help="first N holes of each kind")
+    parser.add_argument("--compile-checked", action="store_true",
+                        help="only holes whose file nvcc can judge (compiles alone, not a template)")
+    parser.add_argument("--stages", nargs="+", choices=list(STAGES), default=list(STAGES))
+    parser.add_argument("--device", default="cpu")
+    args = parser.parse_args()
+    suite = load_suite("cuda-infill", args.split)
+    holes = suite.select(args.kinds)
+    if args.compile_checked:
+        holes = [hole for hole in holes if compile_checked(suite, hole)]
+    if args.limit is not None:
+        holes = [h for kind in args.kinds for h in [h for h in holes if h.kind == kind][:args.limit]]
+    if not holes:
+        print("bench: no holes selected", file=sys.stderr)
+        return 2
+    header_names()  # built once per nvcc and cached, so no stage waits for it
+    model = load_model(str(EMBEDDED_MODEL), args.device, "auto", False)
+    args.out.mkdir(parents=True, exist_ok=True)
+    table = [HEADER]
+    for stage in args.stages:
+        pipeline, changes = STAGES[stage]
+        settings = replace(Settings(), **changes)
+        system = systems.ModelSystem(stage, stage, model, settings, pipeline)
+        with tqdm(total=len(holes), desc=stage, unit="hole", file=sys.stderr) as bar:
+            report = evaluate(suite, holes, system, settings={"stage": stage, **changes}, progress=bar.update)
+        (args.out / f"{stage.split(',')[0].replace(' ', '_').replace('+', 'plus_')}.json").write_text(
+            json.dumps(report))
+        table += [f"| {line} |" for line in rows_of(stage, report)]
+        print("\n".join(table[-(len(args.kinds) + 1):]), flush=True)
+    (args.out / "table.md").write_text("\n".join(table) + "\n")
+    print("\n".join(table))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

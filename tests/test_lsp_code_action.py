@@ -9,7 +9,9 @@ from pytest_lsp import LanguageClient
 from .lsp_client import URI, open_document, ready, start
 
 pytestmark = pytest.mark.asyncio
-MARKED = "__global__ void k(float* x, int n) {\n    int i = threadIdx.x;\n    x[i] = /*@fill*/;\n}\n"
+MARKED = ("__global__ void fill_ones(float* out, int n) {\n"  # dice-tiny fills this marker with checked code
+          "    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; /*@fill*/\n"
+          "        out[i] = 1.0f;\n    }\n}\n")
 
 
 def whole_file() -> types.CodeActionParams:
@@ -33,7 +35,8 @@ async def test_a_marker_offers_an_action_whose_resolve_fills_it(client: Language
     change = resolved.edit.document_changes[0]
     assert isinstance(change, types.TextDocumentEdit)
     edit = change.edits[0]
-    assert edit.range == types.Range(types.Position(2, 11), types.Position(2, 20)), "the marker is replaced"
+    assert edit.range == types.Range(types.Position(1, 63), types.Position(1, 72)), "the marker is replaced"
+    assert edit.new_text.strip()
 
 
 async def test_no_marker_no_fill_action(client: LanguageClient) -> None:
@@ -56,6 +59,6 @@ async def test_the_fill_command_applies_the_edit(client: LanguageClient) -> None
         return types.ApplyWorkspaceEditResult(applied=True)
 
     result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
-        command="dice.fillHole", arguments=[URI, {"line": 2, "character": 11}]))
+        command="dice.fillHole", arguments=[URI, {"line": 1, "character": 63}]))
     assert result is True
     assert applied and applied[0].label == "DICE fill"

@@ -16,6 +16,7 @@ from dice_lsp.remote.protocol import RemoteError
 from dice_lsp.settings import Settings
 from dice_lsp.textdoc import Position
 
+from .lsp_client import LOOP_HEADER
 from .remote_server import ask as ask_once
 from .remote_server import free_port, token_file
 
@@ -50,9 +51,9 @@ async def ask(url: str, method: str, params: dict[str, Any], token: str | None =
 
 def test_a_replica_answers_a_completion_through_the_gateway(gateway: str) -> None:
     settings = Settings(max_canvas=24)
-    answer = asyncio.run(ask(gateway, "complete", {"text": SOURCE, "line": 7, "character": 4,
+    answer = asyncio.run(ask(gateway, "complete", {"text": LOOP_HEADER, "line": 1, "character": 63,
                                                     "settings": settings.per_request()}))
-    local = complete_at(load_model(None, device="cpu"), SOURCE, Position(7, 4), settings)
+    local = complete_at(load_model(None, device="cpu"), LOOP_HEADER, Position(1, 63), settings)
     assert [item["text"] for item in answer["items"]] == local.texts and local.texts
     assert answer["model"] == "dice-tiny"
 

@@ -29,6 +29,7 @@ from dice_lsp.remote.client import RemoteClient, parse_address
 from dice_lsp.remote.protocol import RemoteError, encode
 from dice_lsp.settings import Settings, check_value
 
+from .lsp_client import LOOP_HEADER
 from .remote_server import Raw, port_of, token_file, wait_loaded
 
 TOKEN = "limits-secret-token"
@@ -412,7 +413,7 @@ def test_status_says_the_limits(server: tuple[str, Any, Path]) -> None:
 
 
 def test_requests_within_the_limits_still_work(server: tuple[str, Any, Path]) -> None:
-    result = ask(server[0], "complete", {"text": SOURCE, "line": 7, "character": 4, "settings": LINE})
+    result = ask(server[0], "complete", {"text": LOOP_HEADER, "line": 1, "character": 63, "settings": LINE})
     assert result["hole"] == "line" and result["items"]
 
 

@@ -451,6 +451,8 @@ class DiceServer(LanguageServer):
     async def fill_edit(self, uri: str, position: types.Position, version: int | None) -> types.WorkspaceEdit | None:
         """The edit that fills the hole at `position` with the best candidate, for the document `version`."""
         completion = await self.complete(uri, position)
+        if completion is not None and completion.withheld:  # asked for explicitly: say why nothing changes
+            self.window_show_message(types.ShowMessageParams(types.MessageType.Info, f"DICE: {completion.withheld}"))
         if completion is None or not completion.texts:
             return None
         document = self.workspace.get_text_document(uri)

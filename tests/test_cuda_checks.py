@@ -10,7 +10,15 @@ from pathlib import Path
 import pytest
 
 from dice_lsp.cuda import checks
-from dice_lsp.cuda.checks import CheckContext, Checks, fallback_names, header_names, parses, unknown_names
+from dice_lsp.cuda.checks import (
+    CheckContext,
+    Checks,
+    HeaderIndex,
+    fallback_names,
+    header_names,
+    parses,
+    unknown_names,
+)
 from dice_lsp.errors import DiceError
 
 KERNEL = """#include <cuda_runtime.h>
@@ -56,7 +64,7 @@ __global__ void shift(float* out, float d, int n) {
 BODY_FILL = "\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) out[i] = s * in[i];\n}\n"
 
 
-def context(case: str, headers: frozenset[str] = frozenset(), local_headers: tuple[str, ...] = ()) -> CheckContext:
+def context(case: str, headers: HeaderIndex | None = None, local_headers: tuple[str, ...] = ()) -> CheckContext:
     cursor = case.index("‸")
     text = case.replace("‸", "")
     return CheckContext(text, cursor, cursor, headers or fallback_names(), local_headers)
@@ -125,6 +133,62 @@ def test_unknown_names(fill: str) -> None:
     assert context(document).unknown_names(fill) == expected, why
 
 
+OTHER_KERNEL = """
+__global__ void other(float* dst, int count) {
+    int gid = blockIdx.x * blockDim.x + threadIdx.x;
+    if (gid < count) dst[gid] = 0.0f;
+}
+"""
+TWO_KERNELS = KERNEL + OTHER_KERNEL
+LATER_LOCAL = KERNEL.replace("    tile[tid] = acc;", "    float bias = 1.0f;\n    tile[tid] = acc + bias;")
+METHOD = """struct Accum {
+    float total;
+    __device__ void add(float v) {
+        ‸
+    }
+};
+"""
+
+SCOPED = {  # fill: (document, expected unknown names, why)
+    "acc += in[gid];": (TWO_KERNELS, [(10, "gid")], "another kernel's local"),
+    "acc += dst[i];": (TWO_KERNELS, [(7, "dst")], "another kernel's parameter"),
+    "acc += x;": (TWO_KERNELS, [(7, "x")], "a parameter of the __device__ function above"),
+    "int count = n;": (TWO_KERNELS, [], "declaring a name another kernel also declares is fine"),
+    "acc += bias;": (LATER_LOCAL, [(7, "bias")], "declared in this kernel, but only after the hole"),
+    "total += v;": (METHOD, [], "a member of the class and the method's parameter"),
+    "acc += size;": (KERNEL, [(7, "size")], "`std::size` is no variable of a kernel without `using namespace std`"),
+    "float e = CUDART_PI_F * acc;": (KERNEL, [], "a header's macro"),
+    "if (cudaGetLastError() != cudaSuccess) return;": (KERNEL, [], "a header's function and enumerator"),
+}
+
+
+@pytest.mark.parametrize("fill", list(SCOPED))
+def test_a_variable_must_be_in_scope(fill: str) -> None:
+    document, expected, why = SCOPED[fill]
+    assert context(document).unknown_names(fill) == expected, why
+
+
+def test_a_namespace_in_use_brings_its_names() -> None:
+    assert context("using namespace std;\n" + KERNEL).unknown_names("acc += size;") == []
+
+
+REDECLARED = {  # fill: (expected, why)
+    "int n = 4;": ([(4, "n")], "the kernel's parameter, declared again in its body's own block"),
+    "float acc = 1.0f;": ([(6, "acc")], "a local of the same block"),
+    "for (int i = 0; i < n; ++i) acc += in[i];": ([], "a loop's variable has its own scope"),
+    "if (n > 0) {\n        int tid = 0;\n        acc += tid;\n    }": ([], "a nested block may shadow"),
+    "float v = acc;": ([], "a new name"),
+}
+
+
+@pytest.mark.parametrize("fill", list(REDECLARED))
+def test_a_fill_must_not_declare_a_name_its_block_has(fill: str) -> None:
+    expected, why = REDECLARED[fill]
+    ctx = context(KERNEL)
+    assert ctx.redeclared(fill) == expected, why
+    assert ctx.check(fill) == Checks(True, not expected), why
+
+
 def test_names_from_local_headers() -> None:
     header = "#pragma once\n__device__ float helper_from_header(float v) { return v; }\n"
     fill = "acc += helper_from_header(in[i]);"
@@ -170,10 +234,14 @@ def test_checks_result() -> None:
 
 def test_fallback_index_loads() -> None:
     assert checks.FALLBACK.stat().st_size < 400_000
-    names = fallback_names()
+    index = fallback_names()
     assert {"__syncthreads", "__shfl_down_sync", "__ldg", "__expf", "threadIdx", "atomicAdd", "float4",
-            "BlockReduce", "cudaMalloc", "CUDART_PI_F", "FLT_MAX", "size_t", "numeric_limits"} <= names
-    assert not any(line.startswith("#") for line in names)
+            "cudaMalloc", "CUDART_PI_F", "FLT_MAX", "stderr", "cudaSuccess"} <= index.globals
+    assert {"BlockReduce", "numeric_limits", "thread_block", "size", "data"} <= index.scoped - index.globals
+    assert {"x", "sync"} <= index.fields
+    # the headers' own parameters and locals are not names a kernel can use
+    assert not {"i", "tid", "idx", "lane", "tmp"} & (index.globals | index.scoped)
+    assert not any(line.startswith("#") for line in index.globals | index.scoped | index.fields)
 
 
 def test_no_nvcc_uses_the_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -199,11 +267,12 @@ def test_header_index_is_built_with_nvcc_and_cached(monkeypatch: pytest.MonkeyPa
     header_names.cache_clear()
     try:
         names = header_names(nvcc)
-        assert {"__syncthreads", "__shfl_down_sync", "__ldg", "threadIdx", "atomicAdd", "BlockReduce",
-                "thread_block", "CUDART_PI_F", "FLT_MAX", "__CUDA_ARCH__"} <= names
+        assert {"__syncthreads", "__shfl_down_sync", "__ldg", "threadIdx", "atomicAdd", "CUDART_PI_F", "FLT_MAX",
+                "__CUDA_ARCH__"} <= names.globals
+        assert {"BlockReduce", "thread_block"} <= names.scoped
         cached = checks.index_path(nvcc)
         assert cached.is_relative_to(tmp_path) and cached.is_file()
-        assert gzip.decompress(cached.read_bytes()).decode().splitlines() == sorted(names)
+        assert gzip.decompress(cached.read_bytes()).decode().splitlines() == names.lines()
 
         def no_process(*args: object, **kwargs: object) -> None:
             raise AssertionError("nvcc ran although its index is cached")

@@ -32,10 +32,15 @@ Names (`unknown_names`): every identifier, type or namespace name of the new tre
 - declared by the fill itself (declarators of declarations, parameters, for-range loops, structured
   bindings, type aliases, classes, enumerators, macros, template parameters), wherever in the fill;
 - a name written in the document outside the region (tree-sitter name nodes, not comments or strings; the
-  words of macro bodies too; locals of other functions count: the check is lenient by design);
+  words of macro bodies too);
 - a name from the caller's local header texts (read only in trusted workspaces);
-- a name of the CUDA/C++ header index (`header_names`), a CUDA built-in or a keyword-like name that
+- a name the CUDA/C++ headers declare (`header_names`), a CUDA built-in or a keyword-like name that
   tree-sitter reports as an identifier (`static_cast`, `__LINE__`, ...; `BUILTINS`).
+A name used as a variable (`_local_like`: not called, not qualified, not all-caps) is held to its scope: a
+name the document declares only as a local or parameter of another function (another kernel's `tid`), or
+of this function after the hole, does not resolve unless it is also written outside functions or in this
+function before the hole; and from the headers only their globals count (a name declared inside a namespace,
+`std::size`, needs a `using namespace`). Block scopes within the function are not tracked (lenient).
 And the other way round (`undeclared`): a name the code after the hole uses like a local variable (not
 called, not qualified, not all-caps, not a macro's argument, not ending in `_`), that nothing in the document
 declares or mentions before the hole, was declared by the deleted code: the fill must declare it
@@ -47,9 +52,10 @@ Field names after `.`/`->` (field_identifier) are checked leniently: allowed whe
 in the document (comments included), in a local header, in the header index, or is x/y/z/w. Names inside
 attributes (`__attribute__((...))`, `[[...]]`) are not checked.
 
-Header index (`header_names`): the identifiers and macro names of a fixed list of headers nvcc uses
-(`HEADERS`), collected from `nvcc -E -x cu` and `nvcc -E -x cu -Xcompiler -dM` on a generated stub that
-includes them: no text of the user's ever reaches nvcc here. When the stub fails, each header is tried
+Header index (`header_names`, a `HeaderIndex`): the names a fixed list of headers nvcc uses (`HEADERS`)
+declare outside function bodies and parameter lists (tree-sitter over `nvcc -E -x cu` of a generated stub
+that includes them) and their macro names (`nvcc -E -x cu -Xcompiler -dM`): no text of the user's ever
+reaches nvcc here. When the stub fails, each header is tried
 alone and the ones that fail are skipped. The result is cached as a gzipped sorted list under the user's
 cache folder, keyed by nvcc's path, its `--version` output and the header list; without nvcc the package's
 fallback list (`header_names.txt.gz`, built with `python -m dice_lsp.cuda.checks --write-fallback`) is used.
@@ -68,7 +74,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache, cached_property
 from pathlib import Path
@@ -101,6 +107,40 @@ class Checks:
         return {"parses": self.parses, "names": self.names, "compiles": self.compiles}
 
 
+@dataclass(frozen=True)
+class HeaderIndex:
+    """What the CUDA/C++ headers declare, by where a name may be used from.
+
+    globals: declared at global scope (functions, types, variables, enumerators, names a global `using`
+        brings in) and macro names: what an unqualified variable of a kernel may be (`stderr`, `cudaSuccess`);
+    scoped: declared only inside a namespace (`thrust::reduce`, `std::size`): reachable qualified, called,
+        or after a `using namespace`;
+    fields: members of classes and structs (after `.` or `->`).
+    Parameters and locals of the headers' own functions are not names a user's code can use, and are left out.
+    """
+
+    globals: frozenset[str] = frozenset()
+    scoped: frozenset[str] = frozenset()
+    fields: frozenset[str] = frozenset()
+
+    def __contains__(self, name: object) -> bool:
+        """Declared anywhere at namespace scope (globally or in a namespace)."""
+        return name in self.globals or name in self.scoped
+
+    def lines(self) -> list[str]:
+        """The on-disk form: `name` (global), `::name` (in a namespace only), `.name` (a member)."""
+        return sorted([*self.globals, *(f"::{n}" for n in self.scoped), *(f".{n}" for n in self.fields)])
+
+    @classmethod
+    def from_lines(cls, lines: Iterable[str]) -> HeaderIndex:
+        found: dict[str, set[str]] = {"": set(), ":": set(), ".": set()}
+        for line in lines:
+            if line and not line.startswith("#"):
+                kind = "." if line[0] == "." else ":" if line.startswith("::") else ""
+                found[kind].add(line.lstrip(".:"))
+        return cls(frozenset(found[""]), frozenset(found[":"]), frozenset(found["."]))
+
+
 # ------------------------------------------------------------------------------------------------ names
 
 _NAMES = ("identifier", "type_identifier", "namespace_identifier")
@@ -117,6 +157,8 @@ _NAMING = frozenset({"struct_specifier", "class_specifier", "union_specifier", "
                      "alias_declaration", "namespace_definition", "preproc_def", "preproc_function_def",
                      "optional_type_parameter_declaration", "concept_definition"})
 _DECLARATOR_NAMES = frozenset({"identifier", "field_identifier", "type_identifier"})
+_DECLARING_QUERY = "[{}] @d".format(" ".join(f"({kind})" for kind in sorted(
+    _DECLARING | _NAMING | {"preproc_params", "type_parameter_declaration", "lambda_capture_specifier"})))
 
 # CUDA built-ins (they also come from the header index) and keyword-like names tree-sitter labels as names
 def _wordset(text: str) -> frozenset[str]:
@@ -147,6 +189,15 @@ __builtin_assume_aligned __assume __attribute__ __declspec __asm__ asm __volatil
 """)
 
 
+_UNQUALIFIED = re.compile(rb"(?<![\w.])(?<!->)(?<!::)[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _unqualified_words(data: bytes) -> Iterator[str]:
+    """Identifier-like words of `data` that are not members (`.x`, `->next`) nor qualified (`std::size`)."""
+    for match in _UNQUALIFIED.finditer(data):
+        yield match.group().decode("ascii")
+
+
 def words(data: bytes) -> Iterator[str]:
     """Every identifier-like word of `data`."""
     for match in _WORD.finditer(data):
@@ -154,9 +205,12 @@ def words(data: bytes) -> Iterator[str]:
 
 
 @cache
-def _name_query() -> Query:
-    pattern = "[(identifier) (type_identifier) (field_identifier) (namespace_identifier) (preproc_arg)] @name"
+def _query(pattern: str) -> Query:
     return Query(Language(tree_sitter_cuda.language()), pattern)
+
+
+def _name_query() -> Query:
+    return _query("[(identifier) (type_identifier) (field_identifier) (namespace_identifier) (preproc_arg)] @name")
 
 
 def names_in(root: Node, data: bytes) -> set[str]:
@@ -307,7 +361,7 @@ class CheckContext:
     the document includes (the caller reads them only in a trusted workspace).
     """
 
-    def __init__(self, text: str, start: int, end: int, headers: frozenset[str] = frozenset(),
+    def __init__(self, text: str, start: int, end: int, headers: HeaderIndex = HeaderIndex(),
                  local_headers: Sequence[str] = ()) -> None:
         if not 0 <= start <= end <= len(text):
             raise ValueError(f"bad region [{start}, {end}) for a text of {len(text)} characters")
@@ -392,20 +446,29 @@ class CheckContext:
         return frozenset(word for header in self.local_headers for word in words(header.encode("utf-8")))
 
     @cached_property
-    def _needed(self) -> frozenset[str]:
-        """Names the code after the hole (in its function) uses that nothing declares or mentions before it:
-        the deleted code declared them, so a fill must (`int tid = ...` before `out[tid] = ...`)."""
-        root = self._base_tree.root_node
-        function = root.descendant_for_byte_range(self._hole, self._hole)
+    def _enclosing(self) -> Node | None:
+        """The base's function definition around the hole, when it parses apart from the hole's line (None
+        otherwise: tree-sitter's recovery would hide or invent declarations)."""
+        function = self._base_tree.root_node.descendant_for_byte_range(self._hole, self._hole)
         while function is not None and function.type != "function_definition":
             function = function.parent
         if function is None:
-            return frozenset()
+            return None
         line_start = self._base_data.rfind(b"\n", 0, self._hole) + 1
         line_end = len(self._base_data) if (at := self._base_data.find(b"\n", self._hole)) < 0 else at
         if any(function.start_byte <= e.start and e.end <= function.end_byte and not (
                 line_start <= e.start and e.end <= line_end + 1) for e in self._base_errors):
-            return frozenset()  # tree-sitter's recovery hides declarations: too unsure to demand any
+            return None
+        return function
+
+    @cached_property
+    def _needed(self) -> frozenset[str]:
+        """Names the code after the hole (in its function) uses that nothing declares or mentions before it:
+        the deleted code declared them, so a fill must (`int tid = ...` before `out[tid] = ...`)."""
+        root = self._base_tree.root_node
+        function = self._enclosing
+        if function is None:  # no function, or tree-sitter's recovery hides declarations: too unsure
+            return frozenset()
         declared: set[str] = set()
         stack = [root]
         while stack:
@@ -427,6 +490,48 @@ class CheckContext:
             stack.extend(node.children)
         return frozenset(needed)
 
+    @cached_property
+    def _block_names(self) -> frozenset[str]:
+        """Names declared in the block the hole is in (its own statements; the parameters too when the block is
+        the function's body): a fill that declares one again does not compile."""
+        function = self._enclosing
+        if function is None:
+            return frozenset()
+        block = self._base_tree.root_node.descendant_for_byte_range(self._hole, self._hole)
+        while block is not None and block.type != "compound_statement" and block != function:
+            block = block.parent
+        if block is None or block.type != "compound_statement":
+            return frozenset()
+        names = {(n.text or b"").decode("utf-8", "replace") for child in block.named_children
+                 if child.type == "declaration" for n in _declared_by(child)}
+        if block == function.child_by_field_name("body"):
+            declarator = function.child_by_field_name("declarator")
+            while declarator is not None and declarator.type != "function_declarator":
+                declarator = declarator.child_by_field_name("declarator")
+            parameters = declarator.child_by_field_name("parameters") if declarator is not None else None
+            for parameter in parameters.named_children if parameters is not None else ():
+                names.update((n.text or b"").decode("utf-8", "replace") for n in _declared_by(parameter))
+        return frozenset(names)
+
+    def redeclared(self, fill: str) -> list[tuple[int, str]]:
+        """Names a statement of the fill declares that its block (or the function's parameters) already has,
+        as (offset in the fill, name): `int n = ...` in a kernel that takes `n`."""
+        if not self._block_names:
+            return []
+        tree, data = self._parse(fill)
+        first, last = self._hole, self._hole + len(data)
+        found = []
+        for node in _overlapping(tree.root_node, first, last):
+            parent = node.parent
+            if node.type != "declaration" or node.start_byte < first or parent is None or (
+                    parent.type != "compound_statement" or parent.start_byte >= first):
+                continue  # only statements of the fill that sit in the hole's own block
+            for name in _declared_by(node):
+                text = (name.text or b"").decode("utf-8", "replace")
+                if text in self._block_names:
+                    found.append((len(data[:name.start_byte - first].decode("utf-8", "replace")), text))
+        return found
+
     def undeclared(self, fill: str) -> list[str]:
         """Names the code after the hole needs declared that the fill does not declare (see `_needed`)."""
         if not self._needed:
@@ -440,13 +545,54 @@ class CheckContext:
                 declared.add((node.text or b"").decode("utf-8", "replace"))
         return sorted(self._needed - declared)
 
-    def _known(self, name: str) -> bool:
-        return (name in self._document_names or name in self.headers or name in BUILTINS
-                or name in self._local_names)
+    @cached_property
+    def _out_of_scope(self) -> frozenset[str]:
+        """Names of the document that a variable at the hole cannot be: declared only as locals or parameters
+        of other functions (another kernel's `tid`) or of this one after the hole, and never written outside
+        functions nor in this function before the hole. Empty when the hole is in no function that parses.
+        (Queries and a regex rather than a walk in Python: this runs once per completion, on files of
+        thousands of lines.)"""
+        enclosing = self._enclosing
+        if enclosing is None:
+            return frozenset()
+        root, data = self._base_tree.root_node, self._base_data
+        functions: list[tuple[int, int]] = []  # outermost function definitions, in order
+        for node in sorted(QueryCursor(_query("(function_definition) @f")).captures(root).get("f", []),
+                           key=lambda n: n.start_byte):
+            if not functions or node.start_byte >= functions[-1][1]:
+                functions.append((node.start_byte, node.end_byte))
+        hidden_ranges = [(lo, hi) for lo, hi in functions if lo != enclosing.start_byte]
+        hidden_ranges.append((self._hole, enclosing.end_byte))
+        prose = QueryCursor(_query("[(comment) (string_literal) (raw_string_literal) (char_literal)] @p"))
+        skipped = sorted([*hidden_ranges, *((n.start_byte, n.end_byte) for n in prose.captures(root).get("p", []))])
+        visible: set[str] = set()
+        at = 0
+        for lo, hi in skipped:
+            visible.update(_unqualified_words(data[at:max(at, lo)]))
+            at = max(at, hi)
+        visible.update(_unqualified_words(data[at:]))
+        hidden: set[str] = set()
+        for node in QueryCursor(_query(_DECLARING_QUERY)).captures(root).get("d", []):
+            if any(lo <= node.start_byte < hi for lo, hi in hidden_ranges) and node.type != "function_definition":
+                hidden.update((n.text or b"").decode("utf-8", "replace") for n in _declared_by(node))
+        return frozenset(hidden - visible)
+
+    @cached_property
+    def _uses_namespace(self) -> bool:
+        """A `using namespace` in the document: names of the headers' namespaces reach unqualified code."""
+        return b"using namespace" in self._base_data or any("using namespace" in h for h in self.local_headers)
+
+    def _known(self, node: Node, name: str) -> bool:
+        if name in BUILTINS or name in self._local_names:
+            return True
+        if node.type == "identifier" and _local_like(node):  # a variable: in scope here, or a header's global
+            return (name in self._document_names and name not in self._out_of_scope) or (
+                name in self.headers.globals or (self._uses_namespace and name in self.headers))
+        return name in self._document_names or name in self.headers
 
     def _known_field(self, name: str) -> bool:
-        return (name in _VECTOR_FIELDS or name in self._document_words or name in self.headers
-                or name in self._local_words or name in BUILTINS)
+        return (name in _VECTOR_FIELDS or name in self._document_words or name in self.headers.fields
+                or name in self.headers or name in self._local_words or name in BUILTINS)
 
     def unknown_names(self, fill: str) -> list[tuple[int, str]]:
         """Names the fill uses that resolve nowhere, as (offset in the fill, name); empty: all resolve."""
@@ -470,7 +616,7 @@ class CheckContext:
         unknown: list[tuple[int, str]] = []
         for node in used:
             name = text(node)
-            if name in declared or (self._known_field(name) if node.type == _FIELD else self._known(name)):
+            if name in declared or (self._known_field(name) if node.type == _FIELD else self._known(node, name)):
                 continue
             unknown.append((len(data[:max(0, node.start_byte - first)].decode("utf-8", "replace")), name))
         return unknown
@@ -491,11 +637,13 @@ class CheckContext:
         spans = self.error_spans(fill) if not self.parses(fill) else []
         if self.undeclared(fill):
             spans.append((0, len(fill)))
-        return sorted(spans + [(at, at + len(name)) for at, name in self.unknown_names(fill)])
+        names = [*self.unknown_names(fill), *self.redeclared(fill)]
+        return sorted(spans + [(at, at + len(name)) for at, name in names])
 
     def check(self, fill: str) -> Checks:
         """Both cheap checks of one fill (`compiles` is left to the caller: it needs nvcc)."""
-        return Checks(self.parses(fill), not self.unknown_names(fill) and not self.undeclared(fill))
+        return Checks(self.parses(fill), not self.unknown_names(fill) and not self.undeclared(fill)
+                      and not self.redeclared(fill))
 
 
 def parses(text: str, start: int, end: int, fill: str) -> bool:
@@ -504,7 +652,7 @@ def parses(text: str, start: int, end: int, fill: str) -> bool:
     return CheckContext(text, start, end).parses(fill)
 
 
-def unknown_names(text: str, start: int, end: int, fill: str, headers: frozenset[str] = frozenset(),
+def unknown_names(text: str, start: int, end: int, fill: str, headers: HeaderIndex = HeaderIndex(),
                   local_headers: Sequence[str] = ()) -> list[tuple[int, str]]:
     """Names `fill` (in place of text[start:end]) uses that resolve nowhere, as (offset in the fill, name)."""
     return CheckContext(text, start, end, headers, local_headers).unknown_names(fill)
@@ -519,7 +667,7 @@ HEADERS = ("cuda_runtime.h", "cuda.h", "cuda_fp16.h", "cuda_bf16.h", "cuda_fp8.h
            "cfloat", "climits", "cstring", "algorithm", "utility", "type_traits", "limits", "vector", "array",
            "tuple", "memory")
 FALLBACK = Path(__file__).with_name("header_names.txt.gz")
-INDEX_VERSION = "1"  # part of the cache key: bump when the way names are collected changes
+INDEX_VERSION = "2"  # part of the cache key: bump when the way names are collected changes
 _SAFE_PATH = re.compile(r"[\w./+-]+")
 _LINE_MARKER = re.compile(rb"^#.*$", re.MULTILINE)
 _DEFINE = re.compile(rb"^\s*#\s*define\s+([A-Za-z_]\w*)(.*)$", re.MULTILINE)
@@ -552,15 +700,38 @@ def _missing(messages: str, headers: Sequence[str]) -> set[str]:
     return {header for header in headers if f"{header}: No such file" in messages}
 
 
-def _collect(preprocessed: bytes, macros: bytes) -> set[str]:
-    names = set(words(_LINE_MARKER.sub(b"", preprocessed)))
-    for match in _DEFINE.finditer(macros):
-        names.add(match.group(1).decode("ascii"))
-        names.update(words(match.group(2)))
-    return names
+_ATTRIBUTE = re.compile(rb"__attribute__\s*\(\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)\)")
+# subtrees whose names are not declarations a user's code can reach: bodies, parameters, expressions in types
+_NOT_SCOPE = frozenset({"compound_statement", "parameter_list", "template_parameter_list", "lambda_expression",
+                        "field_initializer_list", "requires_clause", "requires_expression", "decltype",
+                        "trailing_return_type", "noexcept"})
 
 
-def build_header_names(nvcc: Path) -> frozenset[str]:
+def _collect(preprocessed: bytes, macros: bytes) -> HeaderIndex:
+    """The names the preprocessed headers declare (tree-sitter, outside function bodies and parameter lists;
+    `__attribute__((...))` blanked first: tree-sitter misreads `enum __attribute__((x)) cudaError {`), and the
+    macro names of `macros` (`-dM` output)."""
+    data = _ATTRIBUTE.sub(lambda match: b" " * len(match.group()), _LINE_MARKER.sub(b"", preprocessed))
+    found: dict[str, set[str]] = {"global": set(), "scoped": set(), "field": set()}
+    stack = [(parser().parse(data).root_node, False)]
+    while stack:
+        node, in_namespace = stack.pop()
+        if node.type in _NOT_SCOPE:
+            continue
+        for name in _declared_by(node):
+            if _WORD.fullmatch(word := data[name.start_byte:name.end_byte]):  # not a MISSING node's empty name
+                where = "field" if name.type == _FIELD else "scoped" if in_namespace else "global"
+                found[where].add(word.decode("ascii"))
+        if node.type == "using_declaration" and not in_namespace:  # `using std::isnan;` at global scope
+            found["global"].update(words(data[node.start_byte:node.end_byte].rsplit(b"::", 1)[-1]))
+        inside = in_namespace or node.type == "namespace_definition"
+        stack.extend((child, inside) for child in node.children)
+    found["global"].update(match.group(1).decode("ascii") for match in _DEFINE.finditer(macros))
+    return HeaderIndex(frozenset(found["global"]), frozenset(found["scoped"] - found["global"]),
+                       frozenset(found["field"]))
+
+
+def build_header_names(nvcc: Path) -> HeaderIndex:
     """Run nvcc's preprocessor on the fixed header list and collect the names. Headers nvcc cannot find are
     dropped from the stub; when it still fails, each header is tried alone and the ones that fail are skipped."""
     with tempfile.TemporaryDirectory(prefix="dice-headers-") as folder:
@@ -588,17 +759,16 @@ def build_header_names(nvcc: Path) -> frozenset[str]:
         if not headers:
             raise DiceError(f"{nvcc}: none of the CUDA headers preprocess")
         macros, _ = _preprocess(nvcc, headers, scratch, True)
-        return frozenset(_collect(preprocessed, macros or b""))
+        return _collect(preprocessed, macros or b"")
 
 
-def _encode(names: frozenset[str], comment: str = "") -> bytes:
-    text = "".join(f"# {line}\n" for line in comment.splitlines()) + "".join(f"{n}\n" for n in sorted(names))
+def _encode(index: HeaderIndex, comment: str = "") -> bytes:
+    text = "".join(f"# {line}\n" for line in comment.splitlines()) + "".join(f"{n}\n" for n in index.lines())
     return gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0)
 
 
-def _decode(data: bytes) -> frozenset[str]:
-    lines = gzip.decompress(data).decode("utf-8").splitlines()
-    return frozenset(line for line in lines if line and not line.startswith("#"))
+def _decode(data: bytes) -> HeaderIndex:
+    return HeaderIndex.from_lines(gzip.decompress(data).decode("utf-8").splitlines())
 
 
 def _write(path: Path, data: bytes) -> None:
@@ -624,17 +794,17 @@ def index_path(nvcc: Path) -> Path:
 
 
 @cache
-def fallback_names() -> frozenset[str]:
+def fallback_names() -> HeaderIndex:
     """The shipped index (built with nvcc 13.0), for machines without nvcc; empty if the file is missing."""
     try:
         return _decode(FALLBACK.read_bytes())
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         LOG.warning("%s: no fallback header index (%s)", FALLBACK, exc)
-        return frozenset()
+        return HeaderIndex()
 
 
 @cache
-def header_names(nvcc: Path | None = None) -> frozenset[str]:
+def header_names(nvcc: Path | None = None) -> HeaderIndex:
     """Names of the CUDA/C++ headers (`HEADERS`) as `nvcc` sees them (None: `find_nvcc()`), built once per
     nvcc and cached on disk; the shipped fallback when there is no nvcc or it cannot preprocess them."""
     from dice_lsp.toolchain.nvcc import find_nvcc
@@ -663,16 +833,16 @@ def header_names(nvcc: Path | None = None) -> frozenset[str]:
     return names
 
 
-_INDEX: dict[str, frozenset[str]] = {}
+_INDEX: dict[str, HeaderIndex] = {}
 
 
-def header_names_now() -> frozenset[str]:
+def header_names_now() -> HeaderIndex:
     """The header index without waiting: nvcc's when it is built (or cached on disk), else the shipped list
     while a background thread builds it (5 s the first time on a machine, then read from the cache)."""
     if "nvcc" in _INDEX:
         return _INDEX["nvcc"]
     if "building" not in _INDEX:
-        _INDEX["building"] = frozenset()
+        _INDEX["building"] = HeaderIndex()
 
         def build() -> None:
             _INDEX["nvcc"] = header_names()
@@ -700,7 +870,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     data = _encode(names, f"dice-lsp header index, built by {parser_.prog} --write-fallback from\n"
                           + (version[-2] if len(version) >= 2 else "nvcc"))
     FALLBACK.write_bytes(data)
-    print(f"{FALLBACK}: {len(names)} names, {len(data)} bytes, built in {time.perf_counter() - started:.1f} s")
+    print(f"{FALLBACK}: {len(names.lines())} names, {len(data)} bytes, built in {time.perf_counter() - started:.1f} s")
     return 0
 
 

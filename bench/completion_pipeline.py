@@ -9,7 +9,9 @@ Stages (each adds one mechanism to the one before; `dice_lsp.complete.Pipeline`)
 - `+lengths`: line holes also fill the shorter canvases (`LINE_CANVASES`) in the same batch, best score first;
 - `+checks`: parse and name checks rank the fills, and nothing is shown when none passes (suppression);
 - `+remask`: a failing best fill has its offending spans re-masked and denoised again;
-- decoding variants of the full pipeline (`--steps`, `--sampler`): more denoising steps per 32 canvas tokens.
+- decoding variants of the full pipeline: more denoising steps per 32 canvas tokens, and the adaptive
+  samplers (threshold, entropy-bounded) with a ceiling of steps; "model calls" is the mean per hole (the
+  cost that does not depend on how busy the machine is).
 Tune on `--split dev`; report on `test`. Every stage asks every hole on this machine's CPU one after
 another (the editor path's latency); each stage's report goes to OUT/<stage>.json, the table to OUT/table.md.
 Shown-parse and shown-compile are over the fills shown (compile: where the hole's file is compile-checked).
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -46,7 +49,12 @@ STAGES: dict[str, tuple[Pipeline, dict[str, Any]]] = {
     "steps 6": (PRODUCT, {"steps": 6}),
     "steps 8": (PRODUCT, {"steps": 8}),
     "steps 16": (PRODUCT, {"steps": 16}),
-    "threshold 0.9, ≤16 steps": (PRODUCT, {"steps": 16, "sampler": "threshold", "threshold": 0.9}),
+    "threshold 0.9, ≤8 steps": (PRODUCT, {"steps": 8, "sampler": "threshold", "threshold": 0.9}),
+    "threshold 0.7, ≤8 steps": (PRODUCT, {"steps": 8, "sampler": "threshold", "threshold": 0.7}),
+    "entropy 0.3, ≤8 steps": (PRODUCT, {"steps": 8, "sampler": "entropy", "entropy_bound": 0.3}),
+    "entropy 1, ≤8 steps": (PRODUCT, {"steps": 8, "sampler": "entropy", "entropy_bound": 1.0}),
+    "entropy 3, ≤8 steps": (PRODUCT, {"steps": 8, "sampler": "entropy", "entropy_bound": 3.0}),
+    "entropy 1, ≤16 steps": (PRODUCT, {"steps": 16, "sampler": "entropy", "entropy_bound": 1.0}),
 }
 
 
@@ -70,12 +78,13 @@ def rows_of(stage: str, report: dict[str, Any]) -> list[str]:
             pct([float(f["exact_ws"]) for f in fills]), f"{row['similarity']['mean']:.2f}",
             pct([float(f["parses"]) for f in shown]),
             pct([float(bool(f["compiles"])) for f in shown if f["compiles"] is not None]),
+            f"{sum(f.get('model_calls', 0) for f in fills) / len(fills):.1f}",
             f"{row['latency_p50_ms']:.0f}", f"{row['latency_p95_ms']:.0f}"]))
     return lines
 
 
 HEADER = ("| stage | kind | holes | shown % | exact (ws) % | edit sim | shown: parse % | shown: compile % "
-          "| p50 ms | p95 ms |\n|---|---|---|---|---|---|---|---|---|---|")
+          "| model calls | p50 ms | p95 ms |\n|---|---|---|---|---|---|---|---|---|---|---|")
 
 
 def main() -> int:
@@ -108,7 +117,7 @@ def main() -> int:
         system = systems.ModelSystem(stage, stage, model, settings, pipeline)
         with tqdm(total=len(holes), desc=stage, unit="hole", file=sys.stderr) as bar:
             report = evaluate(suite, holes, system, settings={"stage": stage, **changes}, progress=bar.update)
-        (args.out / f"{stage.split(',')[0].replace(' ', '_').replace('+', 'plus_')}.json").write_text(
+        (args.out / f"{re.sub(r'[^0-9A-Za-z.]+', '_', stage.replace('+', 'plus_')).strip('_')}.json").write_text(
             json.dumps(report))
         table += [f"| {line} |" for line in rows_of(stage, report)]
         print("\n".join(table[-(len(args.kinds) + 1):]), flush=True)

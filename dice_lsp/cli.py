@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from dice_lsp.errors import DiceError
-from dice_lsp.settings import Settings, check_value
+from dice_lsp.settings import SAMPLERS, Settings, check_value
 
 EXIT_BAD_INPUT = 2
 EXIT_NO_GPU = 3
@@ -70,11 +70,17 @@ def add_server_arguments(parser: argparse.ArgumentParser, required: bool = False
 
 
 def add_sampler_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--sampler", choices=["low-confidence", "threshold"], default="low-confidence",
-                        help="commit the k most confident tokens per step, or all above --threshold")
+    parser.add_argument("--sampler", choices=list(SAMPLERS), default=Settings.sampler,
+                        help="commit the k most confident tokens per step, all above --threshold, or the most "
+                        "confident while their entropy stays under --entropy-bound (default: %(default)s)")
     parser.add_argument("--steps", type=_positive, default=Settings.steps,
                         help="denoising steps per 32 tokens of region (per block with --block-length)")
-    parser.add_argument("--threshold", type=float, default=0.9, help="confidence threshold (threshold sampler)")
+    parser.add_argument("--threshold", type=float, default=Settings.threshold,
+                        help="confidence threshold (threshold sampler)")
+    parser.add_argument("--entropy-bound", type=float, default=Settings.entropy_bound,
+                        help="nats of uncertainty one step may commit (entropy sampler)")
+    parser.add_argument("--min-steps", type=_positive, default=Settings.min_steps,
+                        help="fewest denoising steps per window (threshold and entropy samplers)")
     parser.add_argument("--block-length", type=_positive, default=None,
                         help="decode the region in blocks of this many tokens, left to right")
     parser.add_argument("--temperature", type=float, default=None,
@@ -90,7 +96,8 @@ def add_sampler_arguments(parser: argparse.ArgumentParser) -> None:
 def settings_from_args(args: argparse.Namespace) -> Any:
     """The sampler flags read through the same `dice.*` schema as the editor settings."""
     settings, errors = Settings().updated({
-        "sampler": args.sampler, "steps": args.steps, "threshold": args.threshold, "block_length": args.block_length,
+        "sampler": args.sampler, "steps": args.steps, "threshold": args.threshold,
+        "entropy_bound": args.entropy_bound, "min_steps": args.min_steps, "block_length": args.block_length,
         "temperature": args.temperature, "top_k": args.top_k, "seed": args.seed, "candidates": args.candidates,
         "max_canvas": args.max_tokens, "context_tokens": args.context_tokens})
     if errors:

@@ -26,7 +26,7 @@ from dice_lsp.errors import DiceError
 from dice_lsp.remote.client import parse_address
 from dice_lsp.toolchain.flags import CompileFlags, FlagError, check_define
 
-SAMPLERS = {"low-confidence": "low_confidence", "threshold": "threshold"}
+SAMPLERS = {"low-confidence": "low_confidence", "threshold": "threshold", "entropy": "entropy"}
 MODEL_KEYS = ("model", "device", "dtype", "trust_remote_code")
 SERVER_KEYS = ("server_url", "server_token", "server_token_file")
 BACKEND_KEYS = (*MODEL_KEYS, *SERVER_KEYS)  # a change of any of these means another model to talk to
@@ -37,10 +37,12 @@ PATTERNS = {"arch": (r"(sm|compute)_\d+[a-z]?", "an architecture such as sm_90")
             "std": (r"c\+\+\d\d", "a C++ standard such as c++17")}
 UNTRUSTED = "workspace not trusted"  # why an untrusted workspace's code was not run, as reports say it
 STEP_TOKENS = 32  # `steps` is the budget of a canvas up to this size (a line or two); larger ones get more
+MAX_ENTROPY_BOUND = 1000.0  # nats: far above any use (a step then commits everything)
 MAX_TEMPERATURE = 10.0  # far above any useful sampling temperature (0-2); 1e308 overflowed the sampler
 # above these a value is absurd, and refused for everyone (a team server caps far lower: dice_lsp.remote.limits)
-MAXIMA = {"steps": 1024, "block_length": 65536, "top_k": 1 << 20, "seed": 2**64 - 1, "candidates": 1024,
-          "max_canvas": 65536, "context_tokens": 1 << 20, "optimize_candidates": 1024, "repair_rounds": 100}
+MAXIMA = {"steps": 1024, "min_steps": 1024, "block_length": 65536, "top_k": 1 << 20, "seed": 2**64 - 1,
+          "candidates": 1024, "max_canvas": 65536, "context_tokens": 1 << 20, "optimize_candidates": 1024,
+          "repair_rounds": 100}
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,8 @@ class Settings:
     sampler: str = "low-confidence"
     steps: int = 4  # denoising steps per 32 canvas tokens (docs/PERFORMANCE.md: 8 costs 1.7x, same quality)
     threshold: float = 0.9
+    entropy_bound: float = 1.0  # entropy sampler: nats of uncertainty a step may commit (docs/PERFORMANCE.md)
+    min_steps: int = 1  # adaptive samplers: the fewest model calls per window
     block_length: int | None = None
     temperature: float | None = None  # None: greedy for one candidate, 0.8 for several
     top_k: int = 0
@@ -79,7 +83,8 @@ class Settings:
         temperature = self.temperature if self.temperature is not None else (0.0 if self.candidates == 1 else 0.8)
         steps = self.steps if self.block_length else self.steps * max(1, math.ceil(canvas / STEP_TOKENS))
         return SamplerConfig(strategy=SAMPLERS[self.sampler], steps=steps,  # type: ignore[arg-type]
-                             threshold=self.threshold, block_length=self.block_length,
+                             threshold=self.threshold, entropy_bound=self.entropy_bound,
+                             min_steps=min(self.min_steps, steps), block_length=self.block_length,
                              temperature=temperature, top_k=self.top_k, seed=self.seed)
 
     def compile_flags(self, base: Path) -> CompileFlags:
@@ -171,11 +176,13 @@ def check_value(name: str, value: Any) -> tuple[Any, str | None]:
         return (value, None) if valid else (None, f"must be {example}")
     if name in ("trust_remote_code", "diagnostics", "bench_on_save", "trusted"):
         return (value, None) if isinstance(value, bool) else (None, "must be true or false")
-    if name in ("threshold", "temperature"):
+    if name in ("threshold", "temperature", "entropy_bound"):
         if name == "temperature" and value is None:
             return None, None
         if not finite_number(value) or value < 0:
             return None, "must be a finite non-negative number"
+        if name == "entropy_bound" and value > MAX_ENTROPY_BOUND:
+            return None, f"must be at most {MAX_ENTROPY_BOUND:g}"
         if name == "threshold" and not 0 < value <= 1:
             return None, "must be in (0, 1]"
         if name == "temperature" and value > MAX_TEMPERATURE:

@@ -63,6 +63,30 @@ def test_threshold_commits_all_confident_tokens_at_once(native_dir: Path) -> Non
     assert fill(model, FillRequest(PREFIX, SUFFIX, max_tokens=16, sampler=sampler)).model_calls == 1
 
 
+def test_entropy_bound_commits_while_the_summed_uncertainty_is_small(native_dir: Path) -> None:
+    model = load_model(native_dir, device="cpu", dtype="float32")
+    denoiser = Denoiser(SamplerConfig(strategy="entropy", steps=8, entropy_bound=0.5), model.special, model.device)
+    denoiser.entropy = torch.tensor([[0.1, 0.2, 0.3, 2.0, 0.05, 0.4]])
+    confidence = torch.tensor([[0.9, 0.8, 0.7, 0.1, 0.95, 0.6]])
+    masked = torch.tensor([[True, True, True, True, True, False]])
+    chosen = denoiser.choose(torch.zeros(1, 6, dtype=torch.long), confidence, masked, steps_left=8)
+    # most confident first: 0.05, 0.1, 0.2, 0.3 (sum less the largest: 0.35 <= 0.5), then 2.0 (2.35): four
+    assert chosen.tolist() == [[True, True, True, False, True, False]]
+    denoiser.entropy = torch.full((1, 6), 5.0)  # unsure everywhere: the bound lets one token through, but
+    chosen = denoiser.choose(torch.zeros(1, 6, dtype=torch.long), confidence, masked, steps_left=2)
+    assert chosen.tolist() == [[True, True, False, False, True, False]]  # the ceiling wants ceil(5 / 2) = 3
+
+
+def test_the_floor_spreads_an_adaptive_fill_over_min_steps(native_dir: Path) -> None:
+    model = load_model(native_dir, device="cpu", dtype="float32")
+    eager = SamplerConfig(strategy="threshold", steps=8, threshold=1e-9)
+    assert fill(model, FillRequest(PREFIX, SUFFIX, max_tokens=16, sampler=eager)).model_calls == 1
+    floored = replace(eager, min_steps=3)
+    assert fill(model, FillRequest(PREFIX, SUFFIX, max_tokens=16, sampler=floored)).model_calls == 3
+    entropy = SamplerConfig(strategy="entropy", steps=8, entropy_bound=1000.0, min_steps=2)
+    assert fill(model, FillRequest(PREFIX, SUFFIX, max_tokens=16, sampler=entropy)).model_calls == 2
+
+
 def test_blockwise_decoding_spends_the_budget_per_block(native_dir: Path) -> None:
     model = load_model(native_dir, device="cpu", dtype="float32")
     sampler = SamplerConfig(steps=2, block_length=4)

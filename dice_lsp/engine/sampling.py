@@ -2,9 +2,12 @@
 
 Every loop is the same step repeated: run the model, sample a token and its confidence at each masked
 position of the active window, commit some of them, leave the rest masked. What differs is which
-positions are committed (the most confident `k`, or all above a threshold), and which window is active
-(the whole region at once, or block by block left to right). A cancellation check runs before every
-model call, so a cancelled request stops within one step.
+positions are committed (the most confident `k`; or all above a threshold; or, entropy-bounded, the most
+confident ones while their summed uncertainty stays small), and which window is active (the whole region
+at once, or block by block left to right). The adaptive rules spend few model calls where the model is
+sure and more where it is not, between a floor (`min_steps`: never more than an even share of the window
+per call before then) and a ceiling (`steps`: at least an even share of what is left per call). A
+cancellation check runs before every model call, so a cancelled request stops within one step.
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ from dice_lsp.engine.model import DiffusionLM
 from dice_lsp.engine.tokenizer import SpecialTokens
 from dice_lsp.errors import Cancelled, DiceError
 
-Strategy = Literal["low_confidence", "threshold"]
+Strategy = Literal["low_confidence", "threshold", "entropy"]
+STRATEGIES = ("low_confidence", "threshold", "entropy")
 CancelCheck = Callable[[], bool]
 Progress = Callable[[int], None]
 
@@ -33,8 +37,12 @@ class SamplerConfig:
 
     strategy: `low_confidence` commits the `k` most confident tokens per step, `k` spread evenly over the
         step budget; `threshold` commits every token above `threshold` (and at least that `k`), so easy
-        regions finish in fewer steps.
-    steps: model calls per window (the whole region, or each block when `block_length` is set).
+        regions finish in fewer steps; `entropy` (entropy-bounded) commits the most confident tokens as
+        long as the entropies of all but the most uncertain of them sum to at most `entropy_bound` nats
+        (and at least that `k`): many tokens where the model is sure, few where it hesitates.
+    steps: model calls per window (the whole region, or each block when `block_length` is set): the ceiling.
+    min_steps: the floor for the adaptive strategies: before that many calls, at most an even share of the
+        window's masks is committed per call.
     block_length: decode a bidirectional model's region in blocks of this many tokens, left to right
         (semi-autoregressive). Block-diffusion models always use their own block size.
     temperature: 0 is greedy; above 0 samples (needed for distinct candidates).
@@ -46,6 +54,8 @@ class SamplerConfig:
     strategy: Strategy = "low_confidence"
     steps: int = 8
     threshold: float = 0.9
+    entropy_bound: float = 1.0
+    min_steps: int = 1
     block_length: int | None = None
     temperature: float = 0.0
     top_k: int = 0
@@ -53,10 +63,12 @@ class SamplerConfig:
     context_cache: bool = True
 
     def __post_init__(self) -> None:
-        if self.strategy not in ("low_confidence", "threshold"):
+        if self.strategy not in STRATEGIES:
             raise DiceError(f"unknown sampler strategy {self.strategy!r}")
-        if self.steps < 1:
-            raise DiceError("steps must be at least 1")
+        if self.steps < 1 or not 1 <= self.min_steps <= self.steps:
+            raise DiceError("steps must be at least 1, and min_steps between 1 and steps")
+        if not (math.isfinite(self.entropy_bound) and self.entropy_bound >= 0):
+            raise DiceError("entropy_bound must be a finite non-negative number")
         if not 0.0 < self.threshold <= 1.0:
             raise DiceError("threshold must be in (0, 1]")
         if self.temperature < 0 or self.top_k < 0:
@@ -78,6 +90,7 @@ class Denoiser:
         self.cancel = cancel
         self.progress = progress
         self.model_calls = 0
+        self.entropy: Tensor | None = None  # per position, of the last `sample` (entropy-bounded strategy)
         self.logp: Tensor | None = None  # log-probability of each committed token, by column; NaN: not sampled
 
     def record(self, x: Tensor, lo: int, hi: int, chosen: Tensor, confidence: Tensor) -> None:
@@ -101,9 +114,13 @@ class Denoiser:
             self.progress(self.model_calls)
 
     def sample(self, logits: Tensor) -> tuple[Tensor, Tensor]:
-        """A token and its probability at every position of `logits` [B, T, V]."""
+        """A token and its probability at every position of `logits` [B, T, V] (and, for the entropy-bounded
+        strategy, each position's entropy in `self.entropy`)."""
         logits = logits.float()
         logits[..., self.banned] = -math.inf
+        if self.cfg.strategy == "entropy":
+            logp = torch.log_softmax(logits, dim=-1)
+            self.entropy = -(logp.exp() * logp.nan_to_num(neginf=0.0)).sum(dim=-1)
         if self.cfg.temperature == 0.0:
             probs = torch.softmax(logits, dim=-1)
             confidence, tokens = probs.max(dim=-1)
@@ -117,8 +134,11 @@ class Denoiser:
         tokens = flat.view(probs.shape[:-1])
         return tokens, probs.gather(-1, tokens[..., None])[..., 0]
 
-    def choose(self, tokens: Tensor, confidence: Tensor, masked: Tensor, steps_left: int) -> Tensor:
-        """Which masked positions to commit now: per row, the ceil(remaining / steps_left) most confident.
+    def choose(self, tokens: Tensor, confidence: Tensor, masked: Tensor, steps_left: int,
+               floor_left: int = 1) -> Tensor:
+        """Which masked positions to commit now: per row, at least the ceil(remaining / steps_left) most
+        confident; the adaptive strategies add the confident ones (see `SamplerConfig`), at most
+        ceil(remaining / floor_left) of them (`floor_left`: calls left before the floor is met).
 
         Pad/EOS predictions compete like any other token: a confident pad is how a region ends early.
         (Ranking pads last made every low-confidence guess past the end of a line win over a confident
@@ -127,11 +147,19 @@ class Denoiser:
         remaining = masked.sum(dim=1, keepdim=True)
         quota = torch.div(remaining + steps_left - 1, steps_left, rounding_mode="floor")
         confidence = confidence.masked_fill(~masked, -math.inf)
-        rank = confidence.argsort(dim=1, descending=True).argsort(dim=1)
-        chosen = (rank < quota) & masked
+        order = confidence.argsort(dim=1, descending=True)
+        rank = order.argsort(dim=1)
+        count = quota
         if self.cfg.strategy == "threshold":
-            chosen |= (confidence > self.cfg.threshold) & masked
-        return chosen
+            count = torch.maximum(count, ((confidence > self.cfg.threshold) & masked).sum(dim=1, keepdim=True))
+        elif self.cfg.strategy == "entropy" and self.entropy is not None:
+            entropy = self.entropy.masked_fill(~masked, 0.0).gather(1, order)  # most confident first
+            spent = entropy.cumsum(dim=1) - entropy.cummax(dim=1).values  # all but the most uncertain
+            count = torch.maximum(count, (spent <= self.cfg.entropy_bound).sum(dim=1, keepdim=True))
+        if floor_left > 1:
+            count = torch.maximum(quota, torch.minimum(count, torch.div(
+                remaining + floor_left - 1, floor_left, rounding_mode="floor")))
+        return (rank < count) & masked
 
     def denoise(self, x: Tensor, lo: int, hi: int, logits_of: Callable[[Tensor], Tensor]) -> None:
         """Fill the masks of x[:, lo:hi] in place; `logits_of(x)` returns logits for columns lo..hi."""
@@ -144,7 +172,7 @@ class Denoiser:
             logits = logits_of(x)
             self.count_call()
             tokens, confidence = self.sample(logits)
-            chosen = self.choose(tokens, confidence, masked, steps - step)
+            chosen = self.choose(tokens, confidence, masked, steps - step, self.cfg.min_steps - step)
             x[:, lo:hi] = torch.where(chosen, tokens, x[:, lo:hi])
             self.record(x, lo, hi, chosen, confidence)
 

@@ -76,6 +76,7 @@ def evaluate(suite: Suite, holes: list[SuiteHole], system: System, execute: bool
         "suite": suite.name, "split": suite.split, "system": system.name, "label": system.label,
         "executed": execute, "settings": settings or {}, "holes": len(holes),
         "kinds": summarise(rows),
-        "fills": [{"hole": h.id, "kind": h.kind, "fill": a.fill, "latency_ms": round(a.latency_ms, 1), **asdict(s)}
+        "fills": [{"hole": h.id, "kind": h.kind, "fill": a.fill, "latency_ms": round(a.latency_ms, 1),
+                   "model_calls": a.model_calls, **asdict(s)}
                   for h, s, a in zip(holes, scores, answers, strict=True)],
     }

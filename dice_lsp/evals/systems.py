@@ -42,6 +42,7 @@ LINES_TOKENS = 64  # canvas for 2-5 lines (about 210 characters)
 class Answer:
     fill: str | None  # what the editor would show; None when it shows nothing
     latency_ms: float
+    model_calls: int = 0  # the model calls it took (re-masking rounds included); 0: no model
 
 
 class System(Protocol):
@@ -106,7 +107,7 @@ class ModelSystem:
         elapsed = (time.perf_counter() - started) * 1000
         texts = completion.texts
         shown = texts[0] if texts and texts[0].strip() else None
-        return Answer(shown, elapsed)
+        return Answer(shown, elapsed, completion.model_calls)
 
 
 @dataclass

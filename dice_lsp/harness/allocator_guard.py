@@ -3,8 +3,9 @@
 The harness cannot hand a torch extension a padded output: `forward` allocates it from torch's caching
 allocator. So the harness arranges what lies around it instead. Before the call it frees a "landing"
 block of each expected output's size plus a guard region on each side (the allocator hands out the
-start of the best-fitting free block, so the output lands there with free memory after it), then fills
-every free block of the allocator with POISON_BYTE and records the allocator's history. After the call,
+start of the best-fitting free block, and the cache is emptied first, so the output lands there with
+free memory after it; an output under 1 MiB comes from the small pool instead, poisoned like the rest),
+then fills every free block of the allocator with POISON_BYTE and records its history. After the call,
 the bytes next to each output (a guard region on each side) that were free before the call and that
 nothing allocated during it must still hold the poison; a changed one is a write out of the output's
 bounds. Memory the harness holds (inputs, kept reference outputs) is guarded by its own canaries
@@ -74,30 +75,41 @@ class AllocatorGuard:
         self.output_bytes = output_bytes
         self.free_before: list[Interval] = []
         self.allocated: list[Interval] = []
+        self.seen = 0
 
     def __enter__(self) -> AllocatorGuard:
         torch.cuda.synchronize()
+        torch.cuda.empty_cache()  # no other whole free segment to compete with the landing blocks
         landing = [torch.empty(n + 2 * guard_bytes(n), dtype=torch.uint8, device="cuda") for n in self.output_bytes]
         del landing  # back to the allocator as free blocks of the right size, poisoned below
-        free = _blocks(torch.cuda.memory._snapshot()["segments"], "inactive")
+        torch.cuda.memory._record_memory_history("all", context=None, stacks="python")
+        snapshot = torch.cuda.memory._snapshot()
+        self.seen = len(self._trace(snapshot))  # the history before this call, if disabling did not clear it
+        free = _blocks(snapshot["segments"], "inactive")
         self.free_before = [(b["address"], b["address"] + b["size"]) for b in free]
         for block in free:
             _device_bytes(block["address"], block["size"]).fill_(POISON_BYTE)
         torch.cuda.synchronize()
-        torch.cuda.memory._record_memory_history("all", context=None, stacks="python")
         return self
 
-    def __exit__(self, *_exc: object) -> None:
-        torch.cuda.synchronize()
-        snapshot = torch.cuda.memory._snapshot()
-        torch.cuda.memory._record_memory_history(None)
-        requested = {b["address"]: b["requested_size"] for b in _blocks(snapshot["segments"], "active_allocated")}
-        device = torch.cuda.current_device()
+    def __exit__(self, exc_type: type[BaseException] | None, *_exc: object) -> None:
+        try:
+            if exc_type is None:
+                torch.cuda.synchronize()
+                snapshot = torch.cuda.memory._snapshot()
+                live = _blocks(snapshot["segments"], "active_allocated")
+                requested = {b["address"]: b["requested_size"] for b in live}
+                # a block still live counts only as far as it was asked for: its rounding slack is guard too
+                self.allocated = [(e["addr"], e["addr"] + requested.get(e["addr"], e["size"]))
+                                  for e in self._trace(snapshot)[self.seen:] if e["action"] == "alloc"]
+        finally:
+            torch.cuda.memory._record_memory_history(None)
+
+    @staticmethod
+    def _trace(snapshot: dict[str, Any]) -> list[dict[str, Any]]:
         traces = snapshot.get("device_traces", [])
-        entries = traces[device] if device < len(traces) else []
-        # a block still live counts only as far as it was asked for: its rounding slack is guard too
-        self.allocated = [(e["addr"], e["addr"] + requested.get(e["addr"], e["size"])) for e in entries
-                          if e["action"] == "alloc"]
+        device = torch.cuda.current_device()
+        return list(traces[device]) if device < len(traces) else []
 
     def overrun(self, outputs: list[torch.Tensor]) -> str | None:
         """"before output N" or "after output N" for the first output whose neighbouring guard bytes

@@ -310,6 +310,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
                   f"{'verified' if k.verified else k.failure or 'not verified'}")
             for flag in k.flags:
                 print(f"{'':24} flagged: {flag}")
+            if k.shapes:
+                print(f"{'':24} shapes: {' | '.join(k.shapes)}{' (one shape only)' if len(k.shapes) == 1 else ''}")
+            if k.memcheck:
+                print(f"{'':24} memcheck: {k.memcheck}")
         if report.reason:
             print(f"dice-lsp: {report.reason}", file=sys.stderr)
     if not report.gpu:

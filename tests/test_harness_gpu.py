@@ -3,24 +3,26 @@ caught (bench/problems/README.md lists them)."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
-from dice_lsp.harness.bench import BenchReport, Limits, bench_file
+from dice_lsp.harness.bench import BenchReport, KernelResult, Limits, bench_file
+from dice_lsp.toolchain.nvcc import SOURCE_NAME
 
 pytestmark = pytest.mark.gpu
 ROOT = Path(__file__).resolve().parents[1]
 PROBLEMS = ROOT / "bench" / "problems"
-LIMITS = Limits(timeout=45.0)
-CAUGHT_BY = {  # flaw -> what the report must say
+LIMITS = Limits(timeout=45.0, memcheck=False)  # the compute-sanitizer pass has tests of its own below
+CAUGHT_BY = {  # flaw -> what the report's `failure` must say
     "wrong": ("differ from the reference",),
-    "stale": ("differ from the reference", "wrote nothing"),
+    "stale": ("output never written",),
     "oob": ("out of the bounds", "illegal", "failed"),
     "hang": ("timed out",),
     "zero_inputs": ("modifies its input",),
     "hardcoded": ("differ from the reference", "out of the bounds", "illegal", "failed"),
-    "side_stream": ("creates streams",),
+    "side_stream": ("rejected: creates streams",),
 }
 
 
@@ -45,10 +47,63 @@ def test_good_candidates_pass_and_bad_ones_are_caught(problem: Path, candidate: 
     if candidate.stem == "good":
         assert kernel.verified, kernel.failure or kernel.flags
         assert kernel.median_ms and kernel.speedup_vs_ref and kernel.max_abs_err is not None
+        assert len(kernel.shapes) == 2, kernel.shapes  # every problem here is checked at a second shape
         return
-    said = " ".join([kernel.failure or "", *kernel.flags])
     assert not kernel.verified, f"{candidate.stem} was not caught"
-    assert any(phrase in said for phrase in CAUGHT_BY[candidate.stem]), said
+    assert kernel.speedup_vs_ref is None, "a rejected kernel was given a speedup"
+    assert kernel.failure and any(phrase in kernel.failure for phrase in CAUGHT_BY[candidate.stem]), kernel.failure
+
+
+def test_the_extension_path_guards_the_output_it_allocates() -> None:
+    """A torch extension that writes 16 KiB past the end of its own output (right values everywhere)."""
+    [kernel] = run(PROBLEMS / "kb_relu_scale", PROBLEMS / "kb_relu_scale" / "candidates" / "oob.cu").kernels
+    assert not kernel.verified and kernel.speedup_vs_ref is None
+    assert kernel.failure is not None
+    assert kernel.failure.startswith("the kernel writes out of the bounds of its output (into the guard region "
+                                     "after output 0)"), kernel.failure
+
+
+def test_literal_sizes_in_get_inputs_are_varied() -> None:
+    """kb_center_rows writes its sizes as literals inside get_inputs: they are rewritten for a second shape,
+    where the candidate with the row length written in fails."""
+    problem = PROBLEMS / "kb_center_rows"
+    [good] = run(problem, problem / "candidates" / "good.cu").kernels
+    assert good.verified and good.shapes == ["(4096, 8192)", "(2049, 4097)"], good
+    [hardcoded] = run(problem, problem / "candidates" / "hardcoded.cu").kernels
+    assert not hardcoded.verified and hardcoded.failure is not None
+    assert "differ from the reference" in hardcoded.failure and "shape (2049, 4097)" in hardcoded.failure
+
+
+def test_a_rejected_kernel_says_why_and_has_no_speedup() -> None:
+    [kernel] = run(PROBLEMS / "kb_softmax", PROBLEMS / "kb_softmax" / "candidates" / "side_stream.cu").kernels
+    assert not kernel.verified and kernel.speedup_vs_ref is None and kernel.median_ms is not None
+    assert kernel.failure == f"rejected: {'; '.join(kernel.flags)}" and "cudaStreamCreate" in kernel.failure
+
+
+@pytest.mark.skipif(shutil.which("compute-sanitizer") is None, reason="compute-sanitizer is not on PATH")
+def test_the_memcheck_pass_runs_on_a_verified_kernel() -> None:
+    problem = PROBLEMS / "elementwise_gelu"
+    report = bench_file(problem / "candidates" / "good.cu", problem / "reference.cu", Limits(timeout=120.0))
+    [kernel] = report.kernels
+    assert kernel.verified and kernel.memcheck == "passed", kernel
+
+
+@pytest.mark.skipif(shutil.which("compute-sanitizer") is None, reason="compute-sanitizer is not on PATH")
+def test_the_memcheck_pass_sees_an_extension_write_past_its_output() -> None:
+    """The sanitized run alone (each tensor its own allocation there) catches the 16 KiB overrun."""
+    from dice_lsp.harness import bench
+
+    problem = PROBLEMS / "kb_relu_scale"
+    run(problem, problem / "candidates" / "oob.cu")  # builds (or reuses) the extension
+    source = (problem / "candidates" / "oob.cu").read_text()
+    build_dir = next(d for d in (bench.cache_root() / "extensions").iterdir() if (d / SOURCE_NAME).is_file()
+                     and (d / SOURCE_NAME).read_text() == source)
+    job = {"source": str(build_dir / SOURCE_NAME), "includes": [], "name": f"dice_ext_{build_dir.name}",
+           "build_dir": str(build_dir), "reference": str(problem / "reference.py"), "trials": 1}
+    result = bench._memcheck(KernelResult("forward", verified=True), "dice_lsp.harness.extension:run", job,
+                             Limits(timeout=300.0), [problem, build_dir])
+    assert not result.verified and result.memcheck and result.memcheck.endswith("errors"), result
+    assert result.failure and result.failure.startswith("compute-sanitizer memcheck found"), result.failure
 
 
 def test_a_file_with_its_own_reference_kernel(tmp_path: Path) -> None:

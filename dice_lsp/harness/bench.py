@@ -4,13 +4,16 @@ Two ways to say how a kernel runs (docs/BENCHMARKING.md): a `dice:launch` spec i
 nvcc → cubin → launched directly; the reference is another kernel, of this file or of `--ref REF.cu`), or a
 KernelBench reference `REF.py` beside the file (same stem), named by `--ref`, or by a `// dice:reference
 PATH` comment (the .cu is a torch extension). Without a GPU the build still runs and the report says why
-nothing was timed.
+nothing was timed. A kernel that passed is run once more under compute-sanitizer's memcheck where that
+tool is on PATH (`KernelResult.memcheck` says what it found, or why it did not run); a flagged or failed
+kernel never gets a speedup, and its `failure` says why it was rejected.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -18,7 +21,7 @@ from typing import Any
 
 from dice_lsp.errors import DiceError
 from dice_lsp.harness.build import Build, build_cubin
-from dice_lsp.harness.isolate import run_isolated
+from dice_lsp.harness.isolate import Outcome, run_isolated
 from dice_lsp.harness.spec import LaunchSpec, find_specs
 from dice_lsp.toolchain.cache import cache_root
 from dice_lsp.toolchain.flags import CompileFlags
@@ -27,6 +30,9 @@ from dice_lsp.toolchain.report import parse_diagnostics
 
 _REFERENCE_COMMENT = re.compile(r"//\s*dice:reference\s+(\S+)")
 _STREAMS = re.compile(r"\b(cudaStreamCreate\w*|cuStreamCreate\w*|getStreamFromPool|cudaStreamBeginCapture)\b")
+_SANITIZER_SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) errors?")
+_SANITIZER_ERROR = re.compile(r"=+ (Invalid __\w+__ \w+ of size \d+ bytes|Program hit \S+.*|\w+ error.*)")
+MEMCHECK_EXIT = 86  # compute-sanitizer's exit status when it found errors
 Progress = Callable[[str], None]
 
 
@@ -42,6 +48,8 @@ class KernelResult:
     max_rel_err: float | None = None
     flags: list[str] = field(default_factory=list)
     failure: str | None = None  # why it was not verified or timed
+    shapes: list[str] = field(default_factory=list)  # the shapes it was verified at (one: said in the report)
+    memcheck: str | None = None  # compute-sanitizer's verdict, or why that pass did not run
 
     def to_json(self) -> dict[str, Any]:
         return dict(vars(self))
@@ -72,6 +80,7 @@ class Limits:
     build_timeout: float = 600.0  # a torch extension's build
     memory_mb: int = 16384  # resident host memory of the child
     trials: int = 3
+    memcheck: bool = True  # the compute-sanitizer pass, where the tool is on PATH
 
 
 def gpu_arch() -> str | None:
@@ -183,10 +192,11 @@ def _bench_kernel(spec: LaunchSpec, spec_text: str, ref_spec_text: str | None, t
         result.failure = str(exc)
         return result
     cubins = [Path(c["cubin"]).parent for c in (candidate, reference) if c is not None and c["cubin"]]
-    outcome = run_isolated("dice_lsp.harness.kernel_level:run", {
-        "spec": spec_text, "candidate": candidate, "reference": reference, "trials": limits.trials},
-        limits.timeout, limits.memory_mb, readable=cubins)
-    return _result(result, outcome.value, outcome.failure, reference is not None)
+    call = "dice_lsp.harness.kernel_level:run"
+    payload = {"spec": spec_text, "candidate": candidate, "reference": reference, "trials": limits.trials}
+    outcome = run_isolated(call, payload, limits.timeout, limits.memory_mb, readable=cubins)
+    return _memcheck(_result(result, outcome.value, outcome.failure, reference is not None), call, payload, limits,
+                     cubins)
 
 
 def _bench_extension(path: Path, text: str, reference: Path, limits: Limits, say: Progress) -> BenchReport:
@@ -215,9 +225,10 @@ def _bench_extension(path: Path, text: str, reference: Path, limits: Limits, say
         return BenchReport(True, False, [{"severity": "error", "message": built.failure or "build failed",
                                           "detail": built.output[-2000:]}], [], "does not compile")
     say(f"verifying and timing {path.name} against {reference.name}")
-    outcome = run_isolated("dice_lsp.harness.extension:run", job, limits.timeout, limits.memory_mb,
-                           readable=[*sources, build_dir])
-    return BenchReport(True, True, [], [_result(result, outcome.value, outcome.failure, True)])
+    call = "dice_lsp.harness.extension:run"
+    outcome = run_isolated(call, job, limits.timeout, limits.memory_mb, readable=[*sources, build_dir])
+    result = _result(result, outcome.value, outcome.failure, True)
+    return BenchReport(True, True, [], [_memcheck(result, call, job, limits, [*sources, build_dir])])
 
 
 def _static_flags(text: str) -> list[str]:
@@ -227,18 +238,56 @@ def _static_flags(text: str) -> list[str]:
 
 def _result(result: KernelResult, value: dict[str, Any] | None, failure: str | None,
             has_reference: bool) -> KernelResult:
+    """The child's answer as a result: verified only with a reference and no flag; a speedup only for a
+    verified kernel; otherwise `failure` says why not."""
     if value is None:
         result.failure = failure
         return result
     result.median_ms = value["candidate"]["median_ms"]
     result.spread_pct = value["candidate"]["spread_pct"]
+    result.shapes = list(value.get("shapes", []))
     if "reference" in value:
         result.reference_ms = value["reference"]["median_ms"]
-        result.speedup_vs_ref = value["speedup"]
     if has_reference:
         result.max_abs_err, result.max_rel_err = value["max_abs_err"], value["max_rel_err"]
-    else:
-        result.failure = "no reference to verify against (add `reference` to the launch spec or pass --ref)"
     result.flags += value["flags"]
     result.verified = bool(value["verified"]) and has_reference and not result.flags  # flagged: not celebrated
+    if not has_reference:
+        result.failure = "no reference to verify against (add `reference` to the launch spec or pass --ref)"
+    elif result.flags:
+        result.failure = f"rejected: {'; '.join(result.flags)}"
+    if result.verified and "reference" in value:
+        result.speedup_vs_ref = value["speedup"]
     return result
+
+
+def _memcheck(result: KernelResult, call: str, payload: dict[str, Any], limits: Limits,
+              readable: list[Path]) -> KernelResult:
+    """Run a verified kernel's checks once more under compute-sanitizer's memcheck (each tensor its own
+    allocation, so that the tool sees every byte out of bounds); errors reject the kernel."""
+    if not result.verified:
+        return result
+    tool = shutil.which("compute-sanitizer")
+    if tool is None or not limits.memcheck:
+        result.memcheck = "skipped: " + ("compute-sanitizer is not on PATH" if tool is None else "turned off")
+        return result
+    wrapper = [tool, "--tool", "memcheck", "--error-exitcode", str(MEMCHECK_EXIT), "--print-limit", "4"]
+    outcome = run_isolated(call, {**payload, "check_only": True, "trials": 1}, limits.timeout, limits.memory_mb,
+                           {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}, readable, wrapper=wrapper)
+    result.memcheck, failure = memcheck_verdict(outcome)
+    if failure is not None:
+        result.verified, result.failure, result.speedup_vs_ref = False, failure, None
+    return result
+
+
+def memcheck_verdict(outcome: Outcome) -> tuple[str, str | None]:
+    """(what the memcheck pass says, the kernel's failure or None) from the sanitized child's outcome."""
+    summary = _SANITIZER_SUMMARY.search(outcome.output)
+    errors = int(summary.group(1)) if summary else 0
+    if errors:
+        first = _SANITIZER_ERROR.search(outcome.output)
+        detail = f": {first.group(1).strip()}" if first else ""
+        return f"{errors} errors", f"compute-sanitizer memcheck found {errors} errors{detail}"
+    if outcome.ok and summary:
+        return "passed", None
+    return f"did not finish: {outcome.failure or 'no error summary'}", None

@@ -3,9 +3,12 @@
 The reference file defines `Model`, `get_inputs()` and `get_init_inputs()`; the .cu defines a host function
 `forward` bound with `PYBIND11_MODULE(TORCH_EXTENSION_NAME, m)`, called with the inputs followed by the
 model's parameters and buffers. Both jobs run in a child process: `build` (a torch extension takes about a
-minute to compile) and `run` (verify, then time). Shapes are varied too: the reference module's integer
-globals that `get_inputs` reads are halved (plus one) for an extra trial, where the reference accepts it,
-so a kernel that hard-codes the shape fails.
+minute to compile) and `run` (verify, then time). Every input the harness hands `forward` is a copy in the
+middle of a guarded buffer, and the memory around the outputs it allocates is guarded too
+(`allocator_guard`). Shapes are varied: after the trials at the reference's own shape, one more runs at a
+second shape, where the sizes in `get_inputs` (integer literals passed to tensor factories, and the
+integer globals it reads) are halved plus one; if the reference rejects that, only the leading size of
+each tensor is varied; if it rejects that too, the result lists one shape and says so.
 
 `run` imports the module `build` left in the build folder instead of calling torch's `load` again: `load`
 rewrites build.ninja and takes a lock file there, and on the team server the run job (the client's
@@ -15,16 +18,22 @@ with the same source.
 
 from __future__ import annotations
 
+import ast
+import contextlib
 import importlib.util
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from dice_lsp.harness.allocator_guard import AllocatorGuard
 from dice_lsp.harness.timing import Timer, copy_bandwidth, floor_ms
-from dice_lsp.harness.verify import compare, fail, random_tensor, record
+from dice_lsp.harness.verify import Guarded, compare, fail, guarded_copy, random_tensor, record
+
+_ALL_SIZES = frozenset({"randn", "rand", "zeros", "ones", "empty"})  # every positional argument is a size
+_FACTORIES = _ALL_SIZES | {"randint", "full", "normal", "randn_like"}  # the others: sizes in a tuple or size=
 
 
 def _load_extension(payload: dict[str, Any]) -> Any:
@@ -72,10 +81,10 @@ def _reference_module(path: str) -> types.ModuleType:
     return module
 
 
-def _inputs(reference: types.ModuleType, trial: int, generator: torch.Generator) -> list[Any]:
+def _inputs(get_inputs: Callable[[], list[Any]], trial: int, generator: torch.Generator) -> list[Any]:
     """get_inputs() on the GPU; floating-point tensors redrawn from the trial's distribution."""
     values = []
-    for value in reference.get_inputs():
+    for value in get_inputs():
         if isinstance(value, torch.Tensor):
             value = value.cuda()
             if value.is_floating_point() and trial > 0:
@@ -84,41 +93,101 @@ def _inputs(reference: types.ModuleType, trial: int, generator: torch.Generator)
     return values
 
 
-def _size_globals(reference: types.ModuleType) -> dict[str, int]:
+def varied(value: int) -> int:
+    """A size at the second shape: halved plus one (odd, not a multiple of any block or tile)."""
+    return value // 2 + 1 if value > 1 else value
+
+
+def _size_nodes(call: ast.Call) -> list[ast.expr]:
+    """The arguments of a tensor factory call that are sizes, in order (none for other calls)."""
+    name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
+    if name not in _FACTORIES:
+        return []
+    found: list[ast.expr] = []
+    positional = call.args if name in _ALL_SIZES else [a for a in call.args if isinstance(a, ast.Tuple | ast.List)]
+    if name == "full":
+        positional = call.args[:1]
+    for arg in [*positional, *(k.value for k in call.keywords if k.arg == "size")]:
+        found.extend(arg.elts if isinstance(arg, ast.Tuple | ast.List) else [arg])
+    return found
+
+
+def vary_sizes(function: ast.FunctionDef, ints: Mapping[str, int], leading_only: bool) -> int:
+    """Rewrite, in place, the sizes of the tensor factories called in `function` (torch.randn(4096, n),
+    torch.randint(0, 9, (64, 64)), size=...): integer literals, and names of the integer globals `ints`,
+    become their `varied` values; with `leading_only` only each call's first size. Returns how many."""
+    changed = 0
+    for call in [n for n in ast.walk(function) if isinstance(n, ast.Call)]:
+        sizes = _size_nodes(call)
+        for node in sizes[:1] if leading_only else sizes:
+            value = ints.get(node.id) if isinstance(node, ast.Name) else getattr(node, "value", None)
+            if type(value) is int and varied(value) != value:
+                _replace(call, node, ast.copy_location(ast.Constant(varied(value)), node))
+                changed += 1
+    return changed
+
+
+def _replace(call: ast.Call, old: ast.expr, new: ast.expr) -> None:
+    for holder in [call.args, *(a.elts for a in call.args if isinstance(a, ast.Tuple | ast.List))]:
+        for index, node in enumerate(holder):
+            if node is old:
+                holder[index] = new
+    for keyword in call.keywords:
+        if keyword.value is old:
+            keyword.value = new
+        elif isinstance(keyword.value, ast.Tuple | ast.List):
+            keyword.value.elts = [new if node is old else node for node in keyword.value.elts]
+
+
+def second_shape_inputs(reference: types.ModuleType, source: str, leading_only: bool) -> Callable[[], list[Any]] | None:
+    """The reference's get_inputs at another shape: its size literals varied and (unless `leading_only`)
+    the integer globals it reads too, or only the first size of each tensor; None when nothing varies."""
+    tree = ast.parse(source)
+    functions = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "get_inputs"]
+    if not functions:
+        return None
     names = reference.get_inputs.__code__.co_names
-    return {n: getattr(reference, n) for n in names if type(getattr(reference, n, None)) is int}
+    ints = {n: getattr(reference, n) for n in names if type(getattr(reference, n, None)) is int}
+    namespace = dict(vars(reference))
+    changed = vary_sizes(functions[-1], ints, leading_only)
+    if not leading_only:
+        namespace.update({n: varied(v) for n, v in ints.items()})
+        changed += sum(varied(v) != v for v in ints.values())
+    if not changed:
+        return None
+    exec(compile(ast.Module(body=[functions[-1]], type_ignores=[]), reference.__file__ or "<reference>", "exec"),
+         namespace)
+    function: Callable[[], list[Any]] = namespace["get_inputs"]
+    return function
+
+
+def shapes_text(inputs: list[Any]) -> str:
+    """The inputs' tensor shapes, as the report shows them: "(4096, 8192)", "(64, 3), (3, 5)"."""
+    return ", ".join(str(tuple(x.shape)) for x in inputs if isinstance(x, torch.Tensor))
 
 
 def run(payload: dict[str, Any]) -> dict[str, Any]:
-    """Payload: source, name, build_dir (the extension), reference (path of the .py), trials, seed."""
+    """Payload: source, name, build_dir (the extension), reference (path of the .py), trials, seed,
+    check_only (stop after verification: the pass under compute-sanitizer)."""
     torch.manual_seed(int(payload.get("seed", 0)))
     reference = _reference_module(payload["reference"])
     model = reference.Model(*reference.get_init_inputs()).cuda().eval()
     extras = [*model.parameters(), *model.buffers()]
     extension = _load_built(payload)
     generator = torch.Generator(device="cuda").manual_seed(int(payload.get("seed", 0)))
-    errors = {"max_abs_err": 0.0, "max_rel_err": 0.0}
-    kept: list[Any] = []  # every reference output stays alive: no candidate can be handed its memory
-    trials = int(payload.get("trials", 3))
-    for trial in range(trials):
-        _check_once(model, extension.forward, extras, _inputs(reference, trial, generator), kept, errors,
-                    f"trial {trial}")
-    sizes = _size_globals(reference)
-    varied = {n: v // 2 + 1 for n, v in sizes.items() if v > 1}
-    if varied:
-        original = dict(sizes)
-        vars(reference).update(varied)
-        try:
-            inputs = _inputs(reference, 0, generator)
-            with torch.no_grad():
-                kept.append(model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]))
-        except Exception:  # the reference itself does not accept other shapes: no shape trial
-            inputs = []
-        finally:
-            vars(reference).update(original)
-        if inputs:
-            _check_once(model, extension.forward, extras, inputs, kept, errors, f"sizes {varied}")
-    inputs = _inputs(reference, 0, generator)
+    checker = _Checker(model, extension.forward, extras, generator, guard_outputs=not payload.get("check_only"))
+    for trial in range(int(payload.get("trials", 3))):
+        checker.check(_inputs(reference.get_inputs, trial, generator), f"trial {trial}")
+    first = _inputs(reference.get_inputs, 0, generator)
+    shapes = [shapes_text(first)]
+    if second := _second_shape(reference, Path(payload["reference"]).read_text(encoding="utf-8"), model, generator,
+                               shapes[0]):
+        shapes.append(shapes_text(second))
+        checker.check(second, f"shape {shapes[-1]}")
+    result: dict[str, Any] = {"verified": True, **checker.errors, "flags": [], "shapes": shapes}
+    if payload.get("check_only"):
+        return result
+    inputs = first
     timer = Timer()
     with torch.no_grad():
         cand = timer.time(lambda i: extension.forward(*inputs, *extras))
@@ -127,41 +196,82 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
     moved = sum(x.numel() * x.element_size() for x in [*inputs, *extras, output] if isinstance(x, torch.Tensor))
     bandwidth = copy_bandwidth()
     floor = floor_ms(moved, bandwidth)
-    flags = [f"faster than memory allows: {cand.median_ms:.4f} ms for {moved / 1e6:.0f} MB (floor {floor:.4f} ms)"
-             ] if cand.median_ms < floor else []
-    return {"verified": True, **errors, "flags": flags, "candidate": vars(cand), "reference": vars(ref),
-            "speedup": ref.median_ms / cand.median_ms, "bandwidth_gbs": bandwidth / 1e9, "floor_ms": floor}
+    if cand.median_ms < floor:
+        result["flags"].append(f"faster than memory allows: {cand.median_ms:.4f} ms for {moved / 1e6:.0f} MB "
+                               f"(floor {floor:.4f} ms)")
+    return {**result, "candidate": vars(cand), "reference": vars(ref), "speedup": ref.median_ms / cand.median_ms,
+            "bandwidth_gbs": bandwidth / 1e9, "floor_ms": floor}
 
 
-def _check_once(model: torch.nn.Module, forward: Callable[..., Any], extras: list[torch.Tensor], inputs: list[Any],
-                kept: list[Any], errors: dict[str, float], where: str) -> None:
-    with torch.no_grad():
-        want = model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])  # first
-    kept.append(want)
-    wants = want if isinstance(want, tuple | list) else [want]
-    _poison_free_memory(list(wants))
-    mine = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
-    try:
-        got = forward(*mine, *extras)
-        torch.cuda.synchronize()
-    except RuntimeError as exc:
-        raise fail(f"the kernel failed: {str(exc).strip().splitlines()[0]}", at=where) from exc
-    for index, (before, after) in enumerate(zip(inputs, mine, strict=True)):
-        if isinstance(before, torch.Tensor) and not torch.equal(before, after):
-            raise fail(f"the kernel modifies its input {index}", at=where)
-    gots = got if isinstance(got, tuple | list) else [got]
-    if len(gots) != len(wants) or not all(isinstance(g, torch.Tensor) for g in gots):
-        raise fail(f"the kernel returns {len(gots)} values where the reference returns {len(wants)} tensors", at=where)
-    for index, (g, w) in enumerate(zip(gots, wants, strict=True)):
-        comparison = compare(f"output {index}", g, w)
-        record(errors, comparison)
-        if not comparison.ok:
-            raise fail(comparison.detail, at=where)
+def _second_shape(reference: types.ModuleType, source: str, model: torch.nn.Module, generator: torch.Generator,
+                  first: str) -> list[Any] | None:
+    """Inputs at a second shape that the reference accepts: every size varied, else only the leading one;
+    None when neither gives another shape the reference runs on (the report then lists one shape)."""
+    for leading_only in (False, True):
+        try:
+            get_inputs = second_shape_inputs(reference, source, leading_only)
+            inputs = _inputs(get_inputs, 0, generator) if get_inputs is not None else []
+            if not inputs or shapes_text(inputs) == first:
+                continue
+            with torch.no_grad():
+                model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
+            return inputs
+        except Exception:  # the reference does not accept that shape: try the next, or check one shape
+            continue
+    return None
 
 
-def _poison_free_memory(like: list[Any]) -> None:
-    """Fill the allocator's free blocks of the outputs' sizes with NaN, so an output the kernel allocates
-    but never writes cannot hold a stale result (the outputs are poisoned even though the kernel allocates them)."""
-    blocks = [torch.empty_like(w).fill_(float("nan") if w.is_floating_point() else -1)
-              for w in like if isinstance(w, torch.Tensor) for _ in range(4)]
-    del blocks
+class _Checker:
+    """Runs the reference, then the candidate, on one set of inputs, and says how the candidate failed.
+
+    Every tensor the harness holds while the candidate runs is guarded (`verify.Guarded`): its inputs
+    (copies) and the reference outputs kept alive; the outputs the candidate allocates are guarded by
+    `AllocatorGuard` (not in the pass under compute-sanitizer, which has no caching allocator to arrange
+    and sees those bytes itself)."""
+
+    def __init__(self, model: torch.nn.Module, forward: Callable[..., Any], extras: list[torch.Tensor],
+                 generator: torch.Generator, guard_outputs: bool) -> None:
+        self.model, self.forward, self.extras, self.generator = model, forward, extras, generator
+        self.guard_outputs = guard_outputs
+        self.kept: list[Guarded] = []  # every reference output stays alive: no candidate can be handed its memory
+        self.errors = {"max_abs_err": 0.0, "max_rel_err": 0.0}
+
+    def check(self, inputs: list[Any], where: str) -> None:
+        with torch.no_grad():
+            want = self.model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])  # first
+        wants = list(want) if isinstance(want, tuple | list) else [want]
+        if not all(isinstance(w, torch.Tensor) for w in wants):
+            raise fail("the reference's forward returns something other than tensors", at=where)
+        kept = [guarded_copy(w, self.generator) for w in wants]
+        del want, wants
+        self.kept += kept
+        mine = [guarded_copy(x, self.generator) if isinstance(x, torch.Tensor) else x for x in inputs]
+        guard = AllocatorGuard([k.nbytes for k in kept])
+        try:
+            with guard if self.guard_outputs else contextlib.nullcontext(), torch.no_grad():
+                got = self.forward(*[m.tensor if isinstance(m, Guarded) else m for m in mine], *self.extras)
+                torch.cuda.synchronize()
+        except RuntimeError as exc:
+            raise fail(f"the kernel failed: {str(exc).strip().splitlines()[0]}", at=where) from exc
+        gots = list(got) if isinstance(got, tuple | list) else [got]
+        if len(gots) != len(kept) or not all(isinstance(g, torch.Tensor) for g in gots):
+            raise fail(f"the kernel returns {len(gots)} values where the reference returns {len(kept)} tensors",
+                       at=where)
+        # the outputs' guard regions first: the checks below allocate, and could land there
+        if self.guard_outputs and (side := guard.overrun(gots)):
+            raise fail(f"the kernel writes out of the bounds of its output (into the guard region {side})", at=where)
+        for index, m in enumerate(mine):
+            if isinstance(m, Guarded) and (side := m.broken_side()):
+                raise fail(f"the kernel writes out of the bounds of its input {index} (into the guard region "
+                           f"{side} it)", at=where)
+        if any(k.broken_side() for k in self.kept):
+            raise fail("the kernel writes out of the bounds of its buffers (into the guard region of a reference "
+                       "output the harness keeps)", at=where)
+        for index, (before, after) in enumerate(zip(inputs, mine, strict=True)):
+            if isinstance(before, torch.Tensor) and not torch.equal(before, after.tensor):
+                raise fail(f"the kernel modifies its input {index}", at=where)
+        for index, (g, k) in enumerate(zip(gots, kept, strict=True)):
+            comparison = compare(f"output {index}", g, k.tensor)
+            record(self.errors, comparison)
+            if not comparison.ok:
+                raise fail(comparison.detail, at=where)

@@ -50,9 +50,10 @@ class Outcome:
 
 def run_isolated(call: str, payload: dict[str, Any], timeout: float, memory_mb: int,
                  env: dict[str, str] | None = None, readable: Sequence[Path] = (),
-                 writable: Sequence[Path] = ()) -> Outcome:
+                 writable: Sequence[Path] = (), wrapper: Sequence[str] = ()) -> Outcome:
     """`module:function(payload)` in a child process; never raises for anything the child does. Confined,
-    it reads only `readable` and its scratch folder and writes only `writable` and its scratch folder."""
+    it reads only `readable` and its scratch folder and writes only `writable` and its scratch folder.
+    `wrapper` is a tool's argv that runs the child (compute-sanitizer)."""
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="dice-child-") as scratch, tempfile.TemporaryDirectory(
             prefix="dice-log-") as logs:
@@ -60,8 +61,8 @@ def run_isolated(call: str, payload: dict[str, Any], timeout: float, memory_mb: 
         job.write_text(json.dumps({"call": call, "payload": payload, "result": str(result)}))
         jail = Jail(child_quota(timeout), (Path(scratch), *writable), tuple(readable), gpu=True)
         with log.open("wb") as output:
-            child = spawn([sys.executable, "-m", "dice_lsp.harness.child", str(job)], Path(scratch), jail, output,
-                          output, env)
+            argv = [*wrapper, sys.executable, "-m", "dice_lsp.harness.child", str(job)]
+            child = spawn(argv, Path(scratch), jail, output, output, env)
             failure = _watch(child, started + timeout, memory_mb << 20)
         elapsed = time.monotonic() - started
         tail = _tail(log)

@@ -2,7 +2,10 @@
 
 The child-process job (`run`) of the kernel-level path: torch owns the context, memory and streams; the
 kernels are launched through the driver on torch's current stream. Verification runs first (every
-verification size, several trials, fresh inputs each), timing only for a kernel that passed.
+verification size, several trials, fresh inputs each), timing only for a kernel that passed. Every tensor
+the harness hands a kernel lies in the middle of a larger buffer with canary bytes at both ends
+(`verify.Guarded`). With `check_only` in the payload the job stops after verification (the pass that
+runs under compute-sanitizer).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from dice_lsp.errors import DiceError
 from dice_lsp.harness.cuda_driver import Driver
 from dice_lsp.harness.spec import Arg, LaunchSpec, evaluate, parse_spec
 from dice_lsp.harness.timing import Timer, copy_bandwidth, floor_ms
-from dice_lsp.harness.verify import TORCH_DTYPES, Guarded, compare, fail, poison_, random_tensor, record
+from dice_lsp.harness.verify import TORCH_DTYPES, Guarded, compare, fail, never_written, poison_, random_tensor, record
 
 SCALARS: dict[str, Any] = {"float32": ctypes.c_float, "float64": ctypes.c_double, "int32": ctypes.c_int32,
            "uint32": ctypes.c_uint32, "int64": ctypes.c_int64, "int8": ctypes.c_int8, "uint8": ctypes.c_uint8}
@@ -48,7 +51,7 @@ def _argument(arg: Arg, tensors: dict[str, torch.Tensor], sizes: dict[str, int])
 
 def run(payload: dict[str, Any]) -> dict[str, Any]:
     """Payload: spec (TOML text), candidate {cubin, symbol}, reference {cubin, symbol, spec?} or None, trials,
-    seed."""
+    seed, check_only."""
     spec = parse_spec(payload["spec"])
     torch.empty(1, device="cuda")  # makes torch's context current for the driver calls
     driver = Driver()
@@ -57,8 +60,11 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
     reference = Kernel(driver, spec, ref["cubin"], ref["symbol"], ref.get("spec")) if ref else None
     generator = torch.Generator(device="cuda").manual_seed(int(payload.get("seed", 0)))
     errors = verify(driver, spec, candidate, reference, generator, int(payload.get("trials", 3)))
+    shapes = [_shape_text(sizes) for sizes in spec.verification_sizes()]
+    result: dict[str, Any] = {"verified": reference is not None, **errors, "flags": [], "shapes": shapes}
+    if payload.get("check_only"):
+        return result
     timer = Timer()
-    result: dict[str, Any] = {"verified": reference is not None, **errors, "flags": []}
     cand_timing = timer.time(rotating(candidate, spec, generator))
     result["candidate"] = vars(cand_timing)
     if reference is not None:
@@ -105,8 +111,9 @@ def _check_once(driver: Driver, spec: LaunchSpec, candidate: Kernel, reference: 
         except DiceError as exc:
             raise fail(f"{who} failed: {exc}", sizes=sizes, trial=trial) from exc
         for a in tensor_args:
-            if not buffers[a.name].canaries_intact():
-                raise fail(f"{who} writes out of the bounds of {a.name!r}", sizes=sizes, trial=trial)
+            if side := buffers[a.name].broken_side():
+                raise fail(f"{who} writes out of the bounds of {a.name!r} (into the guard region {side} it)",
+                           sizes=sizes, trial=trial)
             if a.role == "in" and not torch.equal(buffers[a.name].tensor, inputs[a.name]):
                 raise fail(f"{who} modifies its input {a.name!r}", sizes=sizes, trial=trial)
         return buffers
@@ -117,13 +124,18 @@ def _check_once(driver: Driver, spec: LaunchSpec, candidate: Kernel, reference: 
         if a.role == "in":
             continue
         if want is None:
-            if a.dtype.startswith(("float", "bfloat")) and bool(torch.isnan(got[a.name].tensor).all()):
-                raise fail(f"the kernel wrote nothing to {a.name!r}", sizes=sizes, trial=trial)
+            if a.role == "out" and bool(never_written(got[a.name].tensor).all()):
+                raise fail(f"{a.name}: output never written (it still holds the harness's poison)", sizes=sizes,
+                           trial=trial)
             continue
         comparison = compare(a.name, got[a.name].tensor, want[a.name].tensor)
         record(errors, comparison)
         if not comparison.ok:
             raise fail(comparison.detail, sizes=sizes, trial=trial)
+
+
+def _shape_text(sizes: dict[str, int]) -> str:
+    return ", ".join(f"{name}={value}" for name, value in sizes.items())
 
 
 def rotating(kernel: Kernel, spec: LaunchSpec, generator: torch.Generator) -> Any:

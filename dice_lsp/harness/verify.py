@@ -2,13 +2,16 @@
 
 Runs in the harness's child process (torch on the GPU). The rules come from kernels that fooled earlier
 benchmarks: fresh random inputs per trial in several distributions (never zeros), outputs poisoned
-before each run (NaN, or a bit pattern for integers), canary bytes around every tensor that a write
-past either end disturbs, inputs compared with their copies after the run, the reference computed first
-and kept alive, NaN or Inf passing only where the reference has them.
+before each run (every byte 0xFF: a NaN no arithmetic produces, -1 for integers), canary bytes around
+every tensor that a write past either end disturbs, inputs compared with their copies after the run, the
+reference computed first and kept alive, NaN or Inf passing only where the reference has them. A failed
+comparison says which failure it is: an output never written (it still holds the poison), non-finite
+values where the reference is finite, or values that differ.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +23,8 @@ TORCH_DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": t
                 "bfloat16": torch.bfloat16, "int8": torch.int8, "uint8": torch.uint8, "int32": torch.int32,
                 "uint32": torch.uint32, "int64": torch.int64}
 TOLERANCE = {torch.float64: 1e-6, torch.float32: 1e-3, torch.float16: 1e-2, torch.bfloat16: 2e-2}
-INT_POISON = 0x5A
+POISON_BYTE = 0xFF  # every byte of a poisoned output: NaN in every float format, -1 in every integer one
+GUARD_MIN_BYTES = 64 << 10  # the canary region on each side of a guarded tensor: at least this, or an eighth
 
 
 def random_tensor(shape: tuple[int, ...], dtype: torch.dtype, trial: int, generator: torch.Generator) -> torch.Tensor:
@@ -42,31 +46,60 @@ def random_tensor(shape: tuple[int, ...], dtype: torch.dtype, trial: int, genera
 
 
 def poison_(tensor: torch.Tensor) -> torch.Tensor:
-    if tensor.dtype.is_floating_point:
-        return tensor.fill_(float("nan"))
-    return tensor.view(torch.uint8).fill_(INT_POISON).view(tensor.dtype) if tensor.numel() else tensor
+    """Fill a contiguous tensor's bytes with POISON_BYTE (a fresh kernel output before its run)."""
+    if tensor.numel():
+        tensor.view(torch.uint8).fill_(POISON_BYTE)
+    return tensor
+
+
+def never_written(got: torch.Tensor) -> torch.Tensor:
+    """Per element: whether all its bytes still hold POISON_BYTE (the kernel did not write it)."""
+    flat = got.detach().contiguous().reshape(-1)
+    if not flat.numel():
+        return torch.zeros(0, dtype=torch.bool, device=got.device)
+    return (flat.view(torch.uint8).reshape(flat.numel(), flat.element_size()) == POISON_BYTE).all(dim=1)
+
+
+def guard_bytes(nbytes: int) -> int:
+    """The canary region on each side of a tensor of `nbytes`: at least 64 KiB, or an eighth of the tensor."""
+    return max(GUARD_MIN_BYTES, nbytes // 8)
 
 
 class Guarded:
-    """A flat tensor with canary bytes on both sides, to catch writes out of its bounds."""
+    """A contiguous tensor in the middle of a larger buffer whose two ends hold random canary bytes, to
+    catch writes out of its bounds: the kernel is handed `tensor`, and `broken_side` compares the ends."""
 
-    def __init__(self, numel: int, dtype: torch.dtype, generator: torch.Generator) -> None:
-        self.numel = numel
-        self.pad = max(16384, numel // 8)
-        self.storage = torch.empty(numel + 2 * self.pad, dtype=dtype, device="cuda")
-        self.tensor = self.storage[self.pad:self.pad + numel]
-        self.canaries = [torch.randint(0, 256, (self.pad * self.storage.element_size(),), generator=generator,
-                                       device="cuda", dtype=torch.uint8) for _ in range(2)]
+    def __init__(self, shape: int | tuple[int, ...], dtype: torch.dtype, generator: torch.Generator) -> None:
+        self.shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        itemsize = torch.empty(0, dtype=dtype).element_size()
+        self.nbytes = math.prod(self.shape) * itemsize
+        self.pad = -(-guard_bytes(self.nbytes) // 16) * 16  # keeps the tensor 16-byte aligned for vector loads
+        self.raw = torch.empty(self.nbytes + 2 * self.pad, dtype=torch.uint8, device=generator.device)
+        self.tensor = self.raw[self.pad:self.pad + self.nbytes].view(dtype).view(self.shape)
+        self.canaries = [torch.randint(0, 256, (self.pad,), generator=generator, device=generator.device,
+                                       dtype=torch.uint8) for _ in range(2)]
         for side, canary in zip(self._sides(), self.canaries, strict=True):
             side.copy_(canary)
 
     def _sides(self) -> tuple[torch.Tensor, torch.Tensor]:
-        raw = self.storage.view(torch.uint8)
-        size = self.storage.element_size()
-        return raw[:self.pad * size], raw[(self.pad + self.numel) * size:]
+        return self.raw[:self.pad], self.raw[self.pad + self.nbytes:]
+
+    def broken_side(self) -> str | None:
+        """"before" or "after" when a canary region changed (the first that did), else None."""
+        for name, side, canary in zip(("before", "after"), self._sides(), self.canaries, strict=True):
+            if not torch.equal(side, canary):
+                return name
+        return None
 
     def canaries_intact(self) -> bool:
-        return all(torch.equal(side, canary) for side, canary in zip(self._sides(), self.canaries, strict=True))
+        return self.broken_side() is None
+
+
+def guarded_copy(tensor: torch.Tensor, generator: torch.Generator) -> Guarded:
+    """A guarded, contiguous copy of `tensor` (an input handed to a kernel, a reference output kept)."""
+    guarded = Guarded(tuple(tensor.shape), tensor.dtype, generator)
+    guarded.tensor.copy_(tensor)
+    return guarded
 
 
 @dataclass
@@ -80,7 +113,9 @@ class Comparison:
 
 def compare(name: str, got: torch.Tensor, want: torch.Tensor) -> Comparison:
     """Elementwise within tolerance of the dtype (integers exactly); the absolute part scales with the
-    reference's root mean square, so sums of many large values are judged like small ones."""
+    reference's root mean square, so sums of many large values are judged like small ones. The detail
+    names the failure: elements never written, non-finite values where the reference is finite, or
+    values that differ."""
     if got.shape != want.shape or got.dtype != want.dtype:
         return Comparison(False, float("inf"), float("inf"), got.numel(),
                           f"{name}: {tuple(got.shape)} {got.dtype} where the reference has "
@@ -89,8 +124,9 @@ def compare(name: str, got: torch.Tensor, want: torch.Tensor) -> Comparison:
         wrong = got != want
         diff = (got.to(torch.float64) - want.to(torch.float64)).abs()
         count = int(wrong.sum())
+        unwritten = int((never_written(got).reshape(got.shape) & wrong).sum()) if count else 0
         return Comparison(count == 0, float(diff.max()) if diff.numel() else 0.0, float(count > 0), count,
-                          f"{name}: {count} of {got.numel()} elements differ from the reference" if count else "")
+                          _detail(name, got.numel(), count, unwritten, 0, 0, "") if count else "")
     g, w = got.to(torch.float64), want.to(torch.float64)
     finite = torch.isfinite(w)
     special_ok = torch.where(finite, torch.isfinite(g), (g == w) | (torch.isnan(g) & torch.isnan(w)))
@@ -103,9 +139,26 @@ def compare(name: str, got: torch.Tensor, want: torch.Tensor) -> Comparison:
     max_rel = float((diff / w.abs().clamp_min(1e-12)).max()) if diff.numel() else 0.0
     if count and not bool(special_ok.all()):
         max_abs = max_rel = float("inf")
-    detail = (f"{name}: {count} of {got.numel()} elements differ from the reference (max abs err {max_abs:.3g}, "
-              f"tolerance {tol:g} relative)") if count else ""
-    return Comparison(count == 0, max_abs, max_rel, count, detail)
+    if not count:
+        return Comparison(True, max_abs, max_rel, 0)
+    unwritten_mask = never_written(got).reshape(got.shape) & bad
+    written_bad = finite & ~unwritten_mask
+    nans, infs = int((torch.isnan(g) & written_bad).sum()), int((torch.isinf(g) & written_bad).sum())
+    tolerance = f"max abs err {max_abs:.3g}, tolerance {tol:g} relative"
+    return Comparison(False, max_abs, max_rel, count,
+                      _detail(name, got.numel(), count, int(unwritten_mask.sum()), nans, infs, tolerance))
+
+
+def _detail(name: str, total: int, bad: int, unwritten: int, nans: int, infs: int, tolerance: str) -> str:
+    """One line for a failed comparison, naming its commonest cause first."""
+    if unwritten == total:
+        return f"{name}: output never written (all {total} elements still hold the harness's poison)"
+    if unwritten:
+        return f"{name}: {unwritten} of {total} elements never written (still the harness's poison)"
+    if nans or infs:
+        return f"{name}: non-finite values ({nans} NaN, {infs} inf) where the reference is finite"
+    suffix = f" ({tolerance})" if tolerance else ""
+    return f"{name}: {bad} of {total} elements differ from the reference{suffix}"
 
 
 def record(errors: dict[str, float], comparison: Comparison) -> None:

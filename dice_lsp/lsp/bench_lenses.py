@@ -15,7 +15,7 @@ def bench_title(kernel: KernelResult) -> str:
     if kernel.speedup_vs_ref is not None:
         parts.append(f"{kernel.speedup_vs_ref:.2f}× vs ref")
     if kernel.verified:
-        parts.append("verified")
+        parts.append("verified at one shape only" if len(kernel.shapes) == 1 else "verified")
     else:
         parts.append(f"not verified: {kernel.failure or '; '.join(kernel.flags) or 'unknown'}"[:160])
     return " · ".join(parts)

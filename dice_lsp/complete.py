@@ -13,15 +13,19 @@ The pipeline every caller shares (the CLI, the language server, the team server,
    what only a diffusion model can do (autoregressive checkpoints skip it);
 7. rank by checks passed, then by score; show the best that parses and whose names resolve, or nothing
    (silence over garbage), and log why at debug level.
-A caller that can compile (`Compiler`) checks multi-line fills with nvcc too: a fill that adds an error is
-withdrawn when another passes, and ranked last otherwise.
+A caller that can compile (`Compiler`) checks fills with nvcc too: a fill that adds an error is withdrawn
+when another passes, and ranked last otherwise. `dice-lsp complete --compile-check` waits for nvcc; the
+language server does not (`CompileVerdicts`: verdicts come in the background and rank the next request).
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -226,7 +230,8 @@ def finish(prepared: PreparedFill, result: FillResult, filler: Filler | None = N
     return ranked, calls
 
 
-def nvcc_compiler(base: str, folder: Path, flags: CompileFlags, cache: CompileCache | None = None) -> Compiler:
+def nvcc_compiler(base: str, folder: Path, flags: CompileFlags, cache: CompileCache | None = None,
+                  nvcc: Path | None = None) -> Compiler:
     """A `Compiler` for fills of `base` (the document as the user has it, living in `folder`): a filled
     document compiles when nvcc reports no error whose message the base does not have too (the base may
     not compile: a body not written yet, another half-typed line). None when there is no nvcc."""
@@ -234,7 +239,7 @@ def nvcc_compiler(base: str, folder: Path, flags: CompileFlags, cache: CompileCa
     from dice_lsp.toolchain.report import check_source
 
     try:
-        nvcc = find_nvcc(None)
+        nvcc = nvcc or find_nvcc(None)
     except DiceError as exc:
         LOG.debug("no compile check: %s", exc)
         return lambda _text: None
@@ -250,6 +255,56 @@ def nvcc_compiler(base: str, folder: Path, flags: CompileFlags, cache: CompileCa
         return not (errors(text) - known[0])
 
     return compiles
+
+
+VERDICTS_KEPT = 512  # nvcc verdicts a language server remembers (least recently asked for dropped first)
+
+
+class CompileVerdicts:
+    """nvcc's verdicts on multi-line fills, made off the completion's critical path (the language server's).
+
+    `compiler(judge, base, tag)` is a `Compiler` that answers at once from the verdicts it has (None: not
+    known yet, shown on the cheap checks alone) and hands each multi-line fill it has no verdict for to
+    `submit` (a worker) to be judged once. The editor asks again for the same hole as the user pauses or
+    moves; that completion is ranked with the verdicts: a fill that adds an nvcc error is withdrawn when
+    another passes, and shown last otherwise. One-line fills are left to the cheap checks (a compile per
+    keystroke pause would take the machine).
+    """
+
+    def __init__(self, submit: Callable[[Callable[[], None]], object], kept: int = VERDICTS_KEPT) -> None:
+        self.submit = submit
+        self.kept = kept
+        self.known: OrderedDict[str, bool | None] = OrderedDict()  # None: being judged, or nvcc cannot tell
+        self.lock = threading.Lock()
+
+    def compiler(self, judge: Compiler, base: str, tag: str) -> Compiler:
+        """`judge` compiles fills of `base`; `tag` names how (folder, flags): verdicts are per tag and base."""
+
+        def verdict(text: str) -> bool | None:
+            if "\n" not in text.strip():
+                return None
+            key = hashlib.sha256("\0".join((tag, base, text)).encode("utf-8", "surrogatepass")).hexdigest()
+            with self.lock:
+                if key in self.known:
+                    self.known.move_to_end(key)
+                    return self.known[key]
+                self.known[key] = None
+                while len(self.known) > self.kept:
+                    self.known.popitem(last=False)
+            self.submit(lambda: self._judge(key, judge, text))
+            return None
+
+        return verdict
+
+    def _judge(self, key: str, judge: Compiler, text: str) -> None:
+        try:
+            result = judge(text)
+        except (DiceError, OSError) as exc:
+            LOG.debug("compile verdict failed: %s", exc)
+            result = None
+        with self.lock:
+            if key in self.known:
+                self.known[key] = result
 
 
 COMPILED_CANDIDATES = 2  # multi-line fills compiled per completion (the best that passed the cheap checks)

@@ -7,9 +7,11 @@ run the same pipeline with the real model.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
-from dice_lsp.complete import PreparedFill, prepare, remask_spans
+from dice_lsp.complete import CompileVerdicts, PreparedFill, prepare, remask_spans
 from dice_lsp.cuda.checks import Checks
 from dice_lsp.engine import EMBEDDED_MODEL, FillRequest, FillResult, load_model
 from dice_lsp.engine.infill import Draft, fill
@@ -82,6 +84,34 @@ def test_a_compiler_withdraws_what_does_not_compile(prepared: PreparedFill) -> N
                                      lambda text: "return n;" not in text, document)
     assert completion.texts == [GOOD]
     assert completion.checks == [Checks(True, True, True)]
+
+
+def test_background_verdicts_rank_the_next_request(prepared: PreparedFill) -> None:
+    """The language server never waits for nvcc: the first completion shows what the cheap checks pass and
+    queues a compile per multi-line fill (once each); the next one for the same hole withdraws what failed."""
+    queued: list[Callable[[], None]] = []
+    judged: list[str] = []
+
+    def judge(text: str) -> bool | None:
+        judged.append(text)
+        return "y[i] = 0;" not in text
+
+    verdicts = CompileVerdicts(queued.append)
+    compiler = verdicts.compiler(judge, KERNEL, "folder\0flags")
+    bad, good = "if (i < n) {\n        y[i] = 0;\n    }", "if (i < n) {\n        y[i] = s * x[i];\n    }"
+    fills = result((bad, -0.1), (good, -0.5), (GOOD, -0.9))
+    first = prepared.completion(fills, None, compiler, KERNEL)
+    assert first.texts == [bad, good, GOOD] and [c.compiles for c in first.checks or []] == [None, None, None]
+    assert len(queued) == 2 and judged == []  # nothing compiled on the request's path; one-line fills never
+    prepared.completion(fills, None, compiler, KERNEL)
+    assert len(queued) == 2  # asked again before the verdicts came: not queued twice
+    for work in queued:
+        work()
+    assert sorted(judged) == sorted(KERNEL[:prepared.context.hole.start] + text + KERNEL[prepared.context.hole.end:]
+                                    for text in (bad, good))
+    again = prepared.completion(fills, None, compiler, KERNEL)
+    assert again.texts == [good, GOOD]
+    assert [c.compiles for c in again.checks or []] == [True, None]
 
 
 @pytest.mark.parametrize(("faults", "spans"), [

@@ -13,7 +13,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -22,7 +22,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from dice_lsp import __version__
-from dice_lsp.complete import Completion, complete_at
+from dice_lsp.complete import Compiler, CompileVerdicts, Completion, complete_at, nvcc_compiler
 from dice_lsp.cuda.checks import Checks
 from dice_lsp.cuda.holes import find_markers
 from dice_lsp.engine import LoadedModel
@@ -54,7 +54,7 @@ from dice_lsp.remote.client import file_request
 from dice_lsp.remote.protocol import RemoteError
 from dice_lsp.settings import UNTRUSTED, Settings
 from dice_lsp.textdoc import Position, position_at
-from dice_lsp.toolchain.flags import CompileFlags, flags_for
+from dice_lsp.toolchain.flags import CompileFlags, FlagError, flags_for
 from dice_lsp.toolchain.nvcc import find_nvcc
 
 LOG = logging.getLogger("dice_lsp.server")
@@ -85,6 +85,8 @@ class DiceServer(LanguageServer):
         self.gpu_lookup = asyncio.Lock()
         self.bench_reports: dict[str, BenchReport] = {}
         self.remote: TeamServer | None = None  # when dice.server.url is set
+        self.verdict_worker = ThreadPoolExecutor(1, thread_name_prefix="dice-verdicts")  # one nvcc at a time
+        self.verdicts = CompileVerdicts(self.verdict_worker.submit)
 
     def check_document(self, uri: str, delay: float = 0.0) -> None:
         """Compile an open .cu document in the background (diagnostics and kernel resources)."""
@@ -434,10 +436,25 @@ class DiceServer(LanguageServer):
                 return None
             return self.told_withheld(Completion.from_json(found, where), where)
 
+        compiler = self.verdicts_for(Path(document.path), text, settings)
+
         def job(model: LoadedModel, cancel: Callable[[], bool]) -> Completion:
-            return complete_at(model, text, where, settings, cancel=cancel)
+            return complete_at(model, text, where, settings, cancel=cancel, compiler=compiler)
 
         return self.told_withheld(await self.run_model(uri, job), where)
+
+    def verdicts_for(self, path: Path, text: str, settings: Settings) -> Compiler | None:
+        """nvcc's verdicts on multi-line fills of `text`, judged in the background (`CompileVerdicts`); None
+        where the file is not compiled anyway (diagnostics off, no nvcc, not a CUDA file on disk)."""
+        if not settings.diagnostics or self.nvcc is None or not self.checks.wants(str(path)) or not path.is_file():
+            return None
+        try:
+            flags = self.flags_of(path, settings)
+        except FlagError as exc:
+            LOG.debug("no compile verdicts for %s: %s", path.name, exc)
+            return None
+        judge = nvcc_compiler(text, path.parent, flags, self.checks.cache, self.nvcc)
+        return self.verdicts.compiler(judge, text, f"{path.parent}\0{flags}")
 
     def told_withheld(self, completion: Completion | None, where: Position) -> Completion | None:
         """A completion that shows nothing although the model filled the hole says why in the client's log

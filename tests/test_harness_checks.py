@@ -184,3 +184,5 @@ def test_memcheck_verdicts() -> None:
     assert memcheck_verdict(clean) == ("passed", None)
     late = Outcome(None, "timed out after 60 s (killed)", "")
     assert memcheck_verdict(late) == ("did not finish: timed out after 60 s (killed)", None)
+    guarded = Outcome(None, "the kernel writes out of the bounds of its input 0 (into the guard region before it)", "")
+    assert memcheck_verdict(guarded) == ("failed the checks", guarded.failure)

@@ -290,4 +290,13 @@ def memcheck_verdict(outcome: Outcome) -> tuple[str, str | None]:
         return f"{errors} errors", f"compute-sanitizer memcheck found {errors} errors{detail}"
     if outcome.ok and summary:
         return "passed", None
+    if outcome.failure and any(phrase in outcome.failure for phrase in _CHECK_FAILURES):
+        # the harness's own checks failed in the sanitized run (each tensor alone there, so an overrun lands
+        # in another tensor's guard region): as much a rejection as a memcheck error
+        return "failed the checks", outcome.failure
     return f"did not finish: {outcome.failure or 'no error summary'}", None
+
+
+# what the harness's checks say when a kernel is wrong (not when the run itself breaks, as a timeout does)
+_CHECK_FAILURES = ("out of the bounds", "differ from the reference", "never written", "non-finite values",
+                   "modifies its input")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from dice_lsp.cuda.functions import parse
 from dice_lsp.cuda.holes import find_hole
 from dice_lsp.cuda.postprocess import (
     FillContext,
@@ -318,3 +319,14 @@ def test_chain_and_candidates() -> None:
 @pytest.mark.parametrize(("fill", "expected"), GARBAGE)
 def test_garbage(fill: str, expected: str | None) -> None:
     assert postprocess(fill, context("empty")) == expected
+
+
+@pytest.mark.parametrize("after", ["\n#define N 4\n__global__ void k2(float* x) {\n    x[0] = N;\n}\n",
+                                   "\n  __global__ void k2(float* x) {\n    x[0] = 1;\n  }\n"])
+def test_a_body_before_top_level_code_gets_its_brace(after: str) -> None:
+    text = KERNEL + "    " + after
+    hole = find_hole(text, len(KERNEL) + 4)
+    assert hole is not None
+    fill = postprocess("int i = threadIdx.x;\n    c[i] = a[i];", FillContext(hole, text[:hole.start], text[hole.end:]))
+    assert fill == "int i = threadIdx.x;\n    c[i] = a[i];\n}"
+    assert not parse(text[:hole.start] + fill + text[hole.end:]).root.has_error

@@ -13,6 +13,7 @@ from dice_lsp.cuda.postprocess import (
     clean_candidates,
     cut_line_at_statement_end,
     cut_suffix_repeat,
+    drop_block_closer,
     drop_degenerate,
     drop_neighbour_repeat,
     fix_indentation,
@@ -262,6 +263,19 @@ BALANCE_BRACKETS = [
     ("body", "));\n}", None),
 ]
 
+DROP_BLOCK_CLOSER = [
+    ("empty", "} c[i] = 0;", None),  # closes the kernel: the code after the hole lands outside it
+    ("empty", "} if (i < n) {", None),  # parses, and moves the code after the hole into the `if`
+    ("end of block", "} else {", None),
+    ("end of block", "}", None),
+    ("lambda arg", "return x * 2; });", None),  # the suffix closes the lambda already
+    ("empty", "if (i) {\n        c[i] = 0;\n    }", "if (i) {\n        c[i] = 0;\n    }"),  # its own block
+    ("empty", "c[i] = 0; // }", "c[i] = 0; // }"),
+    ("empty", "c[i] = '}';", "c[i] = '}';"),
+    ("unclosed if", "c[0] = 1;\n    }", "c[0] = 1;\n    }"),  # the document leaves the `if` open
+    ("body", "c[0] = 1;\n}", "c[0] = 1;\n}"),  # a body's own '}'
+]
+
 DROP_NEIGHBOUR_REPEAT = [
     ("repeat", "c[i] = a[i];", None),  # the line above
     ("repeat", "c[i]=a[i] ;", None),
@@ -290,6 +304,7 @@ DROP_NEIGHBOUR_REPEAT = [
     (drop_degenerate, DROP_DEGENERATE),
     (cut_line_at_statement_end, CUT_LINE_AT_STATEMENT_END),
     (balance_brackets, BALANCE_BRACKETS),
+    (drop_block_closer, DROP_BLOCK_CLOSER),
     (drop_neighbour_repeat, DROP_NEIGHBOUR_REPEAT),
 ], ids=lambda value: getattr(value, "__name__", ""))
 def test_golden(filter_: object, table: list[tuple[str, str, str | None]]) -> None:
@@ -314,6 +329,8 @@ def test_chain_and_candidates() -> None:
     body = context("body")
     assert postprocess("int i = 0;\nc[i] = a[i];\n}\n}\n<|pad|>", body) == "int i = 0;\n    c[i] = a[i];\n}"
     assert clean_candidates([], body) == []
+    end = context("end of block")
+    assert clean_candidates(["} else {", "} if (n > 1) {", "c[1] = 2; } c[2] = 3;"], end) == ["c[1] = 2;"]
 
 
 @pytest.mark.parametrize(("fill", "expected"), GARBAGE)

@@ -16,7 +16,10 @@ it. The order (`FILTERS`) matters:
 7. `balance_brackets`: ')' and ']' with no opener, on what is left (a ';' cut in 6 may already have
    removed them); the openers it may close are counted over the document up to the hole, not only the
    hole's line, since a call or a `for (` header may be split over lines.
-8. `drop_neighbour_repeat`: last, so the fill judged is the one the editor would show.
+8. `drop_block_closer`: a fill that closes the block the hole is in (`} else {`, `} if (i < n) {` on an
+   empty line: they parse, and move the code after the hole into another block) is dropped, judged on
+   what 6 and 7 left of it (a `c[i] = 0; } else {` may be cut back to its good first statement).
+9. `drop_neighbour_repeat`: last, so the fill judged is the one the editor would show.
 
 Brackets and ';' are counted by a plain scan (`_marks`) that skips comments, literals and preprocessor
 lines (except the macro a hole is in), so it works on fragments and half-typed files.
@@ -467,6 +470,20 @@ def _stray_closers(text: str) -> list[str]:
     return stray
 
 
+def drop_block_closer(fill: str, ctx: FillContext) -> str | None:
+    """Drop a fill that closes a block it did not open, unless the document leaves that many blocks open
+    (`unclosed`: a block the user has not closed yet is the fill's to close). A body hole's own '}' is
+    placed by `balance_braces`."""
+    if ctx.hole.close_brace:
+        return fill
+    depth = 0
+    for _, brace in braces(fill):
+        depth += 1 if brace == "{" else -1
+        if depth < -max(0, ctx.unclosed):
+            return None
+    return fill
+
+
 TRIVIAL_LINES = frozenset({"}", "{", "};", "else", "}else{", "else{", "break;", "continue;", "return;",
                            "__syncthreads();", "__syncwarp();", "__threadfence();"})
 
@@ -504,7 +521,8 @@ def drop_neighbour_repeat(fill: str, ctx: FillContext) -> str | None:
 
 
 FILTERS: tuple[Filter, ...] = (strip_special_tokens, cut_suffix_repeat, balance_braces, fix_indentation,
-                               drop_degenerate, cut_line_at_statement_end, balance_brackets, drop_neighbour_repeat)
+                               drop_degenerate, cut_line_at_statement_end, balance_brackets, drop_block_closer,
+                               drop_neighbour_repeat)
 
 
 def postprocess(fill: str, ctx: FillContext, filters: tuple[Filter, ...] = FILTERS) -> str | None:

@@ -147,6 +147,7 @@ FIX_INDENTATION = [
     ("empty", " \n\n ", ""),
 ]
 
+SHUFFLES = "\n    ".join(f"s += __shfl_down_sync(m, s, {n});" for n in (16, 8, 4))
 DROP_DEGENERATE = [
     ("empty", "c[i] = 0;", "c[i] = 0;"),
     ("empty", "", None),
@@ -160,6 +161,12 @@ DROP_DEGENERATE = [
     ("empty", "c[i] = ((((((((((((((((((", None),
     ("empty", "x = a = b = c = d;", "x = a = b = c = d;"),
     ("empty", "float w[8] = {0, 0, 0, 0, 0, 0, 0, 0};", "float w[8] = {0, 0, 0, 0, 0, 0, 0, 0};"),
+    ("empty", "int int = = =\n    int  int = = = ;\n    int int =  = =\n    int int = =;\n    int int = = =\n"
+              "    int int = = =\n    int int = = = =\n    int int = =\n    int int = = =", None),  # seen in use
+    ("empty", "int int = = =\n    int int int = = = =\n    int = =", None),  # words doubled
+    ("empty", "x = a[i];\n    x  =  a[i] ;\n    x=a[i];", None),
+    ("empty", "c[0] = a[0];\n    c[1] = a[1];\n    c[2] = a[2];", "c[0] = a[0];\n    c[1] = a[1];\n    c[2] = a[2];"),
+    ("empty", SHUFFLES, SHUFFLES),  # lines that differ in a number only
 ]
 
 # Fills seen in real use, and what the chain makes of them on an empty line (None: dropped). Two are one

@@ -318,9 +318,18 @@ def _indent_at(base: str, level: int, unit: str) -> str:
     return base[:max(0, len(base) + level * len(unit))]
 
 
+def _line_key(line: str) -> tuple[str, ...]:
+    """What a line says, for telling near-duplicates apart: its words in order, a word repeated right after
+    itself counted once; whitespace, punctuation and operators left out (`int int = = =`, `int  int = =;`
+    and `int int int = = = =` are one line; `c[0] = a[0];` and `c[1] = a[1];` are two)."""
+    found = re.findall(r"\w+", line)
+    return tuple(word for at, word in enumerate(found) if at == 0 or word != found[at - 1])
+
+
 def _repetitive(fill: str) -> bool:
-    """The same line again and again, or a short n-gram repeated over a long stretch (filling the canvas)."""
-    lines = Counter(line.strip() for line in fill.split("\n") if any(c.isalnum() for c in line))
+    """The same line (or near-duplicates of it, `_line_key`) again and again, or a short n-gram repeated
+    over a long stretch (filling the canvas)."""
+    lines = Counter(key for key in map(_line_key, fill.split("\n")) if key)
     if lines and lines.most_common(1)[0][1] >= REPEATED_LINES:
         return True
     tokens = re.findall(r"\w+|[^\w\s]", fill)

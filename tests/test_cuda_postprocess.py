@@ -12,6 +12,7 @@ from dice_lsp.cuda.postprocess import (
     balance_brackets,
     clean_candidates,
     cut_line_at_statement_end,
+    cut_marker_at_its_line,
     cut_suffix_repeat,
     drop_block_closer,
     drop_degenerate,
@@ -231,6 +232,19 @@ CUT_LINE_AT_STATEMENT_END = [
     ("body", "c[0] = 1; c[1] = 2;", "c[0] = 1; c[1] = 2;"),
 ]
 
+CUT_MARKER_AT_ITS_LINE = [
+    ("marker repeat", "a[1];\n    c[1] = 2;", "a[1]"),  # `c[0] = /*@fill*/;`: the line's ';' ends it
+    ("marker repeat", "a[1]; c[1] = 2", "a[1]"),
+    ("marker repeat", "a[1] + 1", "a[1] + 1"),
+    ("marker repeat", "\n    a[1]", "a[1]"),
+    ("marker call", "i.x);\n    float v = fmaxf(aaix, v", "i.x)"),  # the ')' is balance_brackets' job
+    ("marker call", "[](int x) { return x; }", "[](int x) { return x; }"),  # its own braces
+    ("marker condition", "n > 0", "n > 0"),
+    ("marker condition", "n > 0 &&\n        n < 4", "n > 0 &&"),
+    ("marker sync", "c[0] = 2;\n    c[1] = 3;", "c[0] = 2;\n    c[1] = 3;"),  # alone on its line: a region
+    ("empty", "c[i] = 0;\n    c[i] += 1;", "c[i] = 0;\n    c[i] += 1;"),  # markers only
+]
+
 BALANCE_BRACKETS = [
     ("empty", "foo(a, b));", "foo(a, b);"),
     ("empty", "foo(a, b)) + 1;", "foo(a, b)"),
@@ -310,6 +324,7 @@ DROP_NEIGHBOUR_REPEAT = [
     (fix_indentation, FIX_INDENTATION),
     (drop_degenerate, DROP_DEGENERATE),
     (cut_line_at_statement_end, CUT_LINE_AT_STATEMENT_END),
+    (cut_marker_at_its_line, CUT_MARKER_AT_ITS_LINE),
     (balance_brackets, BALANCE_BRACKETS),
     (drop_block_closer, DROP_BLOCK_CLOSER),
     (drop_neighbour_repeat, DROP_NEIGHBOUR_REPEAT),
@@ -336,6 +351,7 @@ def test_chain_and_candidates() -> None:
     body = context("body")
     assert postprocess("int i = 0;\nc[i] = a[i];\n}\n}\n<|pad|>", body) == "int i = 0;\n    c[i] = a[i];\n}"
     assert clean_candidates([], body) == []
+    assert postprocess("a[1]);\n    c[1] = f(a[1]);", context("marker call")) == "a[1]"  # no spill past the marker
     end = context("end of block")
     assert clean_candidates(["} else {", "} if (n > 1) {", "c[1] = 2; } c[2] = 3;"], end) == ["c[1] = 2;"]
 

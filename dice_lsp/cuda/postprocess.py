@@ -12,7 +12,8 @@ it. The order (`FILTERS`) matters:
 4. `fix_indentation`: trims and re-indents every line, so later filters see the document's layout.
 5. `drop_degenerate`: a fill that loops is dropped whole, before a cut could leave a plausible first line
    of it (the model that looped is not trusted with that line either).
-6. `cut_line_at_statement_end`: a line hole gets one line, ended at its statement's ';'.
+6. `cut_line_at_statement_end`: a line hole gets one line, ended at its statement's ';'; and
+   `cut_marker_at_its_line`: a marker with code after it on its line gets that line's part only.
 7. `balance_brackets`: ')' and ']' with no opener, on what is left (a ';' cut in 6 may already have
    removed them); the openers it may close are counted over the document up to the hole, not only the
    hole's line, since a call or a `for (` header may be split over lines.
@@ -387,6 +388,32 @@ def cut_line_at_statement_end(fill: str, ctx: FillContext) -> str | None:
     return prefix + line[:cut].rstrip()
 
 
+def cut_marker_at_its_line(fill: str, ctx: FillContext) -> str | None:
+    """A marker with code after it on its line stands for a piece of that line: the fill is its first line
+    with code (a marker's canvas invites more), and, where code before the marker starts the statement, it
+    ends before the first ';' that would end that statement at the marker's level (the rest of the line ends
+    it: `x[i] = /*@fill*/;` takes `a[i]`, not `a[i]; x[j] = 0;`). A ';' inside brackets, the fill's own or
+    those open at the marker (`for (/*@fill*/)`, a lambda's body), stays."""
+    if ctx.hole.kind != "marker" or not ctx.after.split("\n", 1)[0].strip():
+        return fill
+    line = next((line.strip() for line in fill.split("\n") if line.strip()), "")
+    if not ctx.line_before.strip():
+        return line or None
+    head = ctx.line_before
+    stack = list(ctx.open_at_line)
+    level = None  # the stack's depth at the marker
+    for at, mark in _marks(head + line):
+        if level is None and at >= len(head):
+            level = len(stack)
+        if mark in "([{":
+            stack.append(mark)
+        elif mark != ";":
+            del stack[len(stack) - _close(stack, mark):]
+        elif at >= len(head) and len(stack) <= (level or 0) and stack[-1:] in ([], ["{"]):
+            return line[:at - len(head)].rstrip() or None
+    return line or None
+
+
 def _statement_end(open_at_line: str, head: str, line: str) -> int | None:
     """Where in `line` (typed after `head` on a line that starts with `open_at_line` open) to cut: after
     the first ';' at statement level that more code follows; None: nowhere."""
@@ -530,8 +557,8 @@ def drop_neighbour_repeat(fill: str, ctx: FillContext) -> str | None:
 
 
 FILTERS: tuple[Filter, ...] = (strip_special_tokens, cut_suffix_repeat, balance_braces, fix_indentation,
-                               drop_degenerate, cut_line_at_statement_end, balance_brackets, drop_block_closer,
-                               drop_neighbour_repeat)
+                               drop_degenerate, cut_line_at_statement_end, cut_marker_at_its_line, balance_brackets,
+                               drop_block_closer, drop_neighbour_repeat)
 
 
 def postprocess(fill: str, ctx: FillContext, filters: tuple[Filter, ...] = FILTERS) -> str | None:

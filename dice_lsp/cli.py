@@ -378,7 +378,8 @@ def cmd_optimize(args: argparse.Namespace) -> int:
                   f"{f'{speedup:.2f}x' if speedup is not None else '-':>8} "
                   f"{f'{median:.4f}' if median is not None else '-':>10} "
                   f"{res['registers'] if res else '-':>5} "
-                  f"{res['spill_stores'] + res['spill_loads'] if res else '-':>6}  {(r['failure'] or '')[:60]}")
+                  f"{res['spill_stores'] + res['spill_loads'] if res else '-':>6}  "
+                  f"{(r['failure'] or r.get('less_work') or '')[:60]}")
         print(report["summary"])
         if best is not None and out is None:
             print(best["diff"], end="")

@@ -412,7 +412,7 @@ def cmd_repair(args: argparse.Namespace) -> int:
         run_model, check, sampler, _flags = _rewrite_setup(args)
         with status_bar("repair") as bar:
             result = repair(run_model, text, check, args.rounds, args.candidates, sampler,
-                            said=bar.set_description_str).to_json()
+                            said=bar.set_description_str, budget_s=Settings().repair_seconds).to_json()
     diff = unified_diff(Path(args.file), text, result["text"])
     if out is not None and result["compiles"]:  # a file that still fails is not worth a new copy
         out.write_text(result["text"], encoding="utf-8")
@@ -422,6 +422,11 @@ def cmd_repair(args: argparse.Namespace) -> int:
         print(diff, end="")
         state = "compiles" if result["compiles"] else f"still {len(result['errors'])} errors"
         print(f"dice-lsp: {state} after {result['rounds']} rounds", file=sys.stderr)
+        for change in result.get("changes", []):
+            print(f"dice-lsp: changed line {change['line'] + 1}: `{change['before']}` -> `{change['after']}` "
+                  f"(for: {change['error']})", file=sys.stderr)
+        if result.get("stopped"):
+            print(f"dice-lsp: {result['stopped']}", file=sys.stderr)
         for d in result["errors"]:
             start = d["range"]["start"]
             print(f"{args.file}:{start['line'] + 1}:{start['character'] + 1}: error: {d['message']}", file=sys.stderr)

@@ -240,25 +240,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     from dice_lsp.textdoc import read_source
     from dice_lsp.toolchain.cache import CompileCache
-    from dice_lsp.toolchain.flags import CompileFlags, flags_for
     from dice_lsp.toolchain.report import CheckReport, check_source
 
     path = Path(args.file)
     text = read_source(args.file)
     if args.server:
-        if args.include:
-            raise DiceError("-I does not reach a team server (it has its own file system): the headers "
-                            "beside FILE and below its folder are sent with it")
-        wanted = {"arch": args.arch, "std": args.std, "defines": args.define or None}
-        found = remote_call(args, "check", {**remote_file(args, text),
-                                            "settings": {k: v for k, v in wanted.items() if v is not None}})
+        found = remote_call(args, "check", {**remote_file(args, text), "settings": _remote_flags(args)})
         report = replace(CheckReport.from_json(found, found["elapsed_ms"]), cached=found["cached"])
     else:
-        flags = flags_for(path.resolve(), CompileFlags())
-        flags = replace(flags, arch=args.arch or flags.arch, std=args.std or flags.std,
-                        include_dirs=(*flags.include_dirs, *(Path(d).resolve() for d in args.include)),
-                        defines=(*flags.defines, *args.define))
-        report = check_source(text, path.resolve().parent, flags, cache=CompileCache())
+        report = check_source(text, path.resolve().parent, command_line_flags(args), cache=CompileCache())
     if args.json:
         print(json.dumps(report.to_json()))
     else:
@@ -321,6 +311,26 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0 if report.compile_ok and report.kernels and all(k.verified for k in report.kernels) else 1
 
 
+def _remote_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """The command line's `--arch`, `--std` and `-D` as a team server's settings (`-I` cannot reach it)."""
+    if args.include:
+        raise DiceError("-I does not reach a team server (it has its own file system): the headers "
+                        "beside FILE and below its folder are sent with it")
+    wanted = {"arch": args.arch, "std": args.std, "defines": args.define or None}
+    return {k: v for k, v in wanted.items() if v is not None}
+
+
+def command_line_flags(args: argparse.Namespace) -> Any:
+    """The file's compile flags (`flags_for`: compile_commands.json, settings) with the command line's `--arch`,
+    `--std`, `-I` and `-D` on top: `check`, `repair` and `optimize` compile alike."""
+    from dice_lsp.toolchain.flags import CompileFlags, flags_for
+
+    flags = flags_for(Path(args.file).resolve(), CompileFlags())
+    return replace(flags, arch=args.arch or flags.arch, std=args.std or flags.std,
+                   include_dirs=(*flags.include_dirs, *(Path(d).resolve() for d in args.include)),
+                   defines=(*flags.defines, *args.define))
+
+
 def _output_path(args: argparse.Namespace) -> Path | None:
     """`--out`, refused when it is the input: the input file is never edited in place."""
     if args.out is None:
@@ -335,10 +345,9 @@ def _rewrite_setup(args: argparse.Namespace) -> tuple[Any, Any, Any, Any]:
     """The model runner, the compile check, the sampler and the file's flags for `optimize` and `repair`."""
     from dice_lsp.engine import load_model
     from dice_lsp.optimize import checker
-    from dice_lsp.toolchain.flags import CompileFlags, flags_for
 
     path = Path(args.file).resolve()
-    flags = flags_for(path, CompileFlags())
+    flags = command_line_flags(args)
     model = load_model(args.model, args.device, args.dtype, args.trust_remote_code)
     settings, errors = Settings().updated({"steps": args.steps, "seed": args.seed, "candidates": 2})
     if errors:
@@ -366,7 +375,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         report = remote_call(args, "optimize", {
             **remote_file(args, text, args.ref), "kernel": args.kernel, "timeout": args.timeout,
             "settings": {"optimize_candidates": args.candidates, "repair_rounds": args.rounds, "steps": args.steps,
-                         "seed": args.seed}})
+                         "seed": args.seed, **_remote_flags(args)}})
     else:
         run_model, check, sampler, flags = _rewrite_setup(args)
         request = OptimizeRequest(Path(args.file).resolve(), text, args.kernel,
@@ -389,7 +398,8 @@ def cmd_optimize(args: argparse.Namespace) -> int:
                   f"{f'{speedup:.2f}x' if speedup is not None else '-':>8} "
                   f"{f'{median:.4f}' if median is not None else '-':>10} "
                   f"{res['registers'] if res else '-':>5} "
-                  f"{res['spill_stores'] + res['spill_loads'] if res else '-':>6}  {(r['failure'] or '')[:60]}")
+                  f"{res['spill_stores'] + res['spill_loads'] if res else '-':>6}  "
+                  f"{(r['failure'] or r.get('less_work') or '')[:60]}")
         print(report["summary"])
         if best is not None and out is None:
             print(best["diff"], end="")
@@ -408,12 +418,12 @@ def cmd_repair(args: argparse.Namespace) -> int:
     if args.server:
         result = remote_call(args, "repair", {**remote_file(args, text), "candidates": args.candidates,
                                               "settings": {"repair_rounds": args.rounds, "steps": args.steps,
-                                                           "seed": args.seed}})
+                                                           "seed": args.seed, **_remote_flags(args)}})
     else:
         run_model, check, sampler, _flags = _rewrite_setup(args)
         with status_bar("repair") as bar:
             result = repair(run_model, text, check, args.rounds, args.candidates, sampler,
-                            said=bar.set_description_str).to_json()
+                            said=bar.set_description_str, budget_s=Settings().repair_seconds).to_json()
     diff = unified_diff(Path(args.file), text, result["text"])
     if out is not None and result["compiles"]:  # a file that still fails is not worth a new copy
         out.write_text(result["text"], encoding="utf-8")
@@ -423,6 +433,11 @@ def cmd_repair(args: argparse.Namespace) -> int:
         print(diff, end="")
         state = "compiles" if result["compiles"] else f"still {len(result['errors'])} errors"
         print(f"dice-lsp: {state} after {result['rounds']} rounds", file=sys.stderr)
+        for change in result.get("changes", []):
+            print(f"dice-lsp: changed line {change['line'] + 1}: `{change['before']}` -> `{change['after']}` "
+                  f"(for: {change['error']})", file=sys.stderr)
+        if result.get("stopped"):
+            print(f"dice-lsp: {result['stopped']}", file=sys.stderr)
         for d in result["errors"]:
             start = d["range"]["start"]
             print(f"{args.file}:{start['line'] + 1}:{start['character'] + 1}: error: {d['message']}", file=sys.stderr)
@@ -636,11 +651,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     check = sub.add_parser("check", help="compile a CUDA file with nvcc: diagnostics and resources per kernel")
     check.add_argument("file", help="source file (.cu, .cuh, ...)")
-    check.add_argument("--arch", type=_setting("arch"), help="GPU architecture (default: the build's, else sm_90)")
-    check.add_argument("--std", type=_setting("std"), help="C++ standard (default: the build's, else c++17)")
-    check.add_argument("-I", dest="include", action="append", default=[], metavar="DIR", help="add an include folder")
-    check.add_argument("-D", dest="define", action="append", default=[], metavar="NAME[=VALUE]",
-                       help="define a macro")
+
+    def flag_arguments(command: argparse.ArgumentParser) -> None:
+        command.add_argument("--arch", type=_setting("arch"),
+                             help="GPU architecture (default: the build's, else sm_90)")
+        command.add_argument("--std", type=_setting("std"), help="C++ standard (default: the build's, else c++17)")
+        command.add_argument("-I", dest="include", action="append", default=[], metavar="DIR",
+                             help="add an include folder")
+        command.add_argument("-D", dest="define", action="append", default=[], metavar="NAME[=VALUE]",
+                             help="define a macro")
+
+    flag_arguments(check)
     check.add_argument("--json", action="store_true", help="print JSON instead of text")
     add_server_arguments(check)
     check.set_defaults(handler=cmd_check)
@@ -662,6 +683,7 @@ def build_parser() -> argparse.ArgumentParser:
                              help="denoising steps per 32 tokens of region")
         command.add_argument("--seed", type=int, default=0)
         command.add_argument("--json", action="store_true", help="print JSON instead of text")
+        flag_arguments(command)
         add_server_arguments(command)
         add_model_arguments(command)
 

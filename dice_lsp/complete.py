@@ -16,6 +16,11 @@ The pipeline every caller shares (the CLI, the language server, the team server,
 A caller that can compile (`Compiler`) checks fills with nvcc too: a fill that adds an error is withdrawn
 when another passes, and ranked last otherwise. `dice-lsp complete --compile-check` waits for nvcc; the
 language server does not (`CompileVerdicts`: verdicts come in the background and rank the next request).
+Line endings are normalised at the boundary: a CRLF document is filled as its `
+` text (the model sees, and
+fills, the same text whatever the editor's line endings; LSP positions are the same in both), and the fills
+are given back with the document's `
+`.
 """
 
 from __future__ import annotations
@@ -129,6 +134,7 @@ class PreparedFill:
     start: Position
     end: Position
     started: float  # time.perf_counter() when the completion was asked for
+    newline: str = "\n"  # the document's line break: the fill is made on `\n` text and given back with this
 
     def completion(self, result: FillResult, filler: Filler | None = None, compiler: Compiler | None = None,
                    document: str | None = None, pipeline: Pipeline = PRODUCT) -> Completion:
@@ -140,7 +146,7 @@ class PreparedFill:
         withheld = None if shown or not ranked else _why(ranked)
         if withheld:
             LOG.debug("completion withheld: %s (best: %r)", withheld, ranked[0].text)
-        return Completion([s.text for s in shown], self.start, self.end, elapsed, calls,
+        return Completion([s.text.replace("\n", self.newline) for s in shown], self.start, self.end, elapsed, calls,
                           self.context.hole.kind, [s.checks for s in shown], withheld)
 
 
@@ -347,17 +353,25 @@ def fill_hole(model: LoadedModel, text: str, hole: Hole, settings: Settings, fil
     return prepared.completion(filler(request), filler, compiler, text, pipeline)
 
 
+def lf_text(text: str) -> tuple[str, str]:
+    """`text` with `\n` line breaks, and the line break to give fills back with (`\r\n` for a CRLF text)."""
+    lf = text.replace("\r\n", "\n")
+    return lf, "\n" if lf == text else "\r\n"
+
+
 def prepare(tokenizer: Tokenizer, window: int, text: str, position: Position, settings: Settings,
             selection: tuple[Position, Position] | None = None) -> PreparedFill | None:
     """The fill for the region at `position` (or the selection); None when there is no region to fill."""
     started = time.perf_counter()
+    text, newline = lf_text(text)
     cursor = offset_at(text, position)
     span = None if selection is None else (offset_at(text, selection[0]), offset_at(text, selection[1]))
     hole = find_hole(text, cursor, span)
     if hole is None:
         return None
     request, context = fill_request(tokenizer, window, text, hole, settings)
-    return PreparedFill(request, context, position_at(text, hole.start), position_at(text, hole.end), started)
+    return PreparedFill(request, context, position_at(text, hole.start), position_at(text, hole.end), started,
+                        newline)
 
 
 def no_completion(position: Position, started: float) -> Completion:
@@ -376,4 +390,4 @@ def complete_at(model: LoadedModel, text: str, position: Position, settings: Set
     def filler(request: FillRequest) -> FillResult:
         return fill(model, request, cancel, progress)
 
-    return prepared.completion(filler(prepared.request), filler, compiler, text)
+    return prepared.completion(filler(prepared.request), filler, compiler, lf_text(text)[0])

@@ -42,7 +42,7 @@ MAX_TEMPERATURE = 10.0  # far above any useful sampling temperature (0-2); 1e308
 # above these a value is absurd, and refused for everyone (a team server caps far lower: dice_lsp.remote.limits)
 MAXIMA = {"steps": 1024, "min_steps": 1024, "block_length": 65536, "top_k": 1 << 20, "seed": 2**64 - 1,
           "candidates": 1024, "max_canvas": 65536, "context_tokens": 1 << 20, "optimize_candidates": 1024,
-          "repair_rounds": 100}
+          "repair_rounds": 100, "repair_seconds": 3600}
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,7 @@ class Settings:
     context_tokens: int | None = 256  # tokens of code around the hole; None: as many as the model window holds
     optimize_candidates: int = 8  # rewrites of a kernel the optimize action generates
     repair_rounds: int = 3  # compile, re-mask the error lines, denoise: at most this many times
+    repair_seconds: int = 120  # no repair round starts after this long (a repair on a busy machine ends)
     server_url: str | None = None  # a team server (tcp://HOST:PORT, unix:///PATH) instead of the local model
     server_token: str | None = None  # its token (prefer server_token_file: settings files get shared)
     server_token_file: str | None = None  # a file holding the token; read again on every connection

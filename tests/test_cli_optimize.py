@@ -81,3 +81,19 @@ def test_optimize_without_a_gpu_ranks_compiled_rewrites_unverified(tmp_path: Pat
     else:
         assert code == 0 and "unverified" in report["summary"] and out.read_text() != SAXPY
         assert report["best"]["diff"] == ranked[0]["diff"]
+
+
+def test_repair_and_optimize_take_check_s_include_folders_and_macros(tmp_path: Path) -> None:
+    """`-I` and `-D` reach nvcc as they do for `check`: without them this file cannot compile."""
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "scale.cuh").write_text("#pragma once\n#define TWICE(v) (SCALE * (v))\n")
+    path = tmp_path / "uses.cu"
+    path.write_text('#include "scale.cuh"\n__global__ void k(float* y) { y[0] = TWICE(y[0]); }\n')
+    code, report, _ = dice("repair", str(path), "--json", "--rounds", "0")
+    assert code == 1 and report["compiles"] is False
+    code, report, _ = dice("repair", str(path), "--json", "--rounds", "0", "-I", str(tmp_path / "inc"), "-D", "SCALE=2")
+    assert code == 0 and report["compiles"] is True and report["errors"] == []
+    code, report, _ = dice("optimize", str(path), "--kernel", "k", "--json", "--rounds", "0", "--candidates", "1",
+                           "-I", str(tmp_path / "inc"), "-D", "SCALE=2")
+    assert report["kernel"] == "k" and report["candidates"] and all(
+        "scale.cuh" not in (r["failure"] or "") and "SCALE" not in (r["failure"] or "") for r in report["candidates"])

@@ -139,3 +139,32 @@ def test_the_real_model_rewrites_only_the_remasked_span() -> None:
 def test_fills_without_scores_are_still_ranked_by_their_checks(prepared: PreparedFill) -> None:
     completion = prepared.completion(FillResult(["int j = = ;", GOOD], 1))  # a family that gives no scores
     assert completion.texts == [GOOD]
+
+
+BLOCK = "if (i < n) {\n        y[i] = s * x[i];\n    }"
+
+
+def test_a_crlf_document_is_filled_as_its_lf_text(prepared: PreparedFill) -> None:
+    """The model gets the same request for the same file in CRLF; the fill comes back with the file's `\\r\\n`."""
+    crlf = prepare(Tokenizer(EMBEDDED_MODEL), 512, KERNEL.replace("\n", "\r\n"), EMPTY_LINE, Settings())
+    assert crlf is not None
+    assert crlf.request == prepared.request and crlf.context == prepared.context
+    assert (crlf.start, crlf.end) == (prepared.start, prepared.end) == (EMPTY_LINE, EMPTY_LINE)
+    assert prepared.completion(result((BLOCK, -0.1))).texts == [BLOCK]
+    assert crlf.completion(result((BLOCK, -0.1))).texts == [BLOCK.replace("\n", "\r\n")]
+
+
+def test_the_real_model_fills_crlf_and_lf_alike() -> None:
+    """dice-tiny on one file in LF and in CRLF: the same raw fills (written at all), the same region and verdict."""
+    model = load_model(EMBEDDED_MODEL, device="cpu", dtype="float32")
+    text = ("__global__ void relu(const float* x, float* y, int n) {\n"
+            "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i >= n) return;\n"
+            "    float v = x[i];\n    \n}\n")
+    runs = []
+    for document in (text, text.replace("\n", "\r\n")):
+        prepared = prepare(model.tokenizer, model.window, document, Position(4, 4), Settings())
+        assert prepared is not None
+        raw = fill(model, prepared.request).texts
+        runs.append((raw, prepared.start, prepared.end, prepared.completion(FillResult(raw, 1)).withheld))
+    assert any(fill_text.strip() for fill_text in runs[0][0])
+    assert runs[0] == runs[1]

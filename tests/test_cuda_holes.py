@@ -94,6 +94,13 @@ BODY_CASES = {
     "before the next top-level code": KERNEL + "    ‸«\n»\nint main() {\n    return 0;\n}\n",
     "unicode before": "// ünïcode ✓\n" + KERNEL + "    float größe = 0;\n    ‸«»",
     "CRLF": KERNEL.replace("\n", "\r\n") + "    ‸«\r\n»",
+    "before a #define and the next kernel": KERNEL + "    ‸«\n»\n#define N 4\n__global__ void k2(float* x) {\n"
+                                            "    x[0] = N;\n}\n",
+    "before an #include": KERNEL + "    ‸«»\n#include <cstdio>\nint main() {\n    return 0;\n}\n",
+    "before an indented kernel": KERNEL + "    ‸«»\n  __global__ void k2(float* x) {\n    x[0] = 1;\n  }\n",
+    "before an indented kernel in a namespace": "namespace ops {\n" + KERNEL + "    ‸«»\n"
+                                                "  __global__ void k2(float* x) {\n    x[0] = 1;\n  }\n}\n",
+    "before a template": KERNEL + "    ‸«»\ntemplate <int N>\n__global__ void k2(float* x) {\n    x[0] = N;\n}\n",
 }
 
 
@@ -111,6 +118,13 @@ def test_body_of_a_helper_gets_the_smaller_canvas() -> None:
 
 def test_unclosed_body_with_code_after_the_cursor_is_a_line_hole() -> None:
     hole, region = hole_at(KERNEL + "    ‸«»\n    c[0] = 1;\n")
+    assert hole is not None and hole.kind == "line" and (hole.start, hole.end) == region
+
+
+@pytest.mark.parametrize("after", ["#define N 4\n    c[0] = N;\n}\n", "#pragma unroll\n    for (;;) {}\n}\n",
+                                   "    auto f = [](int x) { return x; };\n}\n"])
+def test_body_code_after_a_directive_or_lambda_keeps_a_line_hole(after: str) -> None:
+    hole, region = hole_at(KERNEL + "    ‸«»\n" + after)
     assert hole is not None and hole.kind == "line" and (hole.start, hole.end) == region
 
 

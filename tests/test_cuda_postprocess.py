@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from dice_lsp.cuda.functions import parse
 from dice_lsp.cuda.holes import find_hole
 from dice_lsp.cuda.postprocess import (
     FillContext,
@@ -11,7 +12,9 @@ from dice_lsp.cuda.postprocess import (
     balance_brackets,
     clean_candidates,
     cut_line_at_statement_end,
+    cut_marker_at_its_line,
     cut_suffix_repeat,
+    drop_block_closer,
     drop_degenerate,
     drop_neighbour_repeat,
     fix_indentation,
@@ -145,6 +148,7 @@ FIX_INDENTATION = [
     ("empty", " \n\n ", ""),
 ]
 
+SHUFFLES = "\n    ".join(f"s += __shfl_down_sync(m, s, {n});" for n in (16, 8, 4))
 DROP_DEGENERATE = [
     ("empty", "c[i] = 0;", "c[i] = 0;"),
     ("empty", "", None),
@@ -158,6 +162,12 @@ DROP_DEGENERATE = [
     ("empty", "c[i] = ((((((((((((((((((", None),
     ("empty", "x = a = b = c = d;", "x = a = b = c = d;"),
     ("empty", "float w[8] = {0, 0, 0, 0, 0, 0, 0, 0};", "float w[8] = {0, 0, 0, 0, 0, 0, 0, 0};"),
+    ("empty", "int int = = =\n    int  int = = = ;\n    int int =  = =\n    int int = =;\n    int int = = =\n"
+              "    int int = = =\n    int int = = = =\n    int int = =\n    int int = = =", None),  # seen in use
+    ("empty", "int int = = =\n    int int int = = = =\n    int = =", None),  # words doubled
+    ("empty", "x = a[i];\n    x  =  a[i] ;\n    x=a[i];", None),
+    ("empty", "c[0] = a[0];\n    c[1] = a[1];\n    c[2] = a[2];", "c[0] = a[0];\n    c[1] = a[1];\n    c[2] = a[2];"),
+    ("empty", SHUFFLES, SHUFFLES),  # lines that differ in a number only
 ]
 
 # Fills seen in real use, and what the chain makes of them on an empty line (None: dropped). Two are one
@@ -222,6 +232,19 @@ CUT_LINE_AT_STATEMENT_END = [
     ("body", "c[0] = 1; c[1] = 2;", "c[0] = 1; c[1] = 2;"),
 ]
 
+CUT_MARKER_AT_ITS_LINE = [
+    ("marker repeat", "a[1];\n    c[1] = 2;", "a[1]"),  # `c[0] = /*@fill*/;`: the line's ';' ends it
+    ("marker repeat", "a[1]; c[1] = 2", "a[1]"),
+    ("marker repeat", "a[1] + 1", "a[1] + 1"),
+    ("marker repeat", "\n    a[1]", "a[1]"),
+    ("marker call", "i.x);\n    float v = fmaxf(aaix, v", "i.x)"),  # the ')' is balance_brackets' job
+    ("marker call", "[](int x) { return x; }", "[](int x) { return x; }"),  # its own braces
+    ("marker condition", "n > 0", "n > 0"),
+    ("marker condition", "n > 0 &&\n        n < 4", "n > 0 &&"),
+    ("marker sync", "c[0] = 2;\n    c[1] = 3;", "c[0] = 2;\n    c[1] = 3;"),  # alone on its line: a region
+    ("empty", "c[i] = 0;\n    c[i] += 1;", "c[i] = 0;\n    c[i] += 1;"),  # markers only
+]
+
 BALANCE_BRACKETS = [
     ("empty", "foo(a, b));", "foo(a, b);"),
     ("empty", "foo(a, b)) + 1;", "foo(a, b)"),
@@ -261,6 +284,19 @@ BALANCE_BRACKETS = [
     ("body", "));\n}", None),
 ]
 
+DROP_BLOCK_CLOSER = [
+    ("empty", "} c[i] = 0;", None),  # closes the kernel: the code after the hole lands outside it
+    ("empty", "} if (i < n) {", None),  # parses, and moves the code after the hole into the `if`
+    ("end of block", "} else {", None),
+    ("end of block", "}", None),
+    ("lambda arg", "return x * 2; });", None),  # the suffix closes the lambda already
+    ("empty", "if (i) {\n        c[i] = 0;\n    }", "if (i) {\n        c[i] = 0;\n    }"),  # its own block
+    ("empty", "c[i] = 0; // }", "c[i] = 0; // }"),
+    ("empty", "c[i] = '}';", "c[i] = '}';"),
+    ("unclosed if", "c[0] = 1;\n    }", "c[0] = 1;\n    }"),  # the document leaves the `if` open
+    ("body", "c[0] = 1;\n}", "c[0] = 1;\n}"),  # a body's own '}'
+]
+
 DROP_NEIGHBOUR_REPEAT = [
     ("repeat", "c[i] = a[i];", None),  # the line above
     ("repeat", "c[i]=a[i] ;", None),
@@ -288,7 +324,9 @@ DROP_NEIGHBOUR_REPEAT = [
     (fix_indentation, FIX_INDENTATION),
     (drop_degenerate, DROP_DEGENERATE),
     (cut_line_at_statement_end, CUT_LINE_AT_STATEMENT_END),
+    (cut_marker_at_its_line, CUT_MARKER_AT_ITS_LINE),
     (balance_brackets, BALANCE_BRACKETS),
+    (drop_block_closer, DROP_BLOCK_CLOSER),
     (drop_neighbour_repeat, DROP_NEIGHBOUR_REPEAT),
 ], ids=lambda value: getattr(value, "__name__", ""))
 def test_golden(filter_: object, table: list[tuple[str, str, str | None]]) -> None:
@@ -313,8 +351,22 @@ def test_chain_and_candidates() -> None:
     body = context("body")
     assert postprocess("int i = 0;\nc[i] = a[i];\n}\n}\n<|pad|>", body) == "int i = 0;\n    c[i] = a[i];\n}"
     assert clean_candidates([], body) == []
+    assert postprocess("a[1]);\n    c[1] = f(a[1]);", context("marker call")) == "a[1]"  # no spill past the marker
+    end = context("end of block")
+    assert clean_candidates(["} else {", "} if (n > 1) {", "c[1] = 2; } c[2] = 3;"], end) == ["c[1] = 2;"]
 
 
 @pytest.mark.parametrize(("fill", "expected"), GARBAGE)
 def test_garbage(fill: str, expected: str | None) -> None:
     assert postprocess(fill, context("empty")) == expected
+
+
+@pytest.mark.parametrize("after", ["\n#define N 4\n__global__ void k2(float* x) {\n    x[0] = N;\n}\n",
+                                   "\n  __global__ void k2(float* x) {\n    x[0] = 1;\n  }\n"])
+def test_a_body_before_top_level_code_gets_its_brace(after: str) -> None:
+    text = KERNEL + "    " + after
+    hole = find_hole(text, len(KERNEL) + 4)
+    assert hole is not None
+    fill = postprocess("int i = threadIdx.x;\n    c[i] = a[i];", FillContext(hole, text[:hole.start], text[hole.end:]))
+    assert fill == "int i = threadIdx.x;\n    c[i] = a[i];\n}"
+    assert not parse(text[:hole.start] + fill + text[hole.end:]).root.has_error

@@ -167,3 +167,20 @@ def test_a_missing_header_is_reported_on_its_include_line_and_not_rewritten(chec
     run = Counted(load_model(None, "cpu", "auto"))
     result = repair(run, text, check)
     assert (result.compiles, result.rounds, result.text, run.calls) == (False, 0, text, 0)
+
+
+def test_a_repair_says_what_it_changed_and_why(model: LoadedModel, check: Check) -> None:
+    result = repair(Counted(model), NO_SEMICOLON, check)
+    assert result.compiles
+    line = NO_SEMICOLON.splitlines().index("    " + STATEMENT[:-1])
+    assert [(c.line, c.before, c.after) for c in result.changes] == [(line, STATEMENT[:-1], STATEMENT)]
+    assert "expected" in result.changes[0].error
+    error = result.changes[0].error
+    assert result.to_json()["summary"] == f"line {line + 1}: `{STATEMENT[:-1]}` -> `{STATEMENT}` (for: {error})"
+
+
+def test_the_time_budget_stops_repair_before_a_round(model: LoadedModel, check: Check) -> None:
+    run = Counted(model)
+    result = repair(run, NO_SEMICOLON, check, budget_s=0)
+    assert run.calls == 0 and result.rounds == 0 and not result.compiles and result.changes == []
+    assert result.stopped == "stopped after 0 rounds: the time budget (0 s) is spent"

@@ -7,7 +7,12 @@ pad tokens, never write more). The rules, tried in order:
 (a) a non-empty selection: rewrite exactly that range;
 (b) a hole marker `/*@fill*/` (spaces allowed inside) on the cursor's line or around the cursor;
 (c) the cursor on an empty or unfinished line inside a function body, up to where existing code resumes;
-(d) the cursor in a function body whose `}` is not written yet, with nothing after it: the rest of the body.
+(d) the cursor in a function body whose `}` is not written yet, with nothing of the body after it: the rest
+    of the body. Nothing of the body follows when only whitespace does, or new top-level code on a later
+    line: code at column 0 that is not a directive or a `}`, or, at any indentation, a definition that
+    cannot sit inside a body (a function, a template, a namespace, `extern "C"`), alone or behind
+    `#define`/`#include` lines. Such a definition ends the body even where a later `}` (a namespace's)
+    makes tree-sitter call the body closed: the `}` the user has not written yet belongs to the fill.
 
 Canvas sizes (tokens; dice-tiny's tokenizer averages ~3.3 characters of CUDA per token):
 - LINE_TOKENS: one statement is 10-20 tokens; 24 leaves room without inviting a second line.
@@ -24,7 +29,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from dice_lsp.cuda.functions import enclosing_function, in_comment_or_string, is_comment
+from dice_lsp.cuda.functions import enclosing_function, in_comment_or_string, is_comment, parser
 
 HOLE_MARKER = "/*@fill*/"
 CHARS_PER_TOKEN = 3.3
@@ -40,6 +45,12 @@ KERNEL_BODY_TOKENS = 192
 LINE_CANVASES = (12,)  # shorter canvases a line hole also tries (docs/PERFORMANCE.md: chosen on the dev split)
 
 _MARKER = re.compile(r"/\*\s*@fill\s*\*/")
+# top-level items that cannot be inside a function body, and the directives that may stand before them
+_DEFINITIONS = frozenset({"function_definition", "template_declaration", "namespace_definition",
+                          "linkage_specification"})
+_TOP_DIRECTIVES = frozenset({"comment", "preproc_def", "preproc_function_def", "preproc_include"})
+_TEMPLATE = re.compile(r"template\s*<")
+LOOKAHEAD_CHARS = 4000  # how much of the code after a cursor is parsed to tell whether it is top-level code
 
 
 @dataclass(frozen=True)
@@ -81,7 +92,7 @@ def find_hole(text: str, cursor: int, selection: tuple[int, int] | None = None) 
     function = enclosing_function(text, cursor)
     if function is None:
         return None
-    if not function.closed and _at_end_of_typed_code(text, cursor):
+    if _at_end_of_body(text, cursor, function.closed):
         canvas = KERNEL_BODY_TOKENS if function.is_kernel else BODY_TOKENS
         return Hole(cursor, _blank_run_end(text, cursor), "body", _indent(text, cursor), canvas, True)
     return _line_hole(text, cursor)
@@ -116,13 +127,33 @@ def _marker_at(text: str, cursor: int) -> tuple[int, int] | None:
     return min(near, key=lambda span: max(0, span[0] - cursor, cursor - span[1]), default=None)
 
 
-def _at_end_of_typed_code(text: str, cursor: int) -> bool:
-    """Only whitespace follows, up to the end or to new top-level code on a later line, at column 0."""
+def _at_end_of_body(text: str, cursor: int, closed: bool) -> bool:
+    """Rule (d): nothing of the body follows the cursor (only whitespace, or top-level code on a later line).
+    A body tree-sitter calls closed qualifies only when a definition follows."""
     rest = text[cursor:].lstrip()
     if not rest:
-        return True
+        return not closed
     code = len(text) - len(rest)
-    return text[code - 1] == "\n" and "\n" in text[cursor:code] and rest[0] not in "}#"
+    if "\n" not in text[cursor:code]:
+        return False
+    if _definition_follows(text[code:code + LOOKAHEAD_CHARS], code + LOOKAHEAD_CHARS >= len(text)):
+        return True
+    return not closed and text[code - 1] == "\n" and rest[0] not in "}#"
+
+
+def _definition_follows(code: str, whole: bool) -> bool:
+    """`code` starts with a definition no function body can hold, perhaps behind `#define`/`#include` lines
+    and comments (or with such directives only, up to the end of the file: `whole`)."""
+    if _TEMPLATE.match(code):
+        return True
+    directives = False
+    for item in parser().parse(code.encode("utf-8")).root_node.named_children:
+        if item.type in _DEFINITIONS:
+            return True
+        if item.type not in _TOP_DIRECTIVES:
+            return False
+        directives = directives or item.type != "comment"
+    return directives and whole
 
 
 def _blank_run_end(text: str, cursor: int) -> int:

@@ -12,11 +12,15 @@ it. The order (`FILTERS`) matters:
 4. `fix_indentation`: trims and re-indents every line, so later filters see the document's layout.
 5. `drop_degenerate`: a fill that loops is dropped whole, before a cut could leave a plausible first line
    of it (the model that looped is not trusted with that line either).
-6. `cut_line_at_statement_end`: a line hole gets one line, ended at its statement's ';'.
+6. `cut_line_at_statement_end`: a line hole gets one line, ended at its statement's ';'; and
+   `cut_marker_at_its_line`: a marker with code after it on its line gets that line's part only.
 7. `balance_brackets`: ')' and ']' with no opener, on what is left (a ';' cut in 6 may already have
    removed them); the openers it may close are counted over the document up to the hole, not only the
    hole's line, since a call or a `for (` header may be split over lines.
-8. `drop_neighbour_repeat`: last, so the fill judged is the one the editor would show.
+8. `drop_block_closer`: a fill that closes the block the hole is in (`} else {`, `} if (i < n) {` on an
+   empty line: they parse, and move the code after the hole into another block) is dropped, judged on
+   what 6 and 7 left of it (a `c[i] = 0; } else {` may be cut back to its good first statement).
+9. `drop_neighbour_repeat`: last, so the fill judged is the one the editor would show.
 
 Brackets and ';' are counted by a plain scan (`_marks`) that skips comments, literals and preprocessor
 lines (except the macro a hole is in), so it works on fragments and half-typed files.
@@ -315,9 +319,18 @@ def _indent_at(base: str, level: int, unit: str) -> str:
     return base[:max(0, len(base) + level * len(unit))]
 
 
+def _line_key(line: str) -> tuple[str, ...]:
+    """What a line says, for telling near-duplicates apart: its words in order, a word repeated right after
+    itself counted once; whitespace, punctuation and operators left out (`int int = = =`, `int  int = =;`
+    and `int int int = = = =` are one line; `c[0] = a[0];` and `c[1] = a[1];` are two)."""
+    found = re.findall(r"\w+", line)
+    return tuple(word for at, word in enumerate(found) if at == 0 or word != found[at - 1])
+
+
 def _repetitive(fill: str) -> bool:
-    """The same line again and again, or a short n-gram repeated over a long stretch (filling the canvas)."""
-    lines = Counter(line.strip() for line in fill.split("\n") if any(c.isalnum() for c in line))
+    """The same line (or near-duplicates of it, `_line_key`) again and again, or a short n-gram repeated
+    over a long stretch (filling the canvas)."""
+    lines = Counter(key for key in map(_line_key, fill.split("\n")) if key)
     if lines and lines.most_common(1)[0][1] >= REPEATED_LINES:
         return True
     tokens = re.findall(r"\w+|[^\w\s]", fill)
@@ -373,6 +386,32 @@ def cut_line_at_statement_end(fill: str, ctx: FillContext) -> str | None:
     if code.endswith("\\") or cut is None or ctx.several_per_line or line[cut:].strip() == "break;":
         return prefix + line.rstrip()
     return prefix + line[:cut].rstrip()
+
+
+def cut_marker_at_its_line(fill: str, ctx: FillContext) -> str | None:
+    """A marker with code after it on its line stands for a piece of that line: the fill is its first line
+    with code (a marker's canvas invites more), and, where code before the marker starts the statement, it
+    ends before the first ';' that would end that statement at the marker's level (the rest of the line ends
+    it: `x[i] = /*@fill*/;` takes `a[i]`, not `a[i]; x[j] = 0;`). A ';' inside brackets, the fill's own or
+    those open at the marker (`for (/*@fill*/)`, a lambda's body), stays."""
+    if ctx.hole.kind != "marker" or not ctx.after.split("\n", 1)[0].strip():
+        return fill
+    line = next((line.strip() for line in fill.split("\n") if line.strip()), "")
+    if not ctx.line_before.strip():
+        return line or None
+    head = ctx.line_before
+    stack = list(ctx.open_at_line)
+    level = None  # the stack's depth at the marker
+    for at, mark in _marks(head + line):
+        if level is None and at >= len(head):
+            level = len(stack)
+        if mark in "([{":
+            stack.append(mark)
+        elif mark != ";":
+            del stack[len(stack) - _close(stack, mark):]
+        elif at >= len(head) and len(stack) <= (level or 0) and stack[-1:] in ([], ["{"]):
+            return line[:at - len(head)].rstrip() or None
+    return line or None
 
 
 def _statement_end(open_at_line: str, head: str, line: str) -> int | None:
@@ -467,6 +506,20 @@ def _stray_closers(text: str) -> list[str]:
     return stray
 
 
+def drop_block_closer(fill: str, ctx: FillContext) -> str | None:
+    """Drop a fill that closes a block it did not open, unless the document leaves that many blocks open
+    (`unclosed`: a block the user has not closed yet is the fill's to close). A body hole's own '}' is
+    placed by `balance_braces`."""
+    if ctx.hole.close_brace:
+        return fill
+    depth = 0
+    for _, brace in braces(fill):
+        depth += 1 if brace == "{" else -1
+        if depth < -max(0, ctx.unclosed):
+            return None
+    return fill
+
+
 TRIVIAL_LINES = frozenset({"}", "{", "};", "else", "}else{", "else{", "break;", "continue;", "return;",
                            "__syncthreads();", "__syncwarp();", "__threadfence();"})
 
@@ -504,7 +557,8 @@ def drop_neighbour_repeat(fill: str, ctx: FillContext) -> str | None:
 
 
 FILTERS: tuple[Filter, ...] = (strip_special_tokens, cut_suffix_repeat, balance_braces, fix_indentation,
-                               drop_degenerate, cut_line_at_statement_end, balance_brackets, drop_neighbour_repeat)
+                               drop_degenerate, cut_line_at_statement_end, cut_marker_at_its_line, balance_brackets,
+                               drop_block_closer, drop_neighbour_repeat)
 
 
 def postprocess(fill: str, ctx: FillContext, filters: tuple[Filter, ...] = FILTERS) -> str | None:

@@ -337,7 +337,7 @@ class DiceServer(LanguageServer):
         def work(path: Path, text: str, ticket: Ticket, said: Callable[[str], None]) -> dict[str, Any]:
             check = checker(path.parent, self.flags_of(path, settings), find_nvcc(settings.nvcc))
             return repair(self.on_model_thread, text, check, settings.repair_rounds, sampler=settings.sampler_config(),
-                          cancel=ticket, said=said).to_json()
+                          cancel=ticket, said=said, budget_s=settings.repair_seconds).to_json()
 
         result, problem = await self.rewrite_job(uri, version, "repair", work, {})
         if result is not None and not result["compiles"]:
@@ -345,6 +345,8 @@ class DiceServer(LanguageServer):
         elif result is not None and self.workspace.get_text_document(uri).version != made_for:
             problem = "the document changed during the repair; run it again"
         elif result is not None:
+            self.window_show_message(types.ShowMessageParams(types.MessageType.Info,
+                                                             f"dice-lsp: repaired: {result['summary']}"))
             return whole_document_edit(uri, made_for, before, result["text"])
         self.window_show_message(types.ShowMessageParams(types.MessageType.Warning, f"dice-lsp: {problem}"))
         return None

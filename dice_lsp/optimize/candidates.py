@@ -33,6 +33,10 @@ PROMPT = ("<|im_start|>user\nRewrite this CUDA kernel to run faster on the GPU. 
 ANSWER_TOKENS = 512
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
 _CODE_BLOCK = re.compile(r"```(?:cuda|cpp|c\+\+|c)?\n(.*?)(?:```|$)", re.DOTALL)
+_ASSIGNMENT = re.compile(r"(?:<<|>>|[-+*/%&|^])=|(?<![=!<>])=(?!=)")
+_STORE_CALL = re.compile(r"\b(?:atomic\w+|__st\w+|memcpy|memset)\s*\(([^,;]*)")
+_RETURN = re.compile(r"\breturn\b")
+_WORD = re.compile(r"[A-Za-z_]\w*")
 
 
 @dataclass(frozen=True)
@@ -74,6 +78,52 @@ def first_of_each(items: Iterable[T], key: Callable[[T], str], skip: Iterable[st
             seen.add(found)
             kept.append(item)
     return kept
+
+
+def pointer_parameters(text: str, kernel: Function) -> set[str]:
+    """The names of the kernel's pointer parameters (where it can write its results)."""
+    signature = _COMMENT.sub(" ", text[kernel.start:kernel.body_open])
+    parameters = signature[signature.find("(") + 1:signature.rfind(")")].split(",")
+    return {words[-1] for p in parameters if "*" in p and (words := _WORD.findall(p))}
+
+
+def written(body: str, pointers: set[str]) -> set[str]:
+    """The pointers a body writes through: named left of an assignment (`y[i] = ...`, `*p += ...`), or the
+    first argument of an atomic or store call. A plain scan of the statements: it may miss a write through
+    an alias, never invents one."""
+    found: set[str] = set()
+    for statement in re.split(r"[;{}]", _COMMENT.sub(" ", body)):
+        assignment = _ASSIGNMENT.search(statement)
+        target = statement[:assignment.start()] if assignment else ""
+        target = target if "(" not in target or "[" in target else ""  # not `f(a == b)` nor a declaration's call
+        found |= pointers & set(_WORD.findall(target))
+        for call in _STORE_CALL.finditer(statement):
+            found |= pointers & set(_WORD.findall(call.group(1)))
+    return found
+
+
+def reachable(body: str) -> str:
+    """The body up to its first unconditional `return`: a statement of its own outside any nested block
+    (not the branch of a brace-less `if`, loop, `else` or `case`); what follows it never runs."""
+    code = _COMMENT.sub(" ", body)
+    depth = 0
+    for at, char in enumerate(code):
+        depth += {"{": 1, "}": -1}.get(char, 0)
+        word_start = at == 0 or not (code[at - 1].isalnum() or code[at - 1] == "_")
+        if depth == 0 and word_start and _RETURN.match(code, at) and code[:at].rstrip()[-1:] in ("", ";", "}"):
+            return code[:at]
+    return code
+
+
+def dropped_work(original: str, candidate: str, pointers: set[str]) -> str | None:
+    """What the original body does that the candidate cannot (None: nothing seen): an output the original
+    writes that the candidate's reachable code never names, or no code at all. Unverified candidates that
+    do less work must never rank above the original: without a GPU, a do-nothing body is the "leanest"."""
+    runs = reachable(candidate)
+    if not runs.strip(" \t\r\n;"):
+        return "does nothing (returns before any work)" if candidate.strip() else "does nothing (empty body)"
+    missing = sorted(written(original, pointers) - set(_WORD.findall(runs)))
+    return f"never writes {', '.join(missing)}, which the original writes" if missing else None
 
 
 def distinct(candidates: list[Candidate], original: str) -> list[Candidate]:

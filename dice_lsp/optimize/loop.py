@@ -42,6 +42,7 @@ class Rewrite:
     reference_ms: float | None = None
     resources: KernelResources | None = None
     failure: str | None = None
+    less_work: str | None = None  # what of the original's work it drops (`candidates.dropped_work`), if any
     rank: int = 0
     diff: str = ""
 
@@ -75,9 +76,9 @@ class OptimizeReport:
     @property
     def best(self) -> Rewrite | None:
         """The rewrite to offer: the fastest verified one that beats the original; without a GPU, the top
-        compiled one (unverified)."""
+        compiled one (unverified) that does not do less work than the original."""
         top = self.rewrites[0] if self.rewrites else None
-        if top is None or not top.compiled:
+        if top is None or not top.compiled or (top.less_work is not None and not top.verified):
             return None
         if self.gpu and not (top.verified and (top.speedup or 0) > 1):
             return None
@@ -88,6 +89,9 @@ class OptimizeReport:
         if self.gpu:
             checked = f"{self.verified} verified, {self.faster} faster"
         counts = f"{len(self.rewrites)} distinct candidates of {self.generated}, {self.compiled} compiled, {checked}"
+        less = sum(r.less_work is not None and not r.verified for r in self.rewrites)
+        if less:
+            counts += f", {less} doing less work than the original (never offered unverified)"
         best = self.best
         if best is None:
             return f"{self.kernel}: no faster rewrite found ({counts})"
@@ -134,9 +138,12 @@ def optimize(run_model: Callable[[Callable[[LoadedModel], Any]], Any], request: 
     gpu = request.unverified is None and gpu_arch() is not None
     report = OptimizeReport(request.kernel, gpu, generated=len(made), unverified=request.unverified or "no GPU")
     report.rewrites = [Rewrite(c.origin, gen.with_body(text, kernel, c.body)) for c in unique]
+    pointers = gen.pointer_parameters(text, kernel)
     for index, rewrite in enumerate(report.rewrites, 1):
         _stop_if(cancel)
         _compile(rewrite, run_model, request, check, cancel)
+        if rewrite.compiled:
+            rewrite.less_work = _less_work(rewrite.text, request.kernel, original_body, pointers)
         say(f"compiled {sum(r.compiled for r in report.rewrites[:index])}/{index} of {len(report.rewrites)}")
     if report.gpu:
         survivors = [r for r in report.rewrites if r.compiled]
@@ -167,6 +174,15 @@ def _compile(rewrite: Rewrite, run_model: ModelRunner, request: OptimizeRequest,
         rewrite.failure = f"does not compile: {result.errors[0].message}"
 
 
+def _less_work(text: str, name: str, original_body: str, pointers: set[str]) -> str | None:
+    """`candidates.dropped_work` of the compiled rewrite's body (repair may have changed it)."""
+    try:
+        kernel = gen.find_kernel(text, name)
+    except DiceError:
+        return "the kernel's body is not found in the rewrite"
+    return gen.dropped_work(original_body, gen.body_of(text, kernel), pointers)
+
+
 def _verify(rewrite: Rewrite, request: OptimizeRequest) -> None:
     try:
         result = bench_rewrite(request.path, rewrite.text, request.kernel, request.ref, request.limits, request.flags)
@@ -180,13 +196,15 @@ def _verify(rewrite: Rewrite, request: OptimizeRequest) -> None:
 
 
 def ranked(rewrites: list[Rewrite], gpu: bool) -> list[Rewrite]:
-    """Verified and fastest first (with a GPU); otherwise compiled ones by their resource report."""
+    """Verified and fastest first (with a GPU); otherwise compiled ones by their resource report. An
+    unverified rewrite that does less work than the original (`less_work`) comes after every other."""
     def key(r: Rewrite) -> tuple[float, ...]:
         res = r.resources
         cost = (res.spill_stores + res.spill_loads, res.stack_bytes, res.registers) if res else (1e9, 1e9, 1e9)
+        less = r.less_work is not None and not r.verified
         if gpu:
-            return (not r.verified, not r.compiled, -(r.speedup or 0.0), *cost)
-        return (not r.compiled, *cost)
+            return (not r.verified, less, not r.compiled, -(r.speedup or 0.0), *cost)
+        return (less, not r.compiled, *cost)
 
     return sorted(rewrites, key=key)
 

@@ -8,13 +8,20 @@ rounds: the whole rejected lines plus a few masks to grow into); denoise several
 of the file as context; keep the first candidate with fewer errors than before (never one with as many:
 such code drifts without getting closer). A missing header is not re-written. A candidate that empties a
 rejected line is not taken: deleting code is not repairing it.
+
+A repair says what it changed and why: each kept change is a `Change` (line, text before, text after, the
+nvcc error it was made for), since code that compiles after a repair may compute something else
+(`float maxval = = ;;` -> `float maxval = 0 ;;`). Its total time is bounded (`budget_s`, the setting
+`dice.repairSeconds`): no new round starts past it.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
+import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -36,11 +43,29 @@ ModelRunner = Callable[[Callable[[LoadedModel], list[str]]], list[str]]
 Check = Callable[[str], CheckReport]
 
 
+@dataclass(frozen=True)
+class Change:
+    """One kept re-write: lines from `line` (0-based, in the text before it) read `before`, now `after`."""
+
+    line: int
+    before: str
+    after: str
+    error: str  # the nvcc error it was made for
+
+    def describe(self) -> str:
+        return f"line {self.line + 1}: `{self.before}` -> `{self.after}` (for: {self.error})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"line": self.line, "before": self.before, "after": self.after, "error": self.error}
+
+
 @dataclass
 class RepairResult:
     text: str
     rounds: int  # rounds of re-writing spent (0: it compiled as it was)
     report: CheckReport  # nvcc's report on `text`: what still fails, and the kernels' resources
+    changes: list[Change] = field(default_factory=list)  # what was changed and why, in order
+    stopped: str | None = None  # why it stopped before `rounds` rounds (the time budget), if it did
 
     @property
     def errors(self) -> list[Diagnostic]:
@@ -52,7 +77,12 @@ class RepairResult:
 
     def to_json(self) -> dict[str, Any]:
         return {"text": self.text, "compiles": self.compiles, "rounds": self.rounds,
-                "errors": [d.to_json() for d in self.errors]}
+                "errors": [d.to_json() for d in self.errors], "changes": [c.to_json() for c in self.changes],
+                "summary": self.summary(), "stopped": self.stopped}
+
+    def summary(self) -> str:
+        """One line per change (what the CLI prints and the editor's message shows)."""
+        return "; ".join(c.describe() for c in self.changes) or "no change"
 
 
 def checker(folder: Path, flags: CompileFlags, nvcc: Path | None = None) -> Check:
@@ -65,14 +95,21 @@ def errors_of(report: CheckReport) -> list[Diagnostic]:
 
 def repair(run_model: ModelRunner, text: str, check: Check, rounds: int = 3, candidates: int = 4,
            sampler: SamplerConfig = DEFAULT_SAMPLER, cancel: CancelCheck | None = None,
-           said: Callable[[str], None] | None = None) -> RepairResult:
-    """Up to `rounds` rounds of re-writing the rejected lines of `text`; the best text found and its state."""
+           said: Callable[[str], None] | None = None, budget_s: float | None = None) -> RepairResult:
+    """Up to `rounds` rounds of re-writing the rejected lines of `text`, none started after `budget_s`
+    seconds; the best text found, its state and the changes made."""
+    started = time.monotonic()
     report = check(text)
     errors = errors_of(report)
     spent = 0
+    changes: list[Change] = []
+    stopped = None
     while errors and spent < rounds and not _MISSING_FILE.search(errors[0].message):
         if cancel is not None and cancel():
             raise Cancelled(f"repair cancelled after {spent} rounds")
+        if budget_s is not None and time.monotonic() - started >= budget_s:
+            stopped = f"stopped after {spent} rounds: the time budget ({budget_s:g} s) is spent"
+            break
         spent += 1
         narrow = spent == 1
         start, end, spans = region(text, errors, narrow)
@@ -92,12 +129,21 @@ def repair(run_model: ModelRunner, text: str, check: Check, rounds: int = 3, can
             attempt_report = check(attempt)
             found = errors_of(attempt_report)
             if len(found) < len(errors):  # strictly better, or the code would drift without getting closer
+                changes += _changes(text, attempt, errors[0].message)
                 text, report, errors = attempt, attempt_report, found
             if not found:
                 break
         if said is not None:
             said(f"repair round {spent}: {before} errors before, {len(errors)} after")
-    return RepairResult(text, spent, report)
+    return RepairResult(text, spent, report, changes, stopped)
+
+
+def _changes(before: str, after: str, error: str) -> list[Change]:
+    """The changed runs of lines between two texts, each made for `error`."""
+    old, new = before.splitlines(), after.splitlines()
+    return [Change(i1, "\n".join(old[i1:i2]).strip(), "\n".join(new[j1:j2]).strip(), error)
+            for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
+            if tag != "equal"]
 
 
 def _fills(model: LoadedModel, request: FillRequest, cancel: CancelCheck | None) -> list[str]:

@@ -197,7 +197,8 @@ class Service:
         settings = self.settings_for(params)
         with workspace(params, settings) as sent:
             return repair(self._run_model, sent.text, sent.check, settings.repair_rounds,
-                          self.config.limits.candidates(params), settings.sampler_config(), ticket, progress).to_json()
+                          self.config.limits.candidates(params), settings.sampler_config(), ticket, progress,
+                          settings.repair_seconds).to_json()
 
 
 PREPARERS = max(1, min(8, (os.cpu_count() or 2) // 2))  # processes that parse and tokenize completions

@@ -85,8 +85,8 @@ def build_cubin(source: str, folder: Path | None, flags: CompileFlags, nvcc: Pat
                                                             "kernels": [vars(k) for k in kernels]}))
             _store(scratch, target)
         except OSError as exc:  # a full disk: the messages are still the user's
-            return Build(False, f"{output}\ncannot keep the build in {target.parent}: {exc.strerror or exc}",
-                         None, (), time.perf_counter() - started, cached=False)
+            reason = f"cannot keep the build in {target.parent}: {exc.strerror or exc}"
+            return _failed("\n".join(part for part in (output.rstrip("\n"), reason) if part), started)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     evict(target.parent, keep=target)

@@ -32,8 +32,10 @@ the folders handed to a run are given to that user first (root's 0700 temporary 
 closed to it); they are the run's own folders.
 
 Every run, confined or not, has stdin closed (an `#include "/dev/stdin"` reads nothing instead of
-blocking), its own process group (killed whole on a timeout, so `cicc` does not outlive a killed `nvcc`),
-and a timeout.
+blocking), its own process group (killed whole on a timeout, a cancellation or a shutdown, so `cicc` does
+not outlive a killed `nvcc`: `dice_lsp.lifetime` tracks every group while it runs), and a timeout. A
+tool's output is read as it comes and only its first TOOL_OUTPUT_KEPT bytes per stream are kept (a
+compiler that writes 300 MB of errors costs no more memory than one that writes 256 KiB).
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ import logging
 import math
 import os
 import re
+import select
+import selectors
 import shutil
 import signal
 import site
@@ -52,6 +56,8 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -59,6 +65,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from dice_lsp.errors import DiceError
+from dice_lsp.lifetime import Stopped, check_running, track, untrack
 
 LOG = logging.getLogger("dice_lsp.sandbox")
 SANDBOX_ID = 65534  # uid and gid inside the sandbox (and, for a root server, outside: the host's nobody)
@@ -68,6 +75,8 @@ MODE_UNSAFE = "off (--unsafe-no-sandbox)"
 MODE_OFF = "off"  # the editor and the CLI: the user's own compiles
 _MIB = 1 << 20
 _ETC = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives")
+TOOL_OUTPUT_KEPT = 256 << 10  # bytes of each of a tool's streams kept (whole lines); the rest is counted, not kept
+_POLL_S = 0.1  # how often a waiting run looks at its deadline and its cancellation
 _PASSED_ENV = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES",
                "TORCH_CUDA_ARCH_LIST", "MAX_JOBS")  # GPU selection and build parallelism, nothing else
 
@@ -135,6 +144,10 @@ class Process:
             if mine:
                 pids.append(int(entry.name))
         return pids
+
+    def running(self) -> bool:
+        """Not reaped yet (so its process group cannot belong to anyone else)."""
+        return self.popen.returncode is None
 
     def kill(self) -> None:
         """SIGKILL to the whole process group; a confined run's namespace goes down with bubblewrap."""
@@ -532,29 +545,130 @@ def visible(path: Path) -> bool:
 def spawn(argv: Sequence[str], cwd: Path, jail: Jail, stdout: int | IO[Any], stderr: int | IO[Any],
           env: Mapping[str, str] | None = None, text: bool = False) -> Process:
     """Start `argv` in `cwd`: confined as `jail` says when the sandbox is on, else directly (with the
-    server's environment plus `env`), in its own session with stdin closed."""
+    server's environment plus `env`), in its own session with stdin closed; tracked (`dice_lsp.lifetime`)
+    until it is reaped. Raises `lifetime.Stopped` once shutdown has begun."""
+    check_running()
     if _ACTIVE is not None:
-        return _ACTIVE.start(argv, cwd, jail, env or {}, stdout, stderr, text)
-    path = os.pathsep.join(p for p in (str(_package_parent()), os.environ.get("PYTHONPATH", "")) if p)
-    popen = subprocess.Popen(list(argv), cwd=cwd, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, text=text,
-                             errors="replace" if text else None, start_new_session=True,
-                             env={**os.environ, "PYTHONPATH": path, **(env or {})})  # as confined: the package first
-    return Process(popen)
+        process = _ACTIVE.start(argv, cwd, jail, env or {}, stdout, stderr, text)
+    else:
+        path = os.pathsep.join(p for p in (str(_package_parent()), os.environ.get("PYTHONPATH", "")) if p)
+        process = Process(subprocess.Popen(list(argv), cwd=cwd, stdin=subprocess.DEVNULL, stdout=stdout,
+                                           stderr=stderr, text=text, errors="replace" if text else None,
+                                           start_new_session=True,  # as confined: the package first
+                                           env={**os.environ, "PYTHONPATH": path, **(env or {})}))
+    track(process)
+    return process
 
 
-def run_tool(argv: Sequence[str], cwd: Path, timeout: float,
-             readable: Sequence[Path] = ()) -> subprocess.CompletedProcess[str]:
-    """Run `argv` in `cwd` (its scratch folder, the only place it may write) and capture its output;
-    `readable` are the folders it reads besides the toolkit (include folders). Raises
-    `subprocess.TimeoutExpired` after `timeout` seconds, with the whole process group killed."""
+def run_tool(argv: Sequence[str], cwd: Path, timeout: float, readable: Sequence[Path] = (),
+             cancel: threading.Event | None = None) -> subprocess.CompletedProcess[str]:
+    """Run `argv` in `cwd` (its scratch folder, the only place it may write) and capture its output (capped:
+    `TOOL_OUTPUT_KEPT`); `readable` are the folders it reads besides the toolkit (include folders). With
+    its whole process group killed, raises `subprocess.TimeoutExpired` after `timeout` seconds and
+    `lifetime.Stopped` once `cancel` is set or dice-lsp shuts down."""
     jail = Jail(compile_quota(timeout), (cwd,), tuple(readable))
-    process = spawn(argv, cwd, jail, subprocess.PIPE, subprocess.PIPE, text=True)
-    with process.popen as proc:
-        try:
-            stdout, stderr = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            with contextlib.suppress(subprocess.TimeoutExpired):  # a process that left the group may hold the pipes
-                proc.communicate(timeout=5)
-            raise
-        return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+    return _finish(spawn(argv, cwd, jail, subprocess.PIPE, subprocess.PIPE), timeout, cancel)
+
+
+def run_host_tool(argv: Sequence[str], timeout: float, stdin_text: str = "") -> subprocess.CompletedProcess[str]:
+    """A toolkit helper that reads nothing of a request (`nvcc --version`, `cu++filt` on ptxas's names),
+    run directly even on a team server, with `stdin_text` as its input; otherwise as `run_tool`: its own
+    process group, tracked, output capped, killed whole after `timeout` seconds."""
+    check_running()
+    popen = subprocess.Popen(list(argv), stdin=subprocess.PIPE if stdin_text else subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    process = Process(popen)
+    track(process)
+    return _finish(process, timeout, None, stdin_text.encode())
+
+
+def _finish(process: Process, timeout: float, cancel: threading.Event | None,
+            stdin: bytes = b"") -> subprocess.CompletedProcess[str]:
+    """Feed, read and reap a run started with pipes; its group is killed on any way out but its own end."""
+    popen = process.popen
+    try:
+        stdout, stderr = _collect(popen, timeout, cancel, stdin)
+    except BaseException:
+        process.kill()
+        raise
+    finally:
+        for stream in (popen.stdin, popen.stdout, popen.stderr):  # a process that left the group may hold them
+            if stream is not None:
+                stream.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            popen.wait(timeout=5)
+        untrack(process)
+    return subprocess.CompletedProcess(popen.args, popen.returncode, stdout, stderr)
+
+
+class _Capped:
+    """The first TOOL_OUTPUT_KEPT bytes of a stream, and how many more there were."""
+
+    def __init__(self) -> None:
+        self.kept = bytearray()
+        self.dropped = 0
+
+    def add(self, chunk: bytes) -> None:
+        room = max(0, TOOL_OUTPUT_KEPT - len(self.kept))
+        self.kept += chunk[:room]
+        self.dropped += max(0, len(chunk) - room)
+
+    def text(self) -> str:
+        data = bytes(self.kept)
+        if self.dropped:
+            cut = data.rfind(b"\n") + 1 or len(data)  # whole lines only
+            dropped = self.dropped + len(data) - cut
+            data = data[:cut] + f"[dice-lsp: {dropped} more bytes of output not kept]\n".encode()
+        return data.decode("utf-8", errors="replace")
+
+
+def _collect(popen: subprocess.Popen[bytes], timeout: float, cancel: threading.Event | None,
+             stdin: bytes) -> tuple[str, str]:
+    """Write `stdin` to the run and read its stdout and stderr as they come, until it has exited."""
+    deadline = time.monotonic() + timeout
+    streams = {popen.stdout.fileno(): _Capped(), popen.stderr.fileno(): _Capped()}  # type: ignore[union-attr]
+    pending = memoryview(stdin)
+    with selectors.DefaultSelector() as selector:
+        for fd in streams:
+            selector.register(fd, selectors.EVENT_READ)
+        if popen.stdin is not None:
+            selector.register(popen.stdin.fileno(), selectors.EVENT_WRITE)
+        while selector.get_map():
+            for key, _events in selector.select(_wait_left(popen, deadline, timeout, cancel)):
+                if key.fd in streams:
+                    chunk = os.read(key.fd, 1 << 16)
+                    if chunk:
+                        streams[key.fd].add(chunk)
+                    else:
+                        selector.unregister(key.fd)
+                    continue
+                pending = _feed(key.fd, pending)
+                if not pending and popen.stdin is not None:
+                    selector.unregister(key.fd)
+                    popen.stdin.close()
+    while popen.poll() is None:
+        left = _wait_left(popen, deadline, timeout, cancel)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            popen.wait(timeout=left)
+    check_running()  # killed by `stop_all`: no result
+    stdout, stderr = (capped.text() for capped in streams.values())
+    return stdout, stderr
+
+
+def _wait_left(popen: subprocess.Popen[bytes], deadline: float, timeout: float,
+               cancel: threading.Event | None) -> float:
+    """How long to wait for the run before looking again; raises once it is over time or cancelled."""
+    if cancel is not None and cancel.is_set():
+        raise Stopped("cancelled")
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise subprocess.TimeoutExpired(popen.args, timeout)
+    return min(left, _POLL_S)
+
+
+def _feed(fd: int, pending: memoryview) -> memoryview:
+    """What is left of `pending` after one write that cannot block (select said the pipe is writable)."""
+    try:
+        return pending[os.write(fd, pending[:select.PIPE_BUF]):]
+    except BrokenPipeError:  # the tool does not read its input (any more)
+        return pending[:0]

@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from dice_lsp.evals import build, suite
+from dice_lsp.sandbox import run_tool
 from dice_lsp.training import corpus
 
 LOG = logging.getLogger("dice_lsp.evals.executable")
@@ -548,9 +549,8 @@ def compile_cubin(text: str, nvcc: str = "nvcc", arch: str = "sm_90") -> tuple[b
         path = Path(scratch) / "kernel.cu"
         path.write_text(text, encoding="utf-8")
         try:
-            proc = subprocess.run([nvcc, "-cubin", f"-arch={arch}", "-Xptxas", "-v", "-o",
-                                   str(path.with_suffix(".cubin")), str(path)], capture_output=True, text=True,
-                                  timeout=120)
+            proc = run_tool([nvcc, "-cubin", f"-arch={arch}", "-Xptxas", "-v", "-o", str(path.with_suffix(".cubin")),
+                             str(path)], Path(scratch), 120)
         except subprocess.TimeoutExpired:
             return False, "nvcc timed out", ""
         output = proc.stderr + proc.stdout
@@ -735,8 +735,7 @@ def _build_all(texts: dict[str, str], scratch: Path, workers: int = 16) -> dict[
         target = scratch / f"{hashlib.sha1(name.encode()).hexdigest()}.cubin"
         source = target.with_suffix(".cu")
         source.write_text(text, encoding="utf-8")
-        proc = subprocess.run(["nvcc", "-cubin", "-arch=sm_90", "-o", str(target), str(source)],
-                              capture_output=True, text=True, timeout=180)
+        proc = run_tool(["nvcc", "-cubin", "-arch=sm_90", "-o", str(target), str(source)], scratch, 180)
         return name, (proc.returncode == 0, str(target))
     with ThreadPoolExecutor(workers) as pool:
         return dict(pool.map(build, texts.items()))

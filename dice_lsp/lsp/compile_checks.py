@@ -1,6 +1,9 @@
 """Background compiles of open .cu files: one task per document, a newer request replaces an older one.
 
-The compile itself (`dice_lsp.toolchain.report.check_source`, cached) runs on a worker thread; this module
+The compile itself (`dice_lsp.toolchain.report.check_source`, cached) runs on one of COMPILE_WORKERS threads
+of its own, so compiles never hold the threads that repair, optimize and bench run on; a compile replaced
+or forgotten is cancelled and its nvcc killed at once, and every compile ends at its timeout, so a hung
+nvcc holds a thread for that long at most, and only while it is the document's latest. This module
 turns its report into LSP diagnostics (source `nvcc`) and code lenses above kernels, and remembers the
 last report per document for the code-lens request. In an untrusted workspace the compilation database is
 not read (its flags would be the workspace's choice of nvcc command line): the settings' flags apply, and
@@ -11,13 +14,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from lsprotocol import types
 
 from dice_lsp.errors import DiceError
+from dice_lsp.lifetime import Stopped
 from dice_lsp.toolchain.cache import CompileCache, include_dependencies
 from dice_lsp.toolchain.flags import CompileFlags, FlagError, find_database, flags_for
 from dice_lsp.toolchain.report import CheckReport, Diagnostic, KernelResources, check_source
@@ -25,6 +31,7 @@ from dice_lsp.toolchain.report import CheckReport, Diagnostic, KernelResources, 
 LOG = logging.getLogger("dice_lsp.checks")
 IDLE_SECONDS = 0.8  # typing pause before a didChange triggers a compile
 CHECKED_SUFFIXES = (".cu",)
+COMPILE_WORKERS = 2  # background compiles at once (each one nvcc)
 
 
 def lsp_diagnostic(d: Diagnostic) -> types.Diagnostic:
@@ -65,6 +72,7 @@ class CompileChecks:
         self.requests: dict[str, CheckRequest] = {}
         self.dependencies: dict[str, set[Path]] = {}  # per document: local headers, and its flags' database
         self.tasks: dict[str, asyncio.Task[None]] = {}
+        self.workers = ThreadPoolExecutor(COMPILE_WORKERS, thread_name_prefix="dice-compile")
 
     def wants(self, path: str) -> bool:
         return path.endswith(CHECKED_SUFFIXES)
@@ -92,8 +100,15 @@ class CompileChecks:
 
     async def _run(self, request: CheckRequest, delay: float) -> None:
         await asyncio.sleep(delay)
+        cancel = threading.Event()
         try:
-            report, dependencies, unused = await asyncio.to_thread(self._check, request)
+            report, dependencies, unused = await asyncio.get_running_loop().run_in_executor(
+                self.workers, self._check, request, cancel)
+        except asyncio.CancelledError:
+            cancel.set()  # a newer request or a close: its nvcc is killed now, not at its timeout
+            raise
+        except Stopped:
+            return
         except (DiceError, OSError) as exc:
             LOG.warning("%s: compile failed: %s", request.path.name, exc)
             return
@@ -105,7 +120,7 @@ class CompileChecks:
         LOG.info("%s: %d diagnostics, %d kernels, %.0f ms%s", request.path.name, len(report.diagnostics),
                  len(report.kernels), report.elapsed_ms, " (cached)" if report.cached else "")
 
-    def _check(self, request: CheckRequest) -> tuple[CheckReport, set[Path], Path | None]:
+    def _check(self, request: CheckRequest, cancel: threading.Event) -> tuple[CheckReport, set[Path], Path | None]:
         """The report, the files it depends on, and the compilation database left unused (untrusted)."""
         database = find_database(request.path, request.root)
         if not request.trusted:
@@ -117,7 +132,9 @@ class CompileChecks:
             except FlagError as exc:  # a flag nvcc's shell would run: said on the first line, nothing compiled
                 return CheckReport([Diagnostic(0, 0, 0, 0, "error", str(exc), "flags")], [], 0.0), watched, None
         folder = request.path.parent
-        report = check_source(request.text, folder, flags, self.cache, request.nvcc)
+        if cancel.is_set():
+            raise Stopped("cancelled")
+        report = check_source(request.text, folder, flags, self.cache, request.nvcc, cancel)
         return report, include_dependencies(request.text, (folder, *flags.include_dirs)) | watched, unused
 
     def lenses(self, uri: str) -> list[types.CodeLens]:

@@ -42,6 +42,7 @@ from pygls.protocol import JsonRPCProtocol
 from pygls.server import JsonRPCServer
 
 from dice_lsp.errors import DiceError
+from dice_lsp.lifetime import stop_all, terminated
 from dice_lsp.lsp.framing import (
     INVALID_REQUEST,
     MAX_MESSAGE_BYTES,
@@ -239,7 +240,8 @@ def _quiet_pygls() -> None:
 
 
 def serve_stdio(server: JsonRPCServer) -> int:
-    """Serve the client on stdin/stdout until it closes stdin (or sends `exit`); the exit code."""
+    """Serve the client on stdin/stdout until it closes stdin, sends `exit` or SIGTERM arrives; the exit
+    code. Running compilers and harness children are killed on the way out (`lifetime.stop_all`)."""
     _quiet_pygls()
     stdout = sys.stdout.buffer
 
@@ -251,11 +253,12 @@ def serve_stdio(server: JsonRPCServer) -> int:
     server.protocol.set_writer(out)
     stream = MessageStream(PipeSource(sys.stdin.fileno()), Framer())
     try:
-        code = asyncio.run(serve_messages(server.protocol, stream.next, out, "stdio"))
+        code = asyncio.run(terminated(serve_messages(server.protocol, stream.next, out, "stdio")))
     except BrokenPipeError:
         LOG.error("the client closed stdout; stopping")
         return 1
     finally:
+        stop_all()  # no compiler outlives the server; their threads finish and remove their scratch folders
         server.shutdown()  # type: ignore[no-untyped-call]
     if code is not None:
         return code
@@ -465,10 +468,11 @@ def serve_socket(server: JsonRPCServer, kind: str, host: str, port: int, tokens:
     check_bind(Address(host, port), tokens)
     _quiet_pygls()
     try:
-        return asyncio.run(_listen(server.protocol, kind, host, port, tokens))
+        return asyncio.run(terminated(_listen(server.protocol, kind, host, port, tokens))) or 0
     except SystemExit as exc:  # `exit` over WebSocket: pygls exits once the socket has closed
         return exit_code(exc)
     finally:
+        stop_all()
         server.shutdown()  # type: ignore[no-untyped-call]
 
 

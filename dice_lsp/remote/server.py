@@ -37,6 +37,7 @@ from typing import Any, Protocol
 from dice_lsp import __version__
 from dice_lsp.errors import DiceError
 from dice_lsp.jobs.model_host import Ticket
+from dice_lsp.lifetime import stop_all
 from dice_lsp.remote.client import Address, read_token_file
 from dice_lsp.remote.limits import ConnectionLimits
 from dice_lsp.remote.protocol import (
@@ -476,7 +477,8 @@ async def listen(backend: Backend, address: Address, tokens: TokenFile,
 
 async def serve(service: Service, address: Address, tokens: TokenFile,
                 on_ready: Callable[[str], None] = lambda _where: None, limits: ConnectionLimits | None = None) -> None:
-    """Listen until SIGINT/SIGTERM; the model loads while the first clients connect."""
+    """Listen until SIGINT/SIGTERM; the model loads while the first clients connect. On the way out every
+    running compiler and harness child is killed (`lifetime.stop_all`) and the service closed."""
     listener, where = await listen(service, address, tokens, limits)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -489,6 +491,7 @@ async def serve(service: Service, address: Address, tokens: TokenFile,
             await stop.wait()
     finally:
         loading.cancel()
+        stop_all()
         service.close()
         if address.socket is not None:
             with contextlib.suppress(FileNotFoundError):

@@ -37,6 +37,7 @@ from dice_lsp.engine.tokenizer import Tokenizer
 from dice_lsp.errors import Cancelled
 from dice_lsp.harness.bench import Limits, bench_file
 from dice_lsp.jobs.model_host import ModelHost, Ticket
+from dice_lsp.lifetime import watch_parent
 from dice_lsp.optimize import OptimizeRequest, checker, optimize, repair
 from dice_lsp.optimize.repair import Check
 from dice_lsp.remote.limits import RequestLimits, check_params, check_settings
@@ -83,7 +84,8 @@ class Service:
             return  # requests are answered with the load error
         model = self.host.model()
         self.preparers = ProcessPoolExecutor(PREPARERS, mp_context=multiprocessing.get_context("spawn"),
-                                             initializer=load_preparer, initargs=(model.tokenizer.folder, model.window))
+                                             initializer=load_preparer,
+                                             initargs=(model.tokenizer.folder, model.window, os.getpid()))
         list(self.preparers.map(str, range(PREPARERS)))  # each worker has imported and loaded before the first request
 
     def load(self) -> asyncio.Future[None]:
@@ -205,8 +207,10 @@ PREPARERS = max(1, min(8, (os.cpu_count() or 2) // 2))  # processes that parse a
 _PREPARER: tuple[Tokenizer, int] | None = None  # in a preparer process: the tokenizer and the model window
 
 
-def load_preparer(folder: Path, window: int) -> None:
+def load_preparer(folder: Path, window: int, server: int) -> None:
+    """In a preparer process: exit with the server (`server` is its pid), load the tokenizer."""
     global _PREPARER
+    watch_parent(server)
     _PREPARER = Tokenizer(folder), window
 
 

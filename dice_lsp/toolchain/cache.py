@@ -2,9 +2,11 @@
 
 Key: the source text, every local file it includes (found through quoted `#include`s, recursively),
 the flags, and the nvcc version. The file lives under the user's cache directory (XDG), holds at most
-`max_entries` results (the oldest go first), and is replaced atomically (write a temporary file, then
-rename), so the server and the CLI can share it and a crash mid-write never leaves a torn file behind; a
-file that cannot be read anyway (another program, a full disk) counts as empty.
+`max_entries` results and `max_bytes` bytes (the oldest go first; a single result larger than
+MAX_ENTRY_BYTES is not kept), and is replaced atomically (write a temporary file, then rename), so the
+server and the CLI can share it and a crash mid-write never leaves a torn file behind. A cache is a help,
+never a condition: a file that cannot be read (another program, a folder in its place) counts as empty,
+and one that cannot be written (a read-only folder, a full disk) is skipped, with one warning per cache.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ import hashlib
 import logging
 import os
 import re
-import subprocess
 import tempfile
 import time
 from collections.abc import Iterable
@@ -23,7 +24,12 @@ from typing import Any
 
 import msgpack  # type: ignore[import-untyped]
 
+from dice_lsp.sandbox import run_host_tool
+
 LOG = logging.getLogger("dice_lsp.cache")
+MAX_ENTRIES = 512  # results kept in the compile cache
+MAX_BYTES = 64 << 20  # size of the compile cache's file
+MAX_ENTRY_BYTES = 1 << 20  # a larger result (thousands of diagnostics) is compiled again rather than kept
 _QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
 
 
@@ -39,7 +45,7 @@ def default_path() -> Path:
 @cache
 def nvcc_version(nvcc: Path, mtime: float) -> str:
     """`nvcc --version` (remembered per binary and modification time)."""
-    return subprocess.run([str(nvcc), "--version"], capture_output=True, text=True, timeout=30).stdout
+    return run_host_tool([str(nvcc), "--version"], 30).stdout
 
 
 def _follow_includes(text: str, folders: Iterable[Path]) -> tuple[dict[Path, bytes], set[Path]]:
@@ -83,9 +89,16 @@ def cache_key(text: str, folders: Iterable[Path], flags: Iterable[str], nvcc: Pa
 
 
 class CompileCache:
-    def __init__(self, path: Path | None = None, max_entries: int = 512) -> None:
+    def __init__(self, path: Path | None = None, max_entries: int = MAX_ENTRIES, max_bytes: int = MAX_BYTES) -> None:
         self.path = path or default_path()
         self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self._warned = False
+
+    def _warn(self, message: str, *args: object) -> None:
+        """A warning the first time, then quietly: a read-only cache folder stays read-only."""
+        LOG.log(logging.DEBUG if self._warned else logging.WARNING, message, *args)
+        self._warned = True
 
     def _load(self) -> dict[str, Any]:
         try:
@@ -93,26 +106,52 @@ class CompileCache:
         except FileNotFoundError:
             return {}
         except (OSError, ValueError, msgpack.UnpackException) as exc:
-            LOG.warning("%s: unreadable compile cache, starting empty (%s)", self.path, exc)
+            self._warn("%s: unreadable compile cache, compiling without it (%s)", self.path, exc)
             return {}
         return data if isinstance(data, dict) else {}
 
     def get(self, key: str) -> dict[str, Any] | None:
         entry = self._load().get(key)
-        return entry["value"] if isinstance(entry, dict) and "value" in entry else None
+        value = entry.get("value") if isinstance(entry, dict) else None
+        return value if isinstance(value, dict) else None
 
     def put(self, key: str, value: dict[str, Any]) -> None:
+        """Keep `value` for `key` if it can be kept; never raises."""
+        packed = msgpack.packb({"time": time.time(), "value": value}, use_bin_type=True)
+        if len(packed) > MAX_ENTRY_BYTES:
+            LOG.info("compile cache: a result of %d bytes is not kept", len(packed))
+            return
         entries = self._load()
         entries[key] = {"time": time.time(), "value": value}
-        if len(entries) > self.max_entries:
-            newest = sorted(entries.items(), key=lambda item: item[1].get("time", 0.0))[-self.max_entries:]
-            entries = dict(newest)
+        try:
+            self._write(self._bounded(entries))
+        except OSError as exc:
+            self._warn("%s: cannot write the compile cache, compiling without it (%s)", self.path,
+                       exc.strerror or exc)
+
+    def _bounded(self, entries: dict[str, Any]) -> dict[str, Any]:
+        """The newest entries within `max_entries` and `max_bytes`."""
+        newest = sorted(entries.items(), key=lambda item: _time(item[1]), reverse=True)
+        kept: dict[str, Any] = {}
+        size = 0
+        for key, entry in newest[:self.max_entries]:
+            size += len(key) + len(msgpack.packb(entry, use_bin_type=True))
+            if size > self.max_bytes:
+                break
+            kept[key] = entry
+        return kept
+
+    def _write(self, entries: dict[str, Any]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         handle, scratch = tempfile.mkstemp(prefix=".compile-cache-", dir=self.path.parent)
         try:
             with os.fdopen(handle, "wb") as out:
                 out.write(msgpack.packb(entries, use_bin_type=True))
             os.replace(scratch, self.path)
-        except OSError:
+        finally:
             Path(scratch).unlink(missing_ok=True)
-            raise
+
+
+def _time(entry: Any) -> float:
+    moment = entry.get("time") if isinstance(entry, dict) else None
+    return float(moment) if isinstance(moment, (int, float)) else 0.0

@@ -1,4 +1,7 @@
-"""Compile-only nvcc runs in a temporary directory, never in the user's tree."""
+"""Compile-only nvcc runs in a temporary directory, never in the user's tree.
+
+A result says whether it is *transient*: a timeout, an nvcc (or one of its steps) killed by a signal, a
+full or read-only temporary folder. Those say nothing about the source, so no cache keeps them."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,6 +58,19 @@ def packaged_nvcc() -> Path | None:
 class CompileResult:
     ok: bool
     output: str
+    transient: bool = False  # failed for a reason of the machine, not of the source: never cached
+
+
+COMPILE_TIMEOUT_S = 120.0  # the longest one compile-only nvcc run may take (then its process group is killed)
+# what nvcc and its steps say when the machine, not the source, made them fail
+_MACHINE_FAILURE = re.compile(r"No space left on device|Read-only file system|Disk quota exceeded|"
+                              r"Could not open output file|died due to signal|virtual memory exhausted|"
+                              r"Cannot allocate memory|Killed signal terminated program")
+
+
+def transient_failure(returncode: int, output: str) -> bool:
+    """Whether a failed run failed because of the machine: killed by a signal, or out of disk or memory."""
+    return returncode < 0 or (returncode != 0 and _MACHINE_FAILURE.search(output) is not None)
 
 
 SOURCE_NAME = "source.cu"  # what the compiled text is called in nvcc's messages
@@ -106,17 +123,32 @@ def user_paths(output: str, scratch: Path) -> str:
 
 
 def compile_source(source: str, flags: CompileFlags = DEFAULT_FLAGS, folder: Path | None = None,
-                   timeout: float = 120.0, ptxas_verbose: bool = False, nvcc: Path | None = None) -> CompileResult:
+                   timeout: float = COMPILE_TIMEOUT_S, ptxas_verbose: bool = False, nvcc: Path | None = None,
+                   cancel: threading.Event | None = None) -> CompileResult:
     """Compile `source` as a .cu translation unit living in `folder` to an object file that is thrown away.
 
-    `ptxas_verbose` adds `-Xptxas -v`: registers, shared memory, stack and spills per kernel.
+    `ptxas_verbose` adds `-Xptxas -v`: registers, shared memory, stack and spills per kernel. Raises
+    `lifetime.Stopped` when `cancel` is set (nvcc killed) or dice-lsp shuts down.
     """
-    with tempfile.TemporaryDirectory(prefix="dice-nvcc-") as scratch:
+    try:
+        folder_made = tempfile.TemporaryDirectory(prefix="dice-nvcc-", ignore_cleanup_errors=True)
+    except OSError as exc:  # the temporary folder is full, read-only or gone
+        return _unwritable(exc)
+    with folder_made as scratch:
         path = Path(scratch) / SOURCE_NAME
-        path.write_text(source, encoding="utf-8")
+        try:
+            path.write_text(source, encoding="utf-8")
+        except OSError as exc:
+            return _unwritable(exc)
         command = nvcc_command(path, flags, folder, ptxas_verbose, nvcc)
         try:
-            proc = run_tool(command, Path(scratch), timeout, [*flags.include_dirs, *([folder] if folder else [])])
+            proc = run_tool(command, Path(scratch), timeout, [*flags.include_dirs, *([folder] if folder else [])],
+                            cancel)
         except subprocess.TimeoutExpired:
-            return CompileResult(False, f"nvcc timed out after {timeout:.0f} s")
-        return CompileResult(proc.returncode == 0, user_paths(proc.stderr + proc.stdout, Path(scratch)))
+            return CompileResult(False, f"nvcc timed out after {timeout:.0f} s", transient=True)
+        output = user_paths(proc.stderr + proc.stdout, Path(scratch))
+        return CompileResult(proc.returncode == 0, output, transient_failure(proc.returncode, output))
+
+
+def _unwritable(exc: OSError) -> CompileResult:
+    return CompileResult(False, f"cannot write nvcc's scratch folder: {exc.strerror or exc}", transient=True)

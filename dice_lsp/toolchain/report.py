@@ -11,17 +11,22 @@ lines on the kernel's definition.
 
 from __future__ import annotations
 
+import logging
 import re
 import subprocess
+import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from dice_lsp.cuda.functions import parse_functions
+from dice_lsp.sandbox import run_host_tool
 from dice_lsp.toolchain.cache import CompileCache, cache_key
 from dice_lsp.toolchain.flags import DEFAULT_FLAGS, CompileFlags
 from dice_lsp.toolchain.nvcc import SOURCE_NAME, compile_source, find_nvcc
+
+LOG = logging.getLogger("dice_lsp.report")
 
 Severity = Literal["error", "warning"]
 
@@ -189,9 +194,10 @@ def demangle(names: list[str], nvcc: Path | None = None) -> dict[str, str]:
     tools = [str(nvcc.parent / "cu++filt")] if nvcc is not None else []
     for tool in (*tools, "cu++filt", "c++filt"):
         try:
-            proc = subprocess.run([tool], input="\n".join(names) + "\n", capture_output=True, text=True,
-                                  timeout=10, check=True)
+            proc = run_host_tool([tool], 10, "\n".join(names) + "\n")
         except (OSError, subprocess.SubprocessError):
+            continue
+        if proc.returncode != 0:
             continue
         out = proc.stdout.splitlines()
         if len(out) == len(names):
@@ -241,17 +247,19 @@ class CheckReport:
 
 
 def check_source(text: str, folder: Path, flags: CompileFlags = DEFAULT_FLAGS, cache: CompileCache | None = None,
-                 nvcc: Path | None = None) -> CheckReport:
+                 nvcc: Path | None = None, cancel: threading.Event | None = None) -> CheckReport:
     """Compile `text` (a file living in `folder`, whose local includes must resolve) and report on it;
-    with a cache, an unchanged file (includes, flags and nvcc too) is answered without compiling."""
+    with a cache, an unchanged file (includes, flags and nvcc too) is answered without compiling, and a
+    compile that failed for a reason of the machine (`CompileResult.transient`) is reported, never kept.
+    Raises `lifetime.Stopped` when `cancel` is set (nvcc killed)."""
     started = time.perf_counter()
     nvcc = nvcc or find_nvcc()
     key = ""
     if cache is not None:
         key = cache_key(text, (folder, *flags.include_dirs), (*flags.arguments(), "-Xptxas -v"), nvcc)
-        if (hit := cache.get(key)) is not None:
-            return CheckReport.from_json(hit, (time.perf_counter() - started) * 1000)
-    result = compile_source(text, flags, folder, ptxas_verbose=True, nvcc=nvcc)
+        if (hit := _cached(cache, key, started)) is not None:
+            return hit
+    result = compile_source(text, flags, folder, ptxas_verbose=True, nvcc=nvcc, cancel=cancel)
     kernels = parse_resources(result.output, text, nvcc)
     diagnostics = [*parse_diagnostics(result.output, text, Path(SOURCE_NAME)),
                    *ptxas_diagnostics(result.output, kernels, text)]
@@ -259,6 +267,19 @@ def check_source(text: str, folder: Path, flags: CompileFlags = DEFAULT_FLAGS, c
         last = result.output.strip().splitlines()[-1:] or ["nvcc failed"]
         diagnostics.append(Diagnostic(0, 0, 0, 0, "error", last[0], "nvcc"))
     report = CheckReport(diagnostics, kernels, (time.perf_counter() - started) * 1000)
-    if cache is not None:
+    if cache is not None and not result.transient:
         cache.put(key, report.to_json())
     return report
+
+
+def _cached(cache: CompileCache, key: str, started: float) -> CheckReport | None:
+    """The cached report for `key`; None for none, or for an entry of another shape (another version of
+    dice-lsp wrote it, or it is damaged): that is compiled again and replaced."""
+    hit = cache.get(key)
+    if hit is None:
+        return None
+    try:
+        return CheckReport.from_json(hit, (time.perf_counter() - started) * 1000)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        LOG.info("compile cache: an entry of another shape (%s: %s), compiling again", type(exc).__name__, exc)
+        return None

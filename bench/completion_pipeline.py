@@ -55,6 +55,9 @@ STAGES: dict[str, tuple[Pipeline, dict[str, Any]]] = {
     "entropy 1, ≤8 steps": (PRODUCT, {"steps": 8, "sampler": "entropy", "entropy_bound": 1.0}),
     "entropy 3, ≤8 steps": (PRODUCT, {"steps": 8, "sampler": "entropy", "entropy_bound": 3.0}),
     "entropy 1, ≤16 steps": (PRODUCT, {"steps": 16, "sampler": "entropy", "entropy_bound": 1.0}),
+    "4 sampled candidates": (PRODUCT, {"candidates": 4}),
+    "4 sampled candidates, entropy 1, ≤8 steps": (PRODUCT, {"candidates": 4, "steps": 8, "sampler": "entropy",
+                                                            "entropy_bound": 1.0}),
 }
 
 

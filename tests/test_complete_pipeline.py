@@ -38,6 +38,14 @@ def result(*fills: tuple[str, float]) -> FillResult:
     return FillResult([text for text, _ in fills], 1, [score for _, score in fills], [24] * len(fills))
 
 
+def test_a_capped_canvas_is_still_filled_beside_the_shorter_ones() -> None:
+    tokenizer = Tokenizer(EMBEDDED_MODEL)
+    full = prepare(tokenizer, 512, KERNEL, EMPTY_LINE, Settings())
+    capped = prepare(tokenizer, 512, KERNEL, EMPTY_LINE, Settings(max_canvas=16))
+    assert full is not None and full.request.lengths == (12, full.context.hole.canvas_tokens)
+    assert capped is not None and capped.request.lengths == (12, 16) and capped.request.max_tokens == 16
+
+
 def test_garbage_only_shows_nothing_and_says_why(prepared: PreparedFill) -> None:
     completion = prepared.completion(result(("float maxval = = ;;", -0.1), ("int j = threadIdxx.x;", -0.2),
                                             ("y[i] = x[i.];];];", -0.3)))

@@ -184,3 +184,33 @@ def test_the_time_budget_stops_repair_before_a_round(model: LoadedModel, check: 
     result = repair(run, NO_SEMICOLON, check, budget_s=0)
     assert run.calls == 0 and result.rounds == 0 and not result.compiles and result.changes == []
     assert result.stopped == "stopped after 0 rounds: the time budget (0 s) is spent"
+
+
+def test_an_error_that_resists_gives_way_to_the_next() -> None:
+    """nvcc's first error is a consequence of a later one (a fake compiler says so): after the first error's
+    two rounds (narrow, then whole lines) the third round re-writes the later line, and that fixes both."""
+    from dice_lsp.toolchain.report import CheckReport
+
+    lines = ["__global__ void k(float* x) {", "    x[0] = total;", *["    // ..."] * 8,
+             "    float total = BAD;", "}"]
+    text = "\n".join(lines) + "\n"
+
+    def fake_check(source: str) -> CheckReport:
+        if "BAD" not in source:
+            return CheckReport([], [], 0.0)
+        column = source.splitlines()[10].index("BAD")
+        return CheckReport([Diagnostic(1, 11, 1, 16, "error", "identifier \"total\" is undefined"),
+                            Diagnostic(10, column, 10, column + 3, "error", "identifier \"BAD\" is undefined")],
+                           [], 0.0)
+
+    asked: list[str] = []
+
+    def fake_model(job: Callable[[LoadedModel], list[str]]) -> list[str]:
+        draft = job.keywords["request"].draft  # type: ignore[attr-defined]
+        asked.append(draft.text)
+        return [draft.text.replace("BAD", "1.0f")]
+
+    result = repair(fake_model, text, fake_check, rounds=3, candidates=1)
+    assert result.compiles and result.rounds == 3
+    assert ["BAD" in region_text for region_text in asked] == [False, False, True]
+    assert [c.after for c in result.changes] == ["float total = 1.0f;"]

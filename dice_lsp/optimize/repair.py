@@ -1,10 +1,12 @@
 """Make code compile by re-writing only the lines nvcc rejects.
 
-A round: compile; take the first error and every other error near it; mask what nvcc points at (the
-first round: the token at the error's column plus one mask, or, for an "expected ..." reported at the
-start of a line, the end of the line before, where the missing token belongs: one mask inserted after a
-word, its last punctuation re-written otherwise, as BPE merges `]` and `;` into one token; later
-rounds: the whole rejected lines plus a few masks to grow into); denoise several candidates with the rest
+A round: compile; take the first error not yet tried and every other error near it; mask what nvcc points
+at (an error's first round: the token at the error's column plus one mask, or, for an "expected ..." reported
+at the start of a line, the end of the line before, where the missing token belongs: one mask inserted after
+a word, its last punctuation re-written otherwise, as BPE merges `]` and `;` into one token; its second
+round: the whole rejected lines plus a few masks to grow into). An error whose two rounds made nothing
+better is left for the next one (nvcc's first error is often a consequence of a later one); any progress
+gives every error its rounds again; denoise several candidates with the rest
 of the file as context; keep the first candidate with fewer errors than before (never one with as many:
 such code drifts without getting closer). A missing header is not re-written. A candidate that empties a
 rejected line is not taken: deleting code is not repairing it.
@@ -37,6 +39,7 @@ from dice_lsp.toolchain.report import CheckReport, Diagnostic, check_source
 _WORD = re.compile(r"\w+|[^\w\s]")
 _MISSING_FILE = re.compile(r"No such file|cannot open source file")  # nothing to re-write: a header is missing
 NEARBY_LINES = 6  # errors this close to the first one are re-written in the same round
+ROUNDS_PER_ERROR = 2  # rounds on one error (narrow, then its whole lines) before the next error gets its turn
 CONTEXT_LINES = 2  # unmasked lines around the masked ones that the region keeps in place
 DEFAULT_SAMPLER = SamplerConfig()
 ModelRunner = Callable[[Callable[[LoadedModel], list[str]]], list[str]]
@@ -104,15 +107,22 @@ def repair(run_model: ModelRunner, text: str, check: Check, rounds: int = 3, can
     spent = 0
     changes: list[Change] = []
     stopped = None
+    tried: dict[tuple[int, str], int] = {}  # rounds spent on an error (line, message) since the last progress
     while errors and spent < rounds and not _MISSING_FILE.search(errors[0].message):
         if cancel is not None and cancel():
             raise Cancelled(f"repair cancelled after {spent} rounds")
         if budget_s is not None and time.monotonic() - started >= budget_s:
             stopped = f"stopped after {spent} rounds: the time budget ({budget_s:g} s) is spent"
             break
+        targets = [e for e in errors if tried.get((e.line, e.message), 0) < ROUNDS_PER_ERROR]
+        if not targets:
+            stopped = f"stopped after {spent} rounds: no re-write of any rejected line made fewer errors"
+            break
         spent += 1
-        narrow = spent == 1
-        start, end, spans = region(text, errors, narrow)
+        first = (targets[0].line, targets[0].message)
+        narrow = tried.get(first, 0) == 0
+        tried[first] = tried.get(first, 0) + 1
+        start, end, spans = region(text, targets, narrow)
         draft = Draft(text[start:end], spans=tuple((lo - start, hi - start) for lo, hi in spans),
                       grow=1 if narrow else 4)
         masked_tokens = sum(hi - lo for lo, hi in spans) // 3 + draft.grow * len(spans)  # ~3 characters a token
@@ -129,8 +139,9 @@ def repair(run_model: ModelRunner, text: str, check: Check, rounds: int = 3, can
             attempt_report = check(attempt)
             found = errors_of(attempt_report)
             if len(found) < len(errors):  # strictly better, or the code would drift without getting closer
-                changes += _changes(text, attempt, errors[0].message)
+                changes += _changes(text, attempt, targets[0].message)
                 text, report, errors = attempt, attempt_report, found
+                tried.clear()  # lines moved, and an error left may have been a consequence of the fixed one
             if not found:
                 break
         if said is not None:

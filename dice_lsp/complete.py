@@ -188,10 +188,12 @@ def remask_spans(text: str, faults: list[tuple[int, int]]) -> tuple[tuple[int, i
 
 
 def remask(prepared: PreparedFill, suggestion: Suggestion, checker: CheckContext, filler: Filler,
-           filters: tuple[Filter, ...] = FILTERS) -> tuple[Suggestion | None, int]:
-    """One round: the failing spans of `suggestion` masked again and denoised in place; the repaired fill
-    when it passes more checks than before (None otherwise), and the model calls spent."""
-    spans = remask_spans(suggestion.text, checker.faults(suggestion.text))
+           filters: tuple[Filter, ...] = FILTERS,
+           faults: list[tuple[int, int]] | None = None) -> tuple[Suggestion | None, int]:
+    """One round: the failing spans of `suggestion` (`faults`, or what the cheap checks reject) masked again
+    and denoised in place; the repaired fill when it passes more checks than before (None otherwise), and
+    the model calls spent."""
+    spans = remask_spans(suggestion.text, checker.faults(suggestion.text) if faults is None else faults)
     if not spans:
         return None, 0
     request = replace(prepared.request, candidates=1, lengths=(),
@@ -232,35 +234,47 @@ def finish(prepared: PreparedFill, result: FillResult, filler: Filler | None = N
                 break
         ranked.sort(key=Suggestion.rank, reverse=True)
     if compiler is not None and document is not None and ranked and pipeline.checks:
-        ranked = _compiled(prepared, ranked, compiler, document)
+        ranked, spent = _compiled(prepared, ranked, compiler, document, filler, pipeline)
+        calls += spent
     return ranked, calls
+
+
+class NvccJudge:
+    """The `Compiler` of fills of `base` (the document as the user has it, living in `folder`): a filled
+    document compiles when nvcc reports no error whose message the base does not have too (the base may not
+    compile: a body not written yet, another half-typed line); `new_errors` says where those errors are, for
+    re-masking what nvcc points at. Reports come from the compile cache when a text was judged before."""
+
+    def __init__(self, base: str, folder: Path, flags: CompileFlags, cache: CompileCache | None, nvcc: Path) -> None:
+        self.base, self.folder, self.flags, self.cache, self.nvcc = base, folder, flags, cache, nvcc
+        self.known: set[str] | None = None  # the base's own error messages
+
+    def _errors(self, text: str) -> list[tuple[int, int, str]]:
+        from dice_lsp.toolchain.report import check_source
+
+        report = check_source(text, self.folder, self.flags, self.cache, self.nvcc)
+        return [(d.line, d.character, d.message) for d in report.diagnostics if d.severity == "error"]
+
+    def new_errors(self, text: str) -> list[tuple[int, int]]:
+        """(line, character) of each nvcc error of `text` that the base does not have."""
+        if self.known is None:
+            self.known = {message for _, _, message in self._errors(self.base)}
+        return [(line, character) for line, character, message in self._errors(text) if message not in self.known]
+
+    def __call__(self, text: str) -> bool | None:
+        return not self.new_errors(text)
 
 
 def nvcc_compiler(base: str, folder: Path, flags: CompileFlags, cache: CompileCache | None = None,
                   nvcc: Path | None = None) -> Compiler:
-    """A `Compiler` for fills of `base` (the document as the user has it, living in `folder`): a filled
-    document compiles when nvcc reports no error whose message the base does not have too (the base may
-    not compile: a body not written yet, another half-typed line). None when there is no nvcc."""
+    """An `NvccJudge` for fills of `base`; one that cannot tell (None) when there is no nvcc."""
     from dice_lsp.toolchain.nvcc import find_nvcc
-    from dice_lsp.toolchain.report import check_source
 
     try:
-        nvcc = nvcc or find_nvcc(None)
+        return NvccJudge(base, folder, flags, cache, nvcc or find_nvcc(None))
     except DiceError as exc:
         LOG.debug("no compile check: %s", exc)
         return lambda _text: None
-    known: list[set[str]] = []
-
-    def errors(text: str) -> set[str]:
-        report = check_source(text, folder, flags, cache, nvcc)
-        return {d.message for d in report.diagnostics if d.severity == "error"}
-
-    def compiles(text: str) -> bool | None:
-        if not known:
-            known.append(errors(base))
-        return not (errors(text) - known[0])
-
-    return compiles
 
 
 VERDICTS_KEPT = 512  # nvcc verdicts a language server remembers (least recently asked for dropped first)
@@ -316,10 +330,12 @@ class CompileVerdicts:
 COMPILED_CANDIDATES = 2  # multi-line fills compiled per completion (the best that passed the cheap checks)
 
 
-def _compiled(prepared: PreparedFill, ranked: list[Suggestion], compiler: Compiler,
-              document: str) -> list[Suggestion]:
+def _compiled(prepared: PreparedFill, ranked: list[Suggestion], compiler: Compiler, document: str,
+              filler: Filler | None = None, pipeline: Pipeline = PRODUCT) -> tuple[list[Suggestion], int]:
     """The best cheap-checked fills compiled in the document: a fill that adds an nvcc error drops below
-    every fill that does not."""
+    every fill that does not. When none compiles and nvcc says where (`NvccJudge`), the best one has the
+    tokens at nvcc's columns re-masked and denoised again (as the cheap checks' faults are), and the
+    repair is kept when it compiles. Returns the ranking and the model calls spent."""
     hole = prepared.context.hole
     checked = []
     for index, suggestion in enumerate(ranked):
@@ -327,7 +343,47 @@ def _compiled(prepared: PreparedFill, ranked: list[Suggestion], compiler: Compil
             verdict = compiler(document[:hole.start] + suggestion.text + document[hole.end:])
             suggestion = replace(suggestion, checks=replace(suggestion.checks, compiles=verdict))
         checked.append(suggestion)
-    return sorted(checked, key=Suggestion.rank, reverse=True)
+    checked.sort(key=Suggestion.rank, reverse=True)
+    calls = 0
+    failing = next((s for s in checked if s.checks.compiles is False), None)
+    if (failing is None or any(s.checks.compiles for s in checked) or filler is None
+            or not isinstance(compiler, NvccJudge) or not pipeline.remask_rounds):
+        return checked, calls
+    checker = CheckContext(document, hole.start, hole.end, header_names_now())
+    for _ in range(pipeline.remask_rounds):
+        filled = document[:hole.start] + failing.text + document[hole.end:]
+        faults = _in_fill(filled, hole.start, failing.text, compiler.new_errors(filled))
+        baseline = replace(failing, checks=Checks(False, False))  # any repair that passes the cheap checks
+        try:
+            repaired, spent = remask(prepared, baseline, checker, filler, pipeline.filters, faults)
+        except DiceError as exc:
+            LOG.debug("no re-masking: %s", exc)
+            break
+        calls += spent
+        if repaired is None or not repaired.shown:
+            break
+        verdict = compiler(document[:hole.start] + repaired.text + document[hole.end:])
+        failing = replace(repaired, checks=replace(repaired.checks, compiles=verdict))
+        checked.insert(0, failing)
+        if verdict is not False:
+            break
+    return sorted(checked, key=Suggestion.rank, reverse=True), calls
+
+
+def _in_fill(filled: str, start: int, fill_text: str, errors: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """nvcc's (line, character) positions that fall inside the fill, as one-character ranges of the fill
+    (re-masking widens them to whole tokens and a margin)."""
+    lines = filled.split("\n")
+    offsets = [0]
+    for text in lines:
+        offsets.append(offsets[-1] + len(text) + 1)
+    found = []
+    for line, character in errors:
+        if 0 <= line < len(lines):
+            at = offsets[line] + min(character, len(lines[line])) - start
+            if 0 <= at < len(fill_text):
+                found.append((at, at + 1))
+    return found
 
 
 def fill_request(tokenizer: Tokenizer, window: int, text: str, hole: Hole, settings: Settings,

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import pytest
 
-from dice_lsp.complete import CompileVerdicts, PreparedFill, prepare, remask_spans
+from dice_lsp.complete import CompileVerdicts, NvccJudge, PreparedFill, prepare, remask_spans
 from dice_lsp.cuda.checks import Checks
 from dice_lsp.engine import EMBEDDED_MODEL, FillRequest, FillResult, load_model
 from dice_lsp.engine.infill import Draft, fill
@@ -92,6 +92,37 @@ def test_a_compiler_withdraws_what_does_not_compile(prepared: PreparedFill) -> N
                                      lambda text: "return n;" not in text, document)
     assert completion.texts == [GOOD]
     assert completion.checks == [Checks(True, True, True)]
+
+
+class PointingCompiler(NvccJudge):
+    """nvcc as the pipeline sees it, minus the compile: `s * n` is an error, at the column of `n`."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def new_errors(self, text: str) -> list[tuple[int, int]]:
+        self.asked.append(text)
+        at = text.find("s * n;")
+        if at < 0:
+            return []
+        return [(text.count("\n", 0, at), at - text.rfind("\n", 0, at) - 1 + len("s * "))]
+
+
+def test_nvcc_s_column_is_remasked_and_the_repair_compiles(prepared: PreparedFill) -> None:
+    asked: list[FillRequest] = []
+
+    def filler(request: FillRequest) -> FillResult:
+        asked.append(request)
+        return result(("y[i] = s * x[i];", -0.3))
+
+    compiler = PointingCompiler()
+    completion = prepared.completion(result(("y[i] = s * n;", -0.1)), filler, compiler, KERNEL)
+    fill_text = "y[i] = s * n;"
+    assert [r.draft for r in asked] == [Draft(fill_text, spans=((fill_text.index("n") - 2, len(fill_text)),),
+                                              grow=2)]
+    assert completion.texts == ["y[i] = s * x[i];"]
+    assert completion.checks == [Checks(True, True, True)]
+    assert len(set(compiler.asked)) == 2  # the fill (its verdict, then where), then its repair
 
 
 def test_background_verdicts_rank_the_next_request(prepared: PreparedFill) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import uuid
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -62,6 +63,7 @@ STATUS_NOTIFICATION = "dice/status"
 FILL_COMMAND = "dice.fillHole"
 APPLY = "Apply"
 WATCH_SETTLE_SECONDS = 0.3  # a checkout writes many files: wait for the burst to end before compiling
+MODEL_STOP_SECONDS = 60.0  # longest wait at exit for the model thread (one native call: a shard being read)
 T = TypeVar("T")
 
 
@@ -85,6 +87,17 @@ class DiceServer(LanguageServer):
         self.gpu_lookup = asyncio.Lock()
         self.bench_reports: dict[str, BenchReport] = {}
         self.remote: TeamServer | None = None  # when dice.server.url is set
+
+    def shutdown(self) -> None:
+        """The end of the session: stop pygls's workers, then the model thread, before the process exits
+        (see `ModelHost.close` for why an exit must wait for it). A thread still busy past the bound is
+        left by exiting at once, without the interpreter's finalization that would crash on it."""
+        super().shutdown()  # type: ignore[no-untyped-call]
+        if not self.host.close(MODEL_STOP_SECONDS):
+            LOG.error("the model thread is still busy after %.0f s; exiting without waiting for it",
+                      MODEL_STOP_SECONDS)
+            logging.shutdown()
+            os._exit(1)
 
     def check_document(self, uri: str, delay: float = 0.0) -> None:
         """Compile an open .cu document in the background (diagnostics and kernel resources)."""
@@ -495,6 +508,13 @@ async def initialized(ls: DiceServer, params: types.InitializedParams) -> None:
             ls.window_show_message(types.ShowMessageParams(types.MessageType.Warning, error))
     ls.tell_untrusted()
     await ls.load_model()
+
+
+@server.feature(types.SHUTDOWN)
+async def shutdown_request(ls: DiceServer, params: None) -> None:
+    """Stop the model before answering (LSP: free resources, then reply), so `exit` finds nothing running."""
+    if not await asyncio.to_thread(ls.host.close, MODEL_STOP_SECONDS):
+        LOG.warning("the model thread is still busy after %.0f s", MODEL_STOP_SECONDS)
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)

@@ -1,0 +1,134 @@
+"""The session's life on stdio, as the LSP specification rules it: before `initialize`, after `shutdown`,
+and an exit while the model is still loading.
+
+Raw bytes to a real `dice-lsp lsp` process (`tests/lsp_wire.py`); only the last tests load the model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dice_lsp.errors import DiceError
+from dice_lsp.jobs import model_host
+from dice_lsp.jobs.model_host import ModelHost
+from dice_lsp.lsp import server
+from dice_lsp.settings import Settings
+
+from .lsp_wire import LspProcess, frame, initialize
+
+SERVER_NOT_INITIALIZED, INVALID_REQUEST = -32002, -32600
+EXIT_WAIT_S = 90.0  # generous: the model thread finishes reading its checkpoint first
+ABORT = "terminate called without an active exception"
+
+
+@pytest.fixture
+def lsp(tmp_path: Path) -> Iterator[LspProcess]:
+    process = LspProcess(tmp_path)
+    try:
+        yield process
+    finally:
+        process.close()
+
+
+def request(msg_id: int, method: str, params: Any = None) -> bytes:
+    return frame({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+
+
+def notification(method: str, params: Any = None) -> bytes:
+    return frame({"jsonrpc": "2.0", "method": method, "params": params})
+
+
+def test_shutdown_before_initialize_is_server_not_initialized_and_initialize_still_works(lsp: LspProcess) -> None:
+    lsp.send(request(1, "shutdown") + notification("initialized", {}) + frame(initialize(2)))
+    assert lsp.replies.next(60) == {"jsonrpc": "2.0", "id": 1, "error": {
+        "code": SERVER_NOT_INITIALIZED, "message": "shutdown before initialize: send initialize first"}}
+    reply = lsp.replies.next()  # the notification before initialize was dropped without a word
+    assert reply is not None and reply["id"] == 2 and reply["result"]["serverInfo"]["name"] == "dice-lsp", reply
+    lsp.send(request(3, "shutdown"))
+    assert lsp.replies.next() == {"jsonrpc": "2.0", "id": 3, "result": None}
+    lsp.send(notification("exit"))
+    assert lsp.process.wait(timeout=30) == 0
+
+
+def test_a_request_after_shutdown_is_an_invalid_request(lsp: LspProcess) -> None:
+    lsp.send(frame(initialize(1)))
+    assert lsp.replies.next(60) is not None
+    lsp.send(request(2, "shutdown") + request(3, "workspace/executeCommand", {"command": "dice.fillHole"}))
+    replies = sorted((lsp.replies.next() or {} for _ in range(2)), key=lambda reply: reply.get("id", 0))
+    assert replies == [{"jsonrpc": "2.0", "id": 2, "result": None}, {"jsonrpc": "2.0", "id": 3, "error": {
+        "code": INVALID_REQUEST, "message": "workspace/executeCommand after shutdown: only exit is handled now"}}]
+
+
+def test_exit_before_initialize_exits_with_1(lsp: LspProcess) -> None:
+    lsp.send(notification("exit"))
+    assert lsp.process.wait(timeout=60) == 1  # LSP: exit without shutdown is exit code 1
+
+
+def start_loading(lsp: LspProcess) -> None:
+    """initialize + initialized: the model starts loading on its thread."""
+    lsp.send(frame(initialize(1, device="cpu")))
+    assert lsp.replies.next(60) is not None
+    lsp.send(notification("initialized", {}))
+
+
+def test_shutdown_and_exit_while_the_model_loads_exit_0(lsp: LspProcess) -> None:
+    start_loading(lsp)
+    lsp.send(request(2, "shutdown"))
+    assert lsp.replies.next(EXIT_WAIT_S) == {"jsonrpc": "2.0", "id": 2, "result": None}
+    lsp.send(notification("exit"))
+    assert lsp.process.wait(timeout=EXIT_WAIT_S) == 0, lsp.stderr()
+    assert ABORT not in lsp.stderr()
+
+
+def test_stdin_closing_while_the_model_loads_exits_0(lsp: LspProcess) -> None:
+    start_loading(lsp)
+    lsp.stdin.close()
+    assert lsp.process.wait(timeout=EXIT_WAIT_S) == 0, lsp.stderr()
+    assert ABORT not in lsp.stderr()
+
+
+class SlowCheckpoint:
+    """A `load_model` stand-in that reads its checkpoint until released (as safetensors does, in native
+    code that must not be running when the interpreter finalizes)."""
+
+    def __init__(self) -> None:
+        self.started, self.release, self.finished = threading.Event(), threading.Event(), threading.Event()
+
+    def __call__(self, *args: Any) -> Any:
+        self.started.set()
+        assert self.release.wait(30), "never released"
+        self.finished.set()
+        raise DiceError("no model in this test")
+
+
+@pytest.fixture
+def slow(monkeypatch: pytest.MonkeyPatch) -> SlowCheckpoint:
+    checkpoint = SlowCheckpoint()
+    monkeypatch.setattr(model_host, "load_model", checkpoint)
+    return checkpoint
+
+
+def test_closing_the_model_host_waits_for_the_load_in_progress(slow: SlowCheckpoint) -> None:
+    host = ModelHost(lambda status: None)
+    host.load(Settings())
+    assert slow.started.wait(30)
+    assert host.close(0.01) is False  # still reading: the caller must not exit yet
+    slow.release.set()
+    assert host.close(30) is True
+    assert slow.finished.is_set()
+
+
+def test_the_shutdown_request_is_answered_once_the_model_thread_has_stopped(slow: SlowCheckpoint) -> None:
+    ls = server.DiceServer()
+    ls.host.load(Settings())
+    assert slow.started.wait(30)
+    threading.Timer(0.2, slow.release.set).start()
+    asyncio.run(server.shutdown_request(ls, None))
+    assert slow.finished.is_set(), "shutdown answered while the model thread was still reading its checkpoint"
+    assert ls.host.close() is True

@@ -132,3 +132,29 @@ def test_the_shutdown_request_is_answered_once_the_model_thread_has_stopped(slow
     asyncio.run(server.shutdown_request(ls, None))
     assert slow.finished.is_set(), "shutdown answered while the model thread was still reading its checkpoint"
     assert ls.host.close() is True
+
+
+KERNEL = "__global__ void k(float* out, int n) {\n    \n}\n"
+CONFIGURATION_FAILED = "workspace/configuration failed"
+
+
+@pytest.mark.parametrize("answer", [{"result": 5}, {"error": {"code": -32603, "message": "no settings here"}}],
+                         ids=["not a list", "an error"])
+def test_a_configuration_the_server_cannot_read_keeps_the_defaults_and_completion_answers(
+        lsp: LspProcess, answer: dict[str, Any]) -> None:
+    init = initialize(1, device="cpu", steps=2, maxCanvas=8)
+    init["params"]["capabilities"] = {"workspace": {"configuration": True}}
+    lsp.send(frame(init))
+    assert lsp.replies.next(60) is not None
+    lsp.send(notification("initialized", {}))
+    asked = lsp.replies.request("workspace/configuration", 60)
+    lsp.send(frame({"jsonrpc": "2.0", "id": asked["id"], **answer}))
+    uri = "file:///tmp/kernel.cu"
+    lsp.send(notification("textDocument/didOpen", {"textDocument": {
+        "uri": uri, "languageId": "cuda-cpp", "version": 1, "text": KERNEL}}))
+    lsp.send(request(2, "textDocument/inlineCompletion", {
+        "textDocument": {"uri": uri}, "position": {"line": 1, "character": 4}, "context": {"triggerKind": 1}}))
+    reply = lsp.replies.next(EXIT_WAIT_S)
+    assert reply is not None and reply["id"] == 2 and "error" not in reply, reply
+    assert isinstance(reply["result"]["items"], list), reply
+    assert lsp.stderr().count(CONFIGURATION_FAILED) == 1, lsp.stderr()

@@ -63,6 +63,7 @@ STATUS_NOTIFICATION = "dice/status"
 FILL_COMMAND = "dice.fillHole"
 APPLY = "Apply"
 WATCH_SETTLE_SECONDS = 0.3  # a checkout writes many files: wait for the burst to end before compiling
+CONFIGURATION_SECONDS = 30.0  # longest wait for the client's answer to workspace/configuration
 MODEL_STOP_SECONDS = 60.0  # longest wait at exit for the model thread (one native call: a shard being read)
 T = TypeVar("T")
 
@@ -165,6 +166,21 @@ class DiceServer(LanguageServer):
         self.tell_untrusted()
         if effective(new).model_changed(effective(old)) or self.host.status.get("state") == "idle":
             await self.load_model()
+
+    async def client_configuration(self) -> Any:
+        """The client's `dice` section (workspace/configuration); None, with one warning in the log, when
+        the client answers with an error or something that is not a configuration, or not within
+        `CONFIGURATION_SECONDS`: the settings then stay as they are and the session goes on."""
+        try:
+            values = await asyncio.wait_for(self.workspace_configuration_async(
+                types.ConfigurationParams(items=[types.ConfigurationItem(section="dice")])), CONFIGURATION_SECONDS)
+        except Exception as exc:  # TimeoutError, or the client's error
+            reason = f"no answer within {CONFIGURATION_SECONDS:.0f} s" if isinstance(exc, TimeoutError) else exc
+            LOG.warning("workspace/configuration failed (%s); keeping the settings as they are", reason)
+            self.window_log_message(types.LogMessageParams(
+                types.MessageType.Warning, f"dice-lsp: the editor's dice settings could not be read ({reason})"))
+            return None
+        return values[0] if isinstance(values, list) and values else None
 
     def warn(self, message: str) -> None:
         self.window_show_message(types.ShowMessageParams(types.MessageType.Warning, message))
@@ -501,9 +517,7 @@ async def initialized(ls: DiceServer, params: types.InitializedParams) -> None:
         ls.loop.run_in_executor(None, ls.watch.watch, Path(to_fs_path(folder.uri) or folder.uri), True)
     workspace = ls.client_capabilities.workspace
     if workspace is not None and workspace.configuration:
-        values = await ls.workspace_configuration_async(
-            types.ConfigurationParams(items=[types.ConfigurationItem(section="dice")]))
-        ls.settings, errors = ls.settings_from(values[0] if values else None)
+        ls.settings, errors = ls.settings_from(await ls.client_configuration())
         for error in errors:
             ls.window_show_message(types.ShowMessageParams(types.MessageType.Warning, error))
     ls.tell_untrusted()
@@ -522,9 +536,7 @@ async def did_change_configuration(ls: DiceServer, params: types.DidChangeConfig
     raw = params.settings
     workspace = ls.client_capabilities.workspace
     if not (isinstance(raw, dict) and "dice" in raw) and workspace is not None and workspace.configuration:
-        values = await ls.workspace_configuration_async(
-            types.ConfigurationParams(items=[types.ConfigurationItem(section="dice")]))
-        raw = values[0] if values else None
+        raw = await ls.client_configuration()
     await ls.apply_settings(raw)
 
 

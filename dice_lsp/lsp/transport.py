@@ -154,8 +154,11 @@ def deliver(protocol: JsonRPCProtocol, event: Message | Problem, outlet: Outlet,
             message = protocol.structure_message(value)
         except JsonRpcException as exc:
             method, msg_id = value.get("method"), request_id(value)
-            if method is None or msg_id is None:  # notifications and responses are never answered
-                LOG.warning("%s: dropped a %s that does not fit its type", peer, method or "response")
+            if method is None and msg_id is not None:
+                _fail_response(protocol, msg_id, peer)
+                return
+            if msg_id is None:  # notifications are never answered
+                LOG.warning("%s: dropped a %s that does not fit its type", peer, method)
                 return
             problem = (Problem(INVALID_PARAMS, f"{method}: the params do not fit the method", msg_id)
                        if exc.code == INVALID_PARAMS else Problem(INVALID_REQUEST, f"not a valid {method} request",
@@ -166,6 +169,14 @@ def deliver(protocol: JsonRPCProtocol, event: Message | Problem, outlet: Outlet,
             return
     LOG.warning("%s: %s", peer, problem.reason)
     outlet.send(error_response(problem.id, problem.code, problem.reason))
+
+
+def _fail_response(protocol: JsonRPCProtocol, msg_id: int | str, peer: str) -> None:
+    """The client answered one of the server's requests with a result that does not fit it: the handler
+    that waits for that answer gets an error instead (dropping it would leave that handler waiting for ever)."""
+    LOG.info("%s: the reply to request %s does not fit its type; taken as an error", peer, msg_id)
+    reason = "the client's reply does not fit the request"
+    protocol.handle_message(protocol.structure_message(error_response(msg_id, INVALID_PARAMS, reason)))
 
 
 class FramedWriter:

@@ -42,6 +42,18 @@ def offset_at(text: str, position: Position) -> int:
     )
 
 
+def clamped(text: str, position: Position) -> Position:
+    """`position` as LSP reads a client's: a character past its line's end means the line's end (the
+    specification lets clients send that). A line outside the text stays as it is (`offset_at` refuses it)."""
+    starts = line_starts(text)
+    if not 0 <= position.line < len(starts):
+        return position
+    end = starts[position.line + 1] if position.line + 1 < len(starts) else len(text)
+    line = _LINE_BREAK.sub("", text[starts[position.line]:end])
+    units = sum(2 if ord(c) > 0xFFFF else 1 for c in line)
+    return Position(position.line, min(position.character, units))
+
+
 def position_at(text: str, offset: int) -> Position:
     """The LSP position of a string index (the inverse of `offset_at`)."""
     starts = line_starts(text)

@@ -54,7 +54,7 @@ from dice_lsp.optimize import OptimizeRequest, checker, optimize, repair
 from dice_lsp.remote.client import file_request
 from dice_lsp.remote.protocol import RemoteError
 from dice_lsp.settings import UNTRUSTED, Settings
-from dice_lsp.textdoc import Position, position_at
+from dice_lsp.textdoc import Position, clamped, position_at
 from dice_lsp.toolchain.flags import CompileFlags, flags_for
 from dice_lsp.toolchain.nvcc import find_nvcc
 
@@ -452,7 +452,7 @@ class DiceServer(LanguageServer):
     async def complete(self, uri: str, position: types.Position) -> Completion | None:
         document = self.workspace.get_text_document(uri)
         text, settings = document.source, self.settings
-        where = Position(position.line, position.character)
+        where = clamped(text, Position(position.line, position.character))
         if self.remote is not None:
             await self.load_submitted().wait()
             try:

@@ -1,7 +1,8 @@
-"""The session's life on stdio, as the LSP specification rules it: before `initialize`, after `shutdown`,
-and an exit while the model is still loading.
+"""What a client may do that the server must still answer as the LSP specification says: requests before
+`initialize` or after `shutdown`, an exit while the model is still loading, a workspace/configuration
+answer the server cannot read, positions outside the text, a document holding a lone surrogate.
 
-Raw bytes to a real `dice-lsp lsp` process (`tests/lsp_wire.py`); only the last tests load the model.
+Raw bytes to a real `dice-lsp lsp` process (`tests/lsp_wire.py`); the tests that load the model are few.
 """
 
 from __future__ import annotations
@@ -158,3 +159,32 @@ def test_a_configuration_the_server_cannot_read_keeps_the_defaults_and_completio
     assert reply is not None and reply["id"] == 2 and "error" not in reply, reply
     assert isinstance(reply["result"]["items"], list), reply
     assert lsp.stderr().count(CONFIGURATION_FAILED) == 1, lsp.stderr()
+
+
+INVALID_PARAMS = -32602
+SURROGATE_KERNEL = "// caf\ud800\n__global__ void k(float* out, int n) {\n    \n}\n"  # a lone surrogate
+
+
+def test_every_inline_completion_is_answered_whatever_its_position_and_text(lsp: LspProcess) -> None:
+    lsp.send(frame(initialize(1, device="cpu", steps=2, maxCanvas=8)))
+    assert lsp.replies.next(60) is not None
+    lsp.send(notification("initialized", {}))
+    uri = "file:///tmp/kernel.cu"
+    lsp.send(notification("textDocument/didOpen", {"textDocument": {  # JSON spells the surrogate "\\ud800"
+        "uri": uri, "languageId": "cuda-cpp", "version": 1, "text": SURROGATE_KERNEL}}))
+
+    def complete(msg_id: int, line: int, character: int) -> dict[str, Any]:
+        lsp.send(request(msg_id, "textDocument/inlineCompletion", {"textDocument": {"uri": uri}, "position": {
+            "line": line, "character": character}, "context": {"triggerKind": 1}}))
+        reply = lsp.replies.next(EXIT_WAIT_S)
+        assert reply is not None and reply["id"] == msg_id, reply
+        return reply
+
+    for msg_id, (line, character) in enumerate([(-1, 0), (2, -1), (2, 2**32)], start=2):  # not LSP uintegers
+        assert complete(msg_id, line, character)["error"] == {
+            "code": INVALID_PARAMS, "message": "textDocument/inlineCompletion: the params do not fit the method"}
+    at_end = complete(5, 2, 2**31 - 1)["result"]  # past the line's end: the line's end, as LSP says
+    items = at_end["items"]
+    assert items and all(item["range"]["start"] == {"line": 2, "character": 4} for item in items), at_end
+    assert complete(6, 99, 0)["result"] is None  # a line past the text: nothing to fill there
+    assert "UnicodeEncodeError" not in lsp.stderr()

@@ -21,6 +21,7 @@ from dice_lsp.errors import DiceError
 from dice_lsp.toolchain.cache import CompileCache, include_dependencies
 from dice_lsp.toolchain.flags import CompileFlags, FlagError, find_database, flags_for
 from dice_lsp.toolchain.report import CheckReport, Diagnostic, KernelResources, check_source, instance_name
+from dice_lsp.wording import counted
 
 LOG = logging.getLogger("dice_lsp.checks")
 IDLE_SECONDS = 0.8  # typing pause before a didChange triggers a compile
@@ -146,8 +147,8 @@ class CompileChecks:
         self.reports[request.uri] = report
         self.dependencies[request.uri] = dependencies
         self.publish(request.uri, [lsp_diagnostic(d) for d in report.diagnostics])
-        LOG.info("%s: %d diagnostics, %d kernels, %.0f ms%s", request.path.name, len(report.diagnostics),
-                 len(report.kernels), report.elapsed_ms, " (cached)" if report.cached else "")
+        LOG.info("%s: %s, %s, %.0f ms%s", request.path.name, counted(len(report.diagnostics), "diagnostic"),
+                 counted(len(report.kernels), "kernel"), report.elapsed_ms, " (cached)" if report.cached else "")
 
     def _check(self, request: CheckRequest) -> tuple[CheckReport, set[Path], Path | None]:
         """The report, the files it depends on, and the compilation database left unused (untrusted)."""

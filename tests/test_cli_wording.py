@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import re
+from pathlib import Path
 
 import pytest
 
 from dice_lsp.cli import build_parser
+from dice_lsp.optimize.repair import RepairResult
+from dice_lsp.toolchain.report import CheckReport
 from dice_lsp.wording import counted
 
 
@@ -31,3 +35,14 @@ def test_server_help_says_what_each_command_sends() -> None:
                                              "or below"), command
     for command in ("bench", "optimize"):
         assert server_help(command).endswith("from its folder or below, and --ref"), command
+
+
+def test_every_key_of_repair_json_is_documented() -> None:
+    """`repair --json` prints the repair's result and its diff (cmd_repair); docs/OPTIMIZE.md names each key."""
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "OPTIMIZE.md").read_text(encoding="utf-8")
+    documented = re.search(r"`--json`: `(\{.*?\})`", docs)
+    assert documented is not None
+    printed = {*RepairResult("int x;\n", 0, CheckReport([], [], 0.0)).to_json(), "diff"}
+    assert set(re.findall(r'"(\w+)":', documented[1])) == printed
+    for key in printed:
+        assert f"`{key}`" in docs[documented.end():], f"{key} is not explained"

@@ -180,7 +180,7 @@ class DiceServer(LanguageServer):
             self.window_log_message(types.LogMessageParams(
                 types.MessageType.Warning, f"dice-lsp: the editor's dice settings could not be read ({reason})"))
             return None
-        return values[0] if isinstance(values, list) and values else None
+        return values[0] if isinstance(values, (list, tuple)) and values else None
 
     def warn(self, message: str) -> None:
         self.window_show_message(types.ShowMessageParams(types.MessageType.Warning, message))

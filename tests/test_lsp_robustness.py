@@ -84,14 +84,19 @@ def test_shutdown_and_exit_while_the_model_loads_exit_0(lsp: LspProcess) -> None
     assert lsp.replies.next(EXIT_WAIT_S) == {"jsonrpc": "2.0", "id": 2, "result": None}
     lsp.send(notification("exit"))
     assert lsp.process.wait(timeout=EXIT_WAIT_S) == 0, lsp.stderr()
-    assert ABORT not in lsp.stderr()
+    assert ABORT not in lsp.stderr() and "Traceback" not in lsp.stderr(), lsp.stderr()
 
 
-def test_stdin_closing_while_the_model_loads_exits_0(lsp: LspProcess) -> None:
+@pytest.mark.parametrize(("ending", "code"), [("stdin closed", 0), ("exit without shutdown", 1)])
+def test_a_session_ending_while_the_model_loads_exits_without_a_trace(lsp: LspProcess, ending: str,
+                                                                       code: int) -> None:
     start_loading(lsp)
-    lsp.stdin.close()
-    assert lsp.process.wait(timeout=EXIT_WAIT_S) == 0, lsp.stderr()
-    assert ABORT not in lsp.stderr()
+    if ending == "stdin closed":
+        lsp.stdin.close()
+    else:
+        lsp.send(notification("exit"))
+    assert lsp.process.wait(timeout=EXIT_WAIT_S) == code, lsp.stderr()
+    assert ABORT not in lsp.stderr() and "Traceback" not in lsp.stderr(), lsp.stderr()
 
 
 class SlowCheckpoint:

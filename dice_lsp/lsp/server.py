@@ -521,7 +521,10 @@ async def initialized(ls: DiceServer, params: types.InitializedParams) -> None:
         for error in errors:
             ls.window_show_message(types.ShowMessageParams(types.MessageType.Warning, error))
     ls.tell_untrusted()
-    await ls.load_model()
+    try:
+        await ls.load_model()
+    except asyncio.CancelledError:  # the session ended while the model loaded (pygls would log a traceback)
+        LOG.info("the session ended while the model was loading")
 
 
 @server.feature(types.SHUTDOWN)

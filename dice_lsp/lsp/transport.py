@@ -298,6 +298,8 @@ def serve_stdio(server: JsonRPCServer) -> int:
     stdout = sys.stdout.buffer
 
     def write(data: bytes) -> None:
+        if stdout.closed:  # after `exit`: what work still in flight says has no reader any more
+            return
         stdout.write(data)
         stdout.flush()
 

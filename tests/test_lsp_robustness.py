@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lsprotocol import types
+from pygls.exceptions import JsonRpcInternalError
 
 from dice_lsp.errors import DiceError
 from dice_lsp.jobs import model_host
@@ -193,3 +195,21 @@ def test_every_inline_completion_is_answered_whatever_its_position_and_text(lsp:
     assert items and all(item["range"]["start"] == {"line": 2, "character": 4} for item in items), at_end
     assert complete(6, 99, 0)["result"] is None  # a line past the text: nothing to fill there
     assert "UnicodeEncodeError" not in lsp.stderr()
+
+
+def test_a_configuration_change_the_server_cannot_read_keeps_the_settings_in_use() -> None:
+    ls = server.DiceServer()
+    ls.protocol.client_capabilities = types.ClientCapabilities(
+        workspace=types.WorkspaceClientCapabilities(configuration=True))
+    ls.settings = Settings(steps=7, seed=3)
+    asked: list[types.ConfigurationParams] = []
+
+    async def refuse(params: types.ConfigurationParams) -> list[Any]:
+        asked.append(params)
+        raise JsonRpcInternalError("no settings here")
+
+    ls.workspace_configuration_async = refuse  # type: ignore[method-assign]
+    asyncio.run(server.did_change_configuration(ls, types.DidChangeConfigurationParams(settings=None)))
+    assert [item.section for params in asked for item in params.items] == ["dice"]
+    assert ls.settings == Settings(steps=7, seed=3)
+    ls.host.close()

@@ -167,10 +167,10 @@ class DiceServer(LanguageServer):
         if effective(new).model_changed(effective(old)) or self.host.status.get("state") == "idle":
             await self.load_model()
 
-    async def client_configuration(self) -> Any:
-        """The client's `dice` section (workspace/configuration); None, with one warning in the log, when
-        the client answers with an error or something that is not a configuration, or not within
-        `CONFIGURATION_SECONDS`: the settings then stay as they are and the session goes on."""
+    async def client_configuration(self) -> tuple[Any, bool]:
+        """The client's `dice` section (workspace/configuration) and True; (None, False), with one warning
+        in the log, when the client answers with an error or something that is not a configuration, or not
+        within `CONFIGURATION_SECONDS`: the settings then stay as they are and the session goes on."""
         try:
             values = await asyncio.wait_for(self.workspace_configuration_async(
                 types.ConfigurationParams(items=[types.ConfigurationItem(section="dice")])), CONFIGURATION_SECONDS)
@@ -179,8 +179,8 @@ class DiceServer(LanguageServer):
             LOG.warning("workspace/configuration failed (%s); keeping the settings as they are", reason)
             self.window_log_message(types.LogMessageParams(
                 types.MessageType.Warning, f"dice-lsp: the editor's dice settings could not be read ({reason})"))
-            return None
-        return values[0] if isinstance(values, (list, tuple)) and values else None
+            return None, False
+        return (values[0] if isinstance(values, (list, tuple)) and values else None), True
 
     def warn(self, message: str) -> None:
         self.window_show_message(types.ShowMessageParams(types.MessageType.Warning, message))
@@ -517,7 +517,8 @@ async def initialized(ls: DiceServer, params: types.InitializedParams) -> None:
         ls.loop.run_in_executor(None, ls.watch.watch, Path(to_fs_path(folder.uri) or folder.uri), True)
     workspace = ls.client_capabilities.workspace
     if workspace is not None and workspace.configuration:
-        ls.settings, errors = ls.settings_from(await ls.client_configuration())
+        raw, _read = await ls.client_configuration()  # unread: the defaults and initializationOptions
+        ls.settings, errors = ls.settings_from(raw)
         for error in errors:
             ls.window_show_message(types.ShowMessageParams(types.MessageType.Warning, error))
     ls.tell_untrusted()
@@ -539,7 +540,9 @@ async def did_change_configuration(ls: DiceServer, params: types.DidChangeConfig
     raw = params.settings
     workspace = ls.client_capabilities.workspace
     if not (isinstance(raw, dict) and "dice" in raw) and workspace is not None and workspace.configuration:
-        raw = await ls.client_configuration()
+        raw, read = await ls.client_configuration()
+        if not read:
+            return  # the settings in use stay
     await ls.apply_settings(raw)
 
 

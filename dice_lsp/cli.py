@@ -17,6 +17,7 @@ from typing import Any
 
 from dice_lsp.errors import DiceError
 from dice_lsp.settings import SAMPLERS, Settings, check_value
+from dice_lsp.wording import counted
 
 EXIT_BAD_INPUT = 2
 EXIT_NO_GPU = 3
@@ -62,10 +63,18 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run the modeling code shipped in the model folder (SDAR/DICE)")
 
 
-def add_server_arguments(parser: argparse.ArgumentParser, required: bool = False) -> None:
-    parser.add_argument("--server", metavar="URL", required=required,
-                        help="run it on a team server (tcp://HOST:PORT or unix:///PATH; the file and its local "
-                        "headers are sent) instead of here")
+SENDS_TEXT = "only FILE's text is sent (its headers are not)"
+SENDS_FILES = "FILE is sent with the headers it includes in quotes from its folder or below"
+SENDS_FILES_AND_REF = SENDS_FILES + ", and --ref"
+
+
+def add_server_arguments(parser: argparse.ArgumentParser, sends: str | None) -> None:
+    """--server and --token-file; `sends` says what of the user's files goes to the server (`remote_file`,
+    `file_request`), None for a command that sends none and needs the server (status)."""
+    where = "tcp://HOST:PORT or unix:///PATH"
+    parser.add_argument("--server", metavar="URL", required=sends is None,
+                        help=f"the team server to ask ({where})" if sends is None else
+                        f"run it on a team server ({where}) instead of here; {sends}")
     parser.add_argument("--token-file", help="file holding the team server's token")
 
 
@@ -261,7 +270,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                 line = "" if k.line is None else str(k.line + 1)
                 print(f"{k.name[:40]:40} {line:>5} {k.registers:>5} {k.shared_bytes:>8} {k.stack_bytes:>8} "
                       f"{f'{k.spill_stores}/{k.spill_loads}':>12}")
-        print(f"[{report.errors} errors, {len(report.diagnostics) - report.errors} warnings, "
+        print(f"[{counted(report.errors, 'error')}, {counted(len(report.diagnostics) - report.errors, 'warning')}, "
               f"{report.elapsed_ms:.0f} ms{', cached' if report.cached else ''}]", file=sys.stderr)
     return 1 if report.errors else 0
 
@@ -431,8 +440,8 @@ def cmd_repair(args: argparse.Namespace) -> int:
         print(json.dumps({**result, "diff": diff}))
     else:
         print(diff, end="")
-        state = "compiles" if result["compiles"] else f"still {len(result['errors'])} errors"
-        print(f"dice-lsp: {state} after {result['rounds']} rounds", file=sys.stderr)
+        state = "compiles" if result["compiles"] else f"still {counted(len(result['errors']), 'error')}"
+        print(f"dice-lsp: {state} after {counted(result['rounds'], 'round')}", file=sys.stderr)
         for change in result.get("changes", []):
             print(f"dice-lsp: changed line {change['line'] + 1}: `{change['before']}` -> `{change['after']}` "
                   f"(for: {change['error']})", file=sys.stderr)
@@ -557,7 +566,7 @@ def cmd_eval_infill(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result))
     else:
-        print(f"{result['label']} on {args.suite} ({args.split}): {len(holes)} holes"
+        print(f"{result['label']} on {args.suite} ({args.split}): {counted(len(holes), 'hole')}"
               + ("" if args.execute else "; executable holes not run (--execute on a GPU)"))
         print(tables.markdown([result]))
     return 0
@@ -615,7 +624,7 @@ def build_parser() -> argparse.ArgumentParser:
     complete.add_argument("--compile-check", action=argparse.BooleanOptionalAction, default=True,
                           help="compile the best fills with nvcc and show only one that adds no error (default: on;"
                                " the editor does not wait for nvcc on a line)")
-    add_server_arguments(complete)
+    add_server_arguments(complete, SENDS_TEXT)
     add_model_arguments(complete)
     add_sampler_arguments(complete)
     complete.set_defaults(handler=cmd_complete)
@@ -645,7 +654,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(handler=cmd_serve)
 
     health = sub.add_parser("status", help="ask a team server whether it is ready (exit 0) and how loaded it is")
-    add_server_arguments(health, required=True)
+    add_server_arguments(health, None)
     health.add_argument("--json", action="store_true", help="print the server's status as JSON")
     health.set_defaults(handler=cmd_status)
 
@@ -663,7 +672,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     flag_arguments(check)
     check.add_argument("--json", action="store_true", help="print JSON instead of text")
-    add_server_arguments(check)
+    add_server_arguments(check, SENDS_FILES)
     check.set_defaults(handler=cmd_check)
 
     bench = sub.add_parser("bench", help="verify a file's kernels against a reference and time them on the GPU")
@@ -672,10 +681,10 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--timeout", type=_seconds, default=60.0, help="seconds per kernel before it is killed (60)")
     bench.add_argument("--trials", type=_positive, default=3, help="random-input trials per size (3)")
     bench.add_argument("--json", action="store_true", help="print JSON instead of text")
-    add_server_arguments(bench)
+    add_server_arguments(bench, SENDS_FILES_AND_REF)
     bench.set_defaults(handler=cmd_bench)
 
-    def rewrite_arguments(command: argparse.ArgumentParser) -> None:
+    def rewrite_arguments(command: argparse.ArgumentParser, sends: str) -> None:
         command.add_argument("--rounds", type=_non_negative, default=Settings.repair_rounds,
                              help="repair rounds: compile, re-mask the rejected lines, denoise (%(default)s)")
         command.add_argument("--out", help="write the result here (never over FILE)")
@@ -684,7 +693,7 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument("--seed", type=int, default=0)
         command.add_argument("--json", action="store_true", help="print JSON instead of text")
         flag_arguments(command)
-        add_server_arguments(command)
+        add_server_arguments(command, sends)
         add_model_arguments(command)
 
     optimize = sub.add_parser("optimize", help="rewrite a kernel with the model; compile, verify, time and rank")
@@ -694,13 +703,13 @@ def build_parser() -> argparse.ArgumentParser:
     optimize.add_argument("--candidates", type=_positive, default=Settings.optimize_candidates,
                           help="rewrites to generate (%(default)s)")
     optimize.add_argument("--timeout", type=_seconds, default=60.0, help="seconds per candidate's run on the GPU (60)")
-    rewrite_arguments(optimize)
+    rewrite_arguments(optimize, SENDS_FILES_AND_REF)
     optimize.set_defaults(handler=cmd_optimize)
 
     fix = sub.add_parser("repair", help="make a file compile by re-writing the lines nvcc rejects")
     fix.add_argument("file", help="source file (.cu, .cuh, ...)")
     fix.add_argument("--candidates", type=_positive, default=4, help="rewrites tried per round (4)")
-    rewrite_arguments(fix)
+    rewrite_arguments(fix, SENDS_FILES)
     fix.set_defaults(handler=cmd_repair)
 
     from dice_lsp.evals.suite import KIND_HELP, SPLITS, SUITES

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from dataclasses import dataclass
 
 from dice_lsp.errors import InputError
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
+MAX_SOURCE_BYTES = 16 << 20  # a source file the CLI reads (the LSP's own bound on a message is 64 MiB)
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,18 @@ def offset_at(text: str, position: Position) -> int:
     )
 
 
+def clamped(text: str, position: Position) -> Position:
+    """`position` as LSP reads a client's: a character past its line's end means the line's end (the
+    specification lets clients send that). A line outside the text stays as it is (`offset_at` refuses it)."""
+    starts = line_starts(text)
+    if not 0 <= position.line < len(starts):
+        return position
+    end = starts[position.line + 1] if position.line + 1 < len(starts) else len(text)
+    line = _LINE_BREAK.sub("", text[starts[position.line]:end])
+    units = sum(2 if ord(c) > 0xFFFF else 1 for c in line)
+    return Position(position.line, min(position.character, units))
+
+
 def position_at(text: str, offset: int) -> Position:
     """The LSP position of a string index (the inverse of `offset_at`)."""
     starts = line_starts(text)
@@ -51,17 +66,39 @@ def position_at(text: str, offset: int) -> Position:
 
 
 def read_source(path: str) -> str:
-    """A source file as text, with one-line errors for what a user can fix."""
+    """A source file as text, with one-line errors for what a user can fix.
+
+    Only a regular file of at most `MAX_SOURCE_BYTES` is read: a FIFO would block (its open waits for a
+    writer, so it is opened non-blocking and refused), and a device such as /dev/zero never ends.
+    """
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory") from None
     except OSError as exc:
         raise InputError(f"{path}: {exc.strerror}") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_SOURCE_BYTES:
+        os.close(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise InputError(f"{path}: is a directory")
+        if not stat.S_ISREG(info.st_mode):
+            raise InputError(f"{path}: not a regular file ({_kind(info.st_mode)})")
+        raise InputError(f"{path}: {info.st_size} bytes, over the limit of {MAX_SOURCE_BYTES} for a source file")
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            data = handle.read(MAX_SOURCE_BYTES + 1)
+        except OSError as exc:
+            raise InputError(f"{path}: {exc.strerror}") from None
+    if len(data) > MAX_SOURCE_BYTES:  # it grew while being read
+        raise InputError(f"{path}: over the limit of {MAX_SOURCE_BYTES} bytes for a source file")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+
+
+def _kind(mode: int) -> str:
+    kinds = {stat.S_ISFIFO: "a FIFO", stat.S_ISCHR: "a character device", stat.S_ISBLK: "a block device",
+             stat.S_ISSOCK: "a socket"}
+    return next((name for test, name in kinds.items() if test(mode)), "not a file")

@@ -59,11 +59,12 @@ def read_message(stream: IO[bytes]) -> dict[str, Any] | None:
 
 
 class Replies:
-    """The responses arriving on a stream, read on a thread (the server's own requests and notifications
-    skipped); `next` waits for one."""
+    """The responses arriving on a stream, read on a thread (notifications skipped); `next` waits for one.
+    The server's own requests wait in `requests`."""
 
     def __init__(self, stream: IO[bytes]) -> None:
         self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self.requests: queue.Queue[dict[str, Any]] = queue.Queue()
         threading.Thread(target=self._read, args=(stream,), daemon=True).start()
 
     def _read(self, stream: IO[bytes]) -> None:
@@ -71,6 +72,8 @@ class Replies:
             while (message := read_message(stream)) is not None:
                 if "method" not in message:
                     self._queue.put(message)
+                elif "id" in message:
+                    self.requests.put(message)
         except (OSError, ValueError):
             pass
         self._queue.put(None)
@@ -81,6 +84,18 @@ class Replies:
             return self._queue.get(timeout=timeout)
         except queue.Empty:
             raise AssertionError(f"no reply within {timeout} s") from None
+
+    def request(self, method: str, timeout: float = REPLY_TIMEOUT_S) -> dict[str, Any]:
+        """The server's next request of `method` (its other requests skipped)."""
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                message = self.requests.get(timeout=left)
+            except queue.Empty:
+                break
+            if message["method"] == method:
+                return message
+        raise AssertionError(f"no {method} request within {timeout} s")
 
 
 def lsp_command(*args: str) -> list[str]:

@@ -152,3 +152,12 @@ def test_a_configured_nvcc_that_is_not_there_is_a_clear_error(tmp_path: Path) ->
     with pytest.raises(DiceError, match=r"nvcc not found at .*no-nvcc"):
         find_nvcc(str(tmp_path / "no-nvcc"))
     assert find_nvcc().name == "nvcc"
+
+
+def test_one_error_is_counted_in_the_singular(tmp_path: Path) -> None:
+    path = tmp_path / "one.cu"
+    path.write_text("__global__ void k(float* a) {\n    a[0] = undefined_thing;\n}\n")
+    proc = subprocess.run([sys.executable, "-m", "dice_lsp.cli", "check", str(path)], capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("[1 error, 0 warnings, "), proc.stderr

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from dice_lsp.textdoc import MAX_SOURCE_BYTES
 
 KERNEL = "__global__ void scale(float* x, float s, int n) {\n    int i = blockIdx.x;\n    \n}\n"
 
@@ -72,6 +75,10 @@ def test_human_output_says_why_nothing_is_shown(kernel_file: Path, native_dir: P
     (("{kernel}", "--line", "0", "--character", "0", "--model", "{empty}"), "no config.json"),
     (("{kernel}", "--line", "-1", "--character", "0"), "must not be negative"),
     (("{kernel}", "--line", "0", "--character", "0", "--device", "cuda:7"), "cuda"),
+    (("{kernel}", "--line", "0", "--character", "0", "--temperature", "nan"), "dice.temperature: must be a finite"),
+    (("/dev/zero", "--line", "0", "--character", "0"), "/dev/zero: not a regular file (a character device)"),
+    (("{fifo}", "--line", "0", "--character", "0"), "not a regular file (a FIFO)"),  # open() would wait for ever
+    (("{huge}", "--line", "0", "--character", "0"), f"{MAX_SOURCE_BYTES + 1} bytes, over the limit"),
 ])
 def test_bad_input_is_one_line_on_stderr_and_exit_2(args: tuple[str, ...], message: str, kernel_file: Path,
                                                     tmp_path: Path, native_dir: Path) -> None:
@@ -79,7 +86,12 @@ def test_bad_input_is_one_line_on_stderr_and_exit_2(args: tuple[str, ...], messa
     binary.write_bytes(b"\xff\xfe\x00kernel")
     empty = tmp_path / "empty_model"
     empty.mkdir()
-    filled = [a.format(kernel=kernel_file, binary=binary, empty=empty) for a in args]
+    fifo = tmp_path / "pipe.cu"
+    os.mkfifo(fifo)
+    huge = tmp_path / "huge.cu"
+    with huge.open("wb") as handle:
+        handle.truncate(MAX_SOURCE_BYTES + 1)  # sparse: no disk written
+    filled = [a.format(kernel=kernel_file, binary=binary, empty=empty, fifo=fifo, huge=huge) for a in args]
     if "--model" not in filled:
         filled += ["--model", str(native_dir)]
     proc = run("complete", *filled)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from dice_lsp.lsp.framing import Framer, Message, Problem
+from dice_lsp.lsp.framing import Framer, Message, Problem, parse_json
 
 from .lsp_wire import LspProcess, frame, initialize
 
@@ -167,3 +167,10 @@ def test_the_framer_holds_little_while_it_looks_for_a_header() -> None:
     assert framer.buffered < len(b"Content-Length:")
     framer.feed(frame(GOOD))
     assert framer.next() == Message(GOOD)
+
+
+def test_a_lone_surrogate_becomes_the_replacement_character_in_place() -> None:
+    value, error = parse_json(b'{"text": "a\\ud800b\\udc00", "pair": "\\ud83d\\ude00", "\\udfff": "\\\\ud800"}')
+    assert error is None
+    assert value == {"text": "a\ufffdb\ufffd", "pair": "\U0001F600", "\ufffd": "\\ud800"}
+    value["text"].encode("utf-8")  # text that every later step can encode

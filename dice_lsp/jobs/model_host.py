@@ -70,7 +70,8 @@ class ModelHost:
         self._incoming = 0  # fills announced by `expecting_fill` and not queued yet
         self.status: dict[str, Any] = {"state": "idle"}
         self.fills = self.fill_batches = 0  # fills done and the batches they took (their ratio: batching's gain)
-        threading.Thread(target=self._serve, name="dice-model", daemon=True).start()
+        self._thread = threading.Thread(target=self._serve, name="dice-model", daemon=True)
+        self._thread.start()
 
     def _set_status(self, **status: Any) -> None:
         self.status = status
@@ -196,7 +197,15 @@ class ModelHost:
             return [fill(model, requests[0], first.ticket)]
         return fill_batch(model, requests, lambda: all(job.ticket() for job in jobs))
 
-    def close(self) -> None:
+    def close(self, wait_s: float = 0.0) -> bool:
+        """Cancel every ticket and queued job and stop the thread once its current job ends; wait up to
+        `wait_s` for that. True once the thread has ended.
+
+        A process must not finalize while this thread is inside native code (a checkpoint being read by
+        safetensors, a forward pass): CPython 3.11 ends a daemon thread that wakes up during finalization
+        with `pthread_exit`, whose unwinding through those frames calls `std::terminate` (SIGABRT,
+        "terminate called without an active exception"). So whoever exits waits here first.
+        """
         with self._lock:
             for ticket in self._tickets.values():
                 ticket.cancel()
@@ -205,3 +214,6 @@ class ModelHost:
                 job.future.cancel()
             self._queue.clear()
             self._ready.notify_all()
+        if threading.current_thread() is not self._thread:
+            self._thread.join(wait_s)
+        return not self._thread.is_alive()

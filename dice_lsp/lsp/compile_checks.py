@@ -26,7 +26,8 @@ from dice_lsp.errors import DiceError
 from dice_lsp.lifetime import Stopped
 from dice_lsp.toolchain.cache import CompileCache, include_dependencies
 from dice_lsp.toolchain.flags import CompileFlags, FlagError, find_database, flags_for
-from dice_lsp.toolchain.report import CheckReport, Diagnostic, KernelResources, check_source
+from dice_lsp.toolchain.report import CheckReport, Diagnostic, KernelResources, check_source, instance_name
+from dice_lsp.wording import counted
 
 LOG = logging.getLogger("dice_lsp.checks")
 IDLE_SECONDS = 0.8  # typing pause before a didChange triggers a compile
@@ -47,7 +48,51 @@ def lsp_diagnostic(d: Diagnostic) -> types.Diagnostic:
 def lens_title(kernel: KernelResources) -> str:
     """`regs 32 · smem 4.0 KB · spills 0` (spilled bytes, stores + loads)."""
     return (f"regs {kernel.registers} · smem {kernel.shared_bytes / 1024:.1f} KB · "
-            f"spills {kernel.spill_stores + kernel.spill_loads}")
+            f"spills {_spills(kernel)}")
+
+
+def _spills(kernel: KernelResources) -> int:
+    return kernel.spill_stores + kernel.spill_loads
+
+
+def _span(values: list[int], show: Callable[[int], str] = str) -> str:
+    low, high = show(min(values)), show(max(values))
+    return low if low == high else f"{low}–{high}"
+
+
+def _heaviest(kernels: list[KernelResources]) -> str:
+    """The instance to look at first among several: the one that spills most, else the one with the most
+    registers, else the most shared memory; "" when they all use the same."""
+    measures: list[tuple[str, Callable[[KernelResources], int]]] = [
+        ("spills", _spills), ("regs", lambda k: k.registers), ("smem", lambda k: k.shared_bytes)]
+    for label, measure in measures:
+        values = [measure(k) for k in kernels]
+        if max(values) > (0 if label == "spills" else min(values)):
+            return f" · most {label}: {instance_name(max(kernels, key=measure).name)}"
+    return ""
+
+
+MAX_TOOLTIP_INSTANCES = 30  # instances listed one per line in a lens's tooltip
+
+
+def kernel_lens(line: int, kernels: list[KernelResources]) -> types.CodeLens:
+    """One lens for the kernel(s) compiled from one definition line. A template compiled for several
+    arguments gives one instance each: the title summarises them (how many, the range of each resource,
+    the instance to look at first) and the tooltip names each with its own numbers."""
+    kernels = sorted(kernels, key=lambda k: k.name)
+    names = [instance_name(k.name) for k in kernels]
+    if len(kernels) == 1:
+        title = lens_title(kernels[0]) if "<" not in names[0] else f"{names[0]} · {lens_title(kernels[0])}"
+    else:
+        title = (f"{len(kernels)} instances · regs {_span([k.registers for k in kernels])} · smem "
+                 f"{_span([k.shared_bytes for k in kernels], lambda b: f'{b / 1024:.1f}')} KB · spills "
+                 f"{_span([_spills(k) for k in kernels])}{_heaviest(kernels)}")
+    listed = [f"{name}: {lens_title(k)}" for name, k in zip(names, kernels, strict=True)]
+    if len(listed) > MAX_TOOLTIP_INSTANCES:
+        listed = [*listed[:MAX_TOOLTIP_INSTANCES], f"and {len(listed) - MAX_TOOLTIP_INSTANCES} more"]
+    tooltip = "\n".join(listed) if len(listed) > 1 else None
+    return types.CodeLens(range=types.Range(types.Position(line, 0), types.Position(line, 0)),
+                          command=types.Command(title=title, command="", tooltip=tooltip))
 
 
 @dataclass(frozen=True)
@@ -117,8 +162,8 @@ class CompileChecks:
         self.reports[request.uri] = report
         self.dependencies[request.uri] = dependencies
         self.publish(request.uri, [lsp_diagnostic(d) for d in report.diagnostics])
-        LOG.info("%s: %d diagnostics, %d kernels, %.0f ms%s", request.path.name, len(report.diagnostics),
-                 len(report.kernels), report.elapsed_ms, " (cached)" if report.cached else "")
+        LOG.info("%s: %s, %s, %.0f ms%s", request.path.name, counted(len(report.diagnostics), "diagnostic"),
+                 counted(len(report.kernels), "kernel"), report.elapsed_ms, " (cached)" if report.cached else "")
 
     def _check(self, request: CheckRequest, cancel: threading.Event) -> tuple[CheckReport, set[Path], Path | None]:
         """The report, the files it depends on, and the compilation database left unused (untrusted)."""
@@ -141,6 +186,8 @@ class CompileChecks:
         report = self.reports.get(uri)
         if report is None:
             return []
-        return [types.CodeLens(range=types.Range(types.Position(k.line, 0), types.Position(k.line, 0)),
-                               command=types.Command(title=lens_title(k), command=""))
-                for k in report.kernels if k.line is not None]
+        by_line: dict[int, list[KernelResources]] = {}
+        for kernel in report.kernels:
+            if kernel.line is not None:
+                by_line.setdefault(kernel.line, []).append(kernel)
+        return [kernel_lens(line, kernels) for line, kernels in sorted(by_line.items())]

@@ -39,6 +39,8 @@ INVALID_REQUEST = -32600
 MARKER = b"Content-Length:"
 _HEADER = re.compile(rb"([!#$%&'*+.^_`|~0-9A-Za-z-]+):[ \t]*(.*?)[ \t]*")
 _HEADERS, _BODY, _SCAN = "headers", "body", "scan"
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")  # in the raw body: a message that may hold one
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -58,15 +60,33 @@ class Problem:
 
 
 def parse_json(body: bytes) -> tuple[Any, str | None]:
-    """A body's JSON value, or None and why it is not UTF-8 JSON."""
+    """A body's JSON value, or None and why it is not UTF-8 JSON.
+
+    JSON may spell a lone UTF-16 surrogate (`"\\ud800"`), which is no Unicode text: such a string could
+    not be encoded for the tokenizer, tree-sitter or a file. Each one becomes U+FFFD, which is one code
+    point and one UTF-16 unit like the surrogate, so LSP positions in the text stay where they were.
+    """
     try:
-        return json.loads(body.decode("utf-8")), None
+        value = json.loads(body.decode("utf-8"))
     except UnicodeDecodeError as exc:
         return None, f"not UTF-8 ({exc.reason} at byte {exc.start})"
     except RecursionError:
         return None, "nested too deeply"
     except ValueError as exc:
         return None, f"not JSON ({exc})"
+    return (_without_surrogates(value) if _SURROGATE_ESCAPE.search(body) else value), None
+
+
+def _without_surrogates(value: Any) -> Any:
+    """`value` with every surrogate code point left in its strings replaced by U+FFFD (a pair of escapes
+    that makes one character was already joined by the JSON parser)."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_without_surrogates(item) for item in value]
+    if isinstance(value, dict):
+        return {_without_surrogates(key): _without_surrogates(item) for key, item in value.items()}
+    return value
 
 
 def request_id(value: Any) -> int | str | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import uuid
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -53,7 +54,7 @@ from dice_lsp.optimize import OptimizeRequest, checker, optimize, repair
 from dice_lsp.remote.client import file_request
 from dice_lsp.remote.protocol import RemoteError
 from dice_lsp.settings import UNTRUSTED, Settings
-from dice_lsp.textdoc import Position, position_at
+from dice_lsp.textdoc import Position, clamped, position_at
 from dice_lsp.toolchain.flags import CompileFlags, FlagError, flags_for
 from dice_lsp.toolchain.nvcc import find_nvcc
 
@@ -62,6 +63,8 @@ STATUS_NOTIFICATION = "dice/status"
 FILL_COMMAND = "dice.fillHole"
 APPLY = "Apply"
 WATCH_SETTLE_SECONDS = 0.3  # a checkout writes many files: wait for the burst to end before compiling
+CONFIGURATION_SECONDS = 30.0  # longest wait for the client's answer to workspace/configuration
+MODEL_STOP_SECONDS = 60.0  # longest wait at exit for the model thread (one native call: a shard being read)
 T = TypeVar("T")
 
 
@@ -87,6 +90,17 @@ class DiceServer(LanguageServer):
         self.remote: TeamServer | None = None  # when dice.server.url is set
         self.verdict_worker = ThreadPoolExecutor(1, thread_name_prefix="dice-verdicts")  # one nvcc at a time
         self.verdicts = CompileVerdicts(self.verdict_worker.submit)
+
+    def shutdown(self) -> None:
+        """The end of the session: stop pygls's workers, then the model thread, before the process exits
+        (see `ModelHost.close` for why an exit must wait for it). A thread still busy past the bound is
+        left by exiting at once, without the interpreter's finalization that would crash on it."""
+        super().shutdown()  # type: ignore[no-untyped-call]
+        if not self.host.close(MODEL_STOP_SECONDS):
+            LOG.error("the model thread is still busy after %.0f s; exiting without waiting for it",
+                      MODEL_STOP_SECONDS)
+            logging.shutdown()
+            os._exit(1)
 
     def check_document(self, uri: str, delay: float = 0.0) -> None:
         """Compile an open .cu document in the background (diagnostics and kernel resources)."""
@@ -154,6 +168,21 @@ class DiceServer(LanguageServer):
         self.tell_untrusted()
         if effective(new).model_changed(effective(old)) or self.host.status.get("state") == "idle":
             await self.load_model()
+
+    async def client_configuration(self) -> tuple[Any, bool]:
+        """The client's `dice` section (workspace/configuration) and True; (None, False), with one warning
+        in the log, when the client answers with an error or something that is not a configuration, or not
+        within `CONFIGURATION_SECONDS`: the settings then stay as they are and the session goes on."""
+        try:
+            values = await asyncio.wait_for(self.workspace_configuration_async(
+                types.ConfigurationParams(items=[types.ConfigurationItem(section="dice")])), CONFIGURATION_SECONDS)
+        except Exception as exc:  # TimeoutError, or the client's error
+            reason = f"no answer within {CONFIGURATION_SECONDS:.0f} s" if isinstance(exc, TimeoutError) else exc
+            LOG.warning("workspace/configuration failed (%s); keeping the settings as they are", reason)
+            self.window_log_message(types.LogMessageParams(
+                types.MessageType.Warning, f"dice-lsp: the editor's dice settings could not be read ({reason})"))
+            return None, False
+        return (values[0] if isinstance(values, (list, tuple)) and values else None), True
 
     def warn(self, message: str) -> None:
         self.window_show_message(types.ShowMessageParams(types.MessageType.Warning, message))
@@ -427,7 +456,7 @@ class DiceServer(LanguageServer):
     async def complete(self, uri: str, position: types.Position) -> Completion | None:
         document = self.workspace.get_text_document(uri)
         text, settings = document.source, self.settings
-        where = Position(position.line, position.character)
+        where = clamped(text, Position(position.line, position.character))
         if self.remote is not None:
             await self.load_submitted().wait()
             try:
@@ -507,13 +536,22 @@ async def initialized(ls: DiceServer, params: types.InitializedParams) -> None:
         ls.loop.run_in_executor(None, ls.watch.watch, Path(to_fs_path(folder.uri) or folder.uri), True)
     workspace = ls.client_capabilities.workspace
     if workspace is not None and workspace.configuration:
-        values = await ls.workspace_configuration_async(
-            types.ConfigurationParams(items=[types.ConfigurationItem(section="dice")]))
-        ls.settings, errors = ls.settings_from(values[0] if values else None)
+        raw, _read = await ls.client_configuration()  # unread: the defaults and initializationOptions
+        ls.settings, errors = ls.settings_from(raw)
         for error in errors:
             ls.window_show_message(types.ShowMessageParams(types.MessageType.Warning, error))
     ls.tell_untrusted()
-    await ls.load_model()
+    try:
+        await ls.load_model()
+    except asyncio.CancelledError:  # the session ended while the model loaded (pygls would log a traceback)
+        LOG.info("the session ended while the model was loading")
+
+
+@server.feature(types.SHUTDOWN)
+async def shutdown_request(ls: DiceServer, params: None) -> None:
+    """Stop the model before answering (LSP: free resources, then reply), so `exit` finds nothing running."""
+    if not await asyncio.to_thread(ls.host.close, MODEL_STOP_SECONDS):
+        LOG.warning("the model thread is still busy after %.0f s", MODEL_STOP_SECONDS)
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
@@ -521,9 +559,9 @@ async def did_change_configuration(ls: DiceServer, params: types.DidChangeConfig
     raw = params.settings
     workspace = ls.client_capabilities.workspace
     if not (isinstance(raw, dict) and "dice" in raw) and workspace is not None and workspace.configuration:
-        values = await ls.workspace_configuration_async(
-            types.ConfigurationParams(items=[types.ConfigurationItem(section="dice")]))
-        raw = values[0] if values else None
+        raw, read = await ls.client_configuration()
+        if not read:
+            return  # the settings in use stay
     await ls.apply_settings(raw)
 
 

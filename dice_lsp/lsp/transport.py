@@ -19,7 +19,8 @@ even one that sent nothing, shuts the server down. Here:
 - Every message goes through one `deliver`: framing problems and JSON values that are not JSON-RPC
   messages are answered (Parse error -32700 / Invalid Request -32600, id null unless known), as are
   requests whose params do not fit their method (-32602); pygls 2.1.1 only logs those, and the client
-  waits for ever.
+  waits for ever. Requests before `initialize` or after `shutdown` are answered as the LSP specification
+  says (`Lifecycle`).
 """
 
 from __future__ import annotations
@@ -101,9 +102,50 @@ class Outlet(Protocol):
     def send(self, message: dict[str, Any]) -> None: ...
 
 
-def deliver(protocol: JsonRPCProtocol, event: Message | Problem, outlet: Outlet, peer: str) -> None:
-    """Hand one message to pygls, or answer why it cannot be handled."""
+@dataclass
+class Lifecycle:
+    """Where one session is between `initialize` and `shutdown`, as the LSP specification rules it (pygls
+    2.1.1 does not: it answers `shutdown` before `initialize`, then drops everything after it, `initialize`
+    too, and the client waits for ever).
+
+    Before `initialize`, a request gets ServerNotInitialized (-32002) and a notification is dropped, except
+    `exit`. After `shutdown`, a request gets InvalidRequest (-32600) and a notification is dropped, except
+    `exit`. Responses to the server's own requests always pass.
+    """
+
+    initialized: bool = False
+    shut_down: bool = False
+
+    def refusal(self, value: dict[str, Any]) -> Problem | None:
+        """Why `value` (a checked JSON-RPC message) is not handled now; its id None when it is a
+        notification to drop without a word."""
+        method = value.get("method")
+        if method is None or method == "exit" or (self.initialized and not self.shut_down):
+            return None
+        if not self.initialized and method != "initialize":
+            return Problem(SERVER_NOT_INITIALIZED, f"{method} before initialize: send initialize first",
+                           request_id(value))
+        if self.shut_down:
+            return Problem(INVALID_REQUEST, f"{method} after shutdown: only exit is handled now", request_id(value))
+        return None
+
+    def handled(self, method: str | None) -> None:
+        """A message of `method` was handed to the server."""
+        self.initialized = self.initialized or method == "initialize"
+        self.shut_down = self.shut_down or method == "shutdown"
+
+
+def deliver(protocol: JsonRPCProtocol, event: Message | Problem, outlet: Outlet, peer: str,
+            session: Lifecycle) -> None:
+    """Hand one message to pygls, or answer why it cannot be handled (or drop a notification that comes
+    before `initialize` or after `shutdown`)."""
     problem = event if isinstance(event, Problem) else check_message(event.value)
+    if problem is None:
+        assert isinstance(event, Message)
+        problem = session.refusal(event.value)
+        if problem is not None and problem.id is None:
+            LOG.warning("%s: dropped: %s", peer, problem.reason)
+            return
     if problem is None:
         assert isinstance(event, Message)
         value: dict[str, Any] = event.value
@@ -113,17 +155,29 @@ def deliver(protocol: JsonRPCProtocol, event: Message | Problem, outlet: Outlet,
             message = protocol.structure_message(value)
         except JsonRpcException as exc:
             method, msg_id = value.get("method"), request_id(value)
-            if method is None or msg_id is None:  # notifications and responses are never answered
-                LOG.warning("%s: dropped a %s that does not fit its type", peer, method or "response")
+            if method is None and msg_id is not None:
+                _fail_response(protocol, msg_id, peer)
+                return
+            if msg_id is None:  # notifications are never answered
+                LOG.warning("%s: dropped a %s that does not fit its type", peer, method)
                 return
             problem = (Problem(INVALID_PARAMS, f"{method}: the params do not fit the method", msg_id)
                        if exc.code == INVALID_PARAMS else Problem(INVALID_REQUEST, f"not a valid {method} request",
                                                                   msg_id))
         else:
+            session.handled(value.get("method"))
             protocol.handle_message(message)
             return
     LOG.warning("%s: %s", peer, problem.reason)
     outlet.send(error_response(problem.id, problem.code, problem.reason))
+
+
+def _fail_response(protocol: JsonRPCProtocol, msg_id: int | str, peer: str) -> None:
+    """The client answered one of the server's requests with a result that does not fit it: the handler
+    that waits for that answer gets an error instead (dropping it would leave that handler waiting for ever)."""
+    LOG.info("%s: the reply to request %s does not fit its type; taken as an error", peer, msg_id)
+    reason = "the client's reply does not fit the request"
+    protocol.handle_message(protocol.structure_message(error_response(msg_id, INVALID_PARAMS, reason)))
 
 
 class FramedWriter:
@@ -246,6 +300,8 @@ def serve_stdio(server: JsonRPCServer) -> int:
     stdout = sys.stdout.buffer
 
     def write(data: bytes) -> None:
+        if stdout.closed:  # after `exit`: what work still in flight says has no reader any more
+            return
         stdout.write(data)
         stdout.flush()
 
@@ -272,10 +328,11 @@ async def serve_messages(protocol: JsonRPCProtocol, receive: Callable[[], Awaita
                          outlet: Outlet, peer: str, first: Message | None = None) -> int | None:
     """Deliver what `receive` gives (after `first`) until it ends (None) or the client sends `exit`
     (its exit code: pygls's handler raises SystemExit, which must not escape a socket's task)."""
+    session = Lifecycle()
     event = first if first is not None else await receive()
     while event is not None:
         try:
-            deliver(protocol, event, outlet, peer)
+            deliver(protocol, event, outlet, peer, session)
         except SystemExit as exc:
             return exit_code(exc)
         except ConnectionError:  # the client is gone (stdio: BrokenPipeError)

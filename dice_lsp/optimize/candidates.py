@@ -22,6 +22,7 @@ from dice_lsp.cuda.functions import Function, parse_functions
 from dice_lsp.engine import Draft, FillRequest, LoadedModel, SamplerConfig, answer, fill
 from dice_lsp.engine.sampling import CancelCheck
 from dice_lsp.errors import DiceError, InputError
+from dice_lsp.wording import counted
 
 T = TypeVar("T")
 
@@ -147,7 +148,7 @@ def generate(model: LoadedModel, text: str, kernel: Function, count: int, sample
         diverse = replace(sampler, temperature=sampler.temperature or 0.8, seed=sampler.seed + index)
         found += way(each, diverse)
         if said is not None:
-            said(f"generated {len(found)} candidates")
+            said(f"generated {counted(len(found), 'candidate')}")
     return found[:max(count, len(ways))]
 
 

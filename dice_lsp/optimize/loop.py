@@ -24,6 +24,7 @@ from dice_lsp.optimize import candidates as gen
 from dice_lsp.optimize.repair import Check, ModelRunner, repair
 from dice_lsp.toolchain.flags import CompileFlags
 from dice_lsp.toolchain.report import KernelResources, base_name
+from dice_lsp.wording import counted
 
 Said = Callable[[str], None]
 
@@ -134,7 +135,7 @@ def optimize(run_model: Callable[[Callable[[LoadedModel], Any]], Any], request: 
     original_body = gen.body_of(text, kernel)
     made = run_model(lambda model: gen.generate(model, text, kernel, request.candidates, request.sampler, cancel))
     unique = gen.distinct(made, original_body)
-    say(f"generated {len(made)} candidates, {len(unique)} distinct")
+    say(f"generated {counted(len(made), 'candidate')}, {len(unique)} distinct")
     gpu = request.unverified is None and gpu_arch() is not None
     report = OptimizeReport(request.kernel, gpu, generated=len(made), unverified=request.unverified or "no GPU")
     report.rewrites = [Rewrite(c.origin, gen.with_body(text, kernel, c.body)) for c in unique]

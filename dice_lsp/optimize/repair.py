@@ -35,6 +35,7 @@ from dice_lsp.errors import Cancelled
 from dice_lsp.optimize.candidates import first_of_each, normalized
 from dice_lsp.toolchain.flags import CompileFlags
 from dice_lsp.toolchain.report import CheckReport, Diagnostic, check_source
+from dice_lsp.wording import counted
 
 _WORD = re.compile(r"\w+|[^\w\s]")
 _MISSING_FILE = re.compile(r"No such file|cannot open source file")  # nothing to re-write: a header is missing
@@ -145,7 +146,7 @@ def repair(run_model: ModelRunner, text: str, check: Check, rounds: int = 3, can
             if not found:
                 break
         if said is not None:
-            said(f"repair round {spent}: {before} errors before, {len(errors)} after")
+            said(f"repair round {spent}: {counted(before, 'error')} before, {len(errors)} after")
     return RepairResult(text, spent, report, changes, stopped)
 
 

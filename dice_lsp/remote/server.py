@@ -50,6 +50,7 @@ from dice_lsp.remote.protocol import (
     read_frame,
 )
 from dice_lsp.remote.service import Progress, Service
+from dice_lsp.wording import counted
 
 LOG = logging.getLogger("dice_lsp.serve")
 MIN_TOKEN_LENGTH = 8  # characters of a token file; `openssl rand -hex 32` gives 64
@@ -389,7 +390,7 @@ class Connection:
         elif request_id in self.tasks:
             self.send(error(request_id, "duplicate_id", f"request {request_id} is still running"))
         elif len(self.tasks) >= self.limits.max_in_flight:
-            self.send(error(request_id, "busy", f"{len(self.tasks)} requests of this connection are in flight, "
+            self.send(error(request_id, "busy", f"{counted(len(self.tasks), 'request')} of this connection in flight, "
                             f"the server's limit per connection (--max-in-flight); try again"))
         else:
             ticket = Ticket()

@@ -205,6 +205,23 @@ def demangle(names: list[str], nvcc: Path | None = None) -> dict[str, str]:
     return {}
 
 
+def instance_name(demangled: str) -> str:
+    """`void ns::scale<float, 256>(float*, float)` -> `ns::scale<float, 256>`: the name with its template
+    arguments, without the return type and the parameters."""
+    depth, head = 0, demangled
+    for i, ch in enumerate(demangled):
+        depth += (ch == "<") - (ch == ">")
+        if ch == "(" and depth == 0 and i > 0:
+            head = demangled[:i]
+            break
+    depth = 0
+    for i in range(len(head) - 1, -1, -1):
+        depth += (head[i] == ">") - (head[i] == "<")
+        if head[i] == " " and depth == 0:
+            return head[i + 1:]
+    return head
+
+
 def base_name(demangled: str) -> str:
     """`void ns::scale<float>(float*, float)` -> `scale`."""
     head = demangled.split("(", 1)[0]

@@ -28,6 +28,8 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from dice_lsp.wording import counted
+
 LOG = logging.getLogger("dice_lsp.corpus")
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -805,7 +807,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         meta = pack(ns.corpus, ns.tokenizer, ns.out, ns.max_train_tokens, ns.max_valid_tokens,
                     int(ns.shard_mb * 1_000_000))
         train = meta["train"]
-        print(f"packed {train['total_tokens']:,} train tokens in {len(train['shards'])} shards "
+        print(f"packed {train['total_tokens']:,} train tokens in {counted(len(train['shards']), 'shard')} "
               f"({train['tokens']}), files left out {train['skipped_files']}; "
               f"valid {meta['valid']['tokens']:,} tokens -> {ns.out}", file=sys.stderr)
         return 0

@@ -15,7 +15,7 @@ $(VENV)/.installed: pyproject.toml
 setup: $(VENV)/.installed
 
 demo: setup
-	$(VENV)/bin/dice-lsp complete examples/vector_add.cu --line 7 --character 4 --max-tokens 24
+	$(VENV)/bin/dice-lsp complete examples/vector_add.cu --line 7 --character 4
 
 test: setup
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q

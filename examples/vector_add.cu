@@ -1,5 +1,5 @@
 // Element-wise vector addition. Put the cursor on the empty line in the kernel body and ask for a
-// completion: `dice-lsp complete examples/vector_add.cu --line 7 --character 4 --max-tokens 24`.
+// completion: `dice-lsp complete examples/vector_add.cu --line 7 --character 4`.
 #include <cuda_runtime.h>
 
 __global__ void vector_add(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c,

@@ -9,6 +9,8 @@ Stages (each adds one mechanism to the one before; `dice_lsp.complete.Pipeline`)
 - `+lengths`: line holes also fill the shorter canvases (`LINE_CANVASES`) in the same batch, best score first;
 - `+checks`: parse and name checks rank the fills, and nothing is shown when none passes (suppression);
 - `+remask`: a failing best fill has its offending spans re-masked and denoised again;
+  (these five decode as the product did before the pipeline: low-confidence, 4 steps per 32 tokens)
+- `+entropy decoding (product)`: the product's defaults, the entropy-bounded sampler with at most 8 steps;
 - decoding variants of the full pipeline: more denoising steps per 32 canvas tokens, and the adaptive
   samplers (threshold, entropy-bounded) with a ceiling of steps; "model calls" is the mean per hole (the
   cost that does not depend on how busy the machine is).
@@ -40,24 +42,25 @@ from dice_lsp.evals.suite import KINDS, load_suite
 from dice_lsp.settings import Settings
 
 ORIGINAL_FILTERS = FILTERS[:5]  # strip_special_tokens .. drop_degenerate: the filters before this pipeline
+OLD_DECODING: dict[str, Any] = {"sampler": "low-confidence", "steps": 4}  # the default before the pipeline
 STAGES: dict[str, tuple[Pipeline, dict[str, Any]]] = {
-    "before": (Pipeline(ORIGINAL_FILTERS, lengths=False, checks=False, remask_rounds=0), {}),
-    "+filters": (Pipeline(lengths=False, checks=False, remask_rounds=0), {}),
-    "+lengths": (Pipeline(checks=False, remask_rounds=0), {}),
-    "+checks": (Pipeline(remask_rounds=0), {}),
-    "+remask": (PRODUCT, {}),
-    "steps 6": (PRODUCT, {"steps": 6}),
-    "steps 8": (PRODUCT, {"steps": 8}),
-    "steps 16": (PRODUCT, {"steps": 16}),
+    "before": (Pipeline(ORIGINAL_FILTERS, lengths=False, checks=False, remask_rounds=0), OLD_DECODING),
+    "+filters": (Pipeline(lengths=False, checks=False, remask_rounds=0), OLD_DECODING),
+    "+lengths": (Pipeline(checks=False, remask_rounds=0), OLD_DECODING),
+    "+checks": (Pipeline(remask_rounds=0), OLD_DECODING),
+    "+remask": (PRODUCT, OLD_DECODING),
+    "+entropy decoding (product)": (PRODUCT, {}),
+    "steps 6": (PRODUCT, {"sampler": "low-confidence", "steps": 6}),
+    "steps 8": (PRODUCT, {"sampler": "low-confidence", "steps": 8}),
+    "steps 16": (PRODUCT, {"sampler": "low-confidence", "steps": 16}),
     "threshold 0.9, ≤8 steps": (PRODUCT, {"steps": 8, "sampler": "threshold", "threshold": 0.9}),
     "threshold 0.7, ≤8 steps": (PRODUCT, {"steps": 8, "sampler": "threshold", "threshold": 0.7}),
     "entropy 0.3, ≤8 steps": (PRODUCT, {"steps": 8, "sampler": "entropy", "entropy_bound": 0.3}),
     "entropy 1, ≤8 steps": (PRODUCT, {"steps": 8, "sampler": "entropy", "entropy_bound": 1.0}),
     "entropy 3, ≤8 steps": (PRODUCT, {"steps": 8, "sampler": "entropy", "entropy_bound": 3.0}),
     "entropy 1, ≤16 steps": (PRODUCT, {"steps": 16, "sampler": "entropy", "entropy_bound": 1.0}),
-    "4 sampled candidates": (PRODUCT, {"candidates": 4}),
-    "4 sampled candidates, entropy 1, ≤8 steps": (PRODUCT, {"candidates": 4, "steps": 8, "sampler": "entropy",
-                                                            "entropy_bound": 1.0}),
+    "4 sampled candidates": (PRODUCT, {**OLD_DECODING, "candidates": 4}),
+    "4 sampled candidates, entropy 1, ≤8 steps": (PRODUCT, {"candidates": 4}),
 }
 
 

@@ -30,7 +30,8 @@ const kernel = [
   "",
   "__global__ void scale(float* out, const float* in, float s, int n) {",
   "    int i = blockIdx.x * blockDim.x + threadIdx.x;",
-  "    ",
+  "    if (i < n) out[i] = s * in[i];",
+  "    ",  // the cursor: dice-tiny writes a statement here that passes the checks (fp32, the default decoding)
   "}",
   "",
 ].join("\n");
@@ -39,6 +40,7 @@ writeFileSync(path.join(userData, "User", "settings.json"), JSON.stringify({
   "dice.client.pythonPath": path.join(repo, ".venv", "bin", "python"),
   "dice.client.debounceMs": 50,
   "dice.device": "cpu",
+  "dice.dtype": "float32",  // the same fill on every CPU (bf16 where the CPU has it would round differently)
   "dice.optimizeCandidates": 4,
   "dice.repairRounds": 1,
   "editor.inlineSuggest.enabled": true,
@@ -79,7 +81,7 @@ try {
   step("scale.cu open; waiting for the model (status bar)");
   await page.getByText(/DICE dice-tiny/).first().waitFor({ timeout: 180000 });
   await page.keyboard.press("Control+G");
-  await page.keyboard.type("5:5");
+  await page.keyboard.type("6:5");
   await page.keyboard.press("Enter");
   await page.keyboard.press("Escape");
   const before = plain(await editor.innerText());

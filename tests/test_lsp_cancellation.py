@@ -9,13 +9,13 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from .lsp_client import URI, open_document, ready, start
+from .lsp_client import LOOP_HEADER, URI, open_document, ready, start
 
 pytestmark = pytest.mark.asyncio
-SLOW = {"device": "cpu", "steps": 128, "maxCanvas": 32}  # ~2 s: long enough to cancel midway
+SLOW = {"device": "cpu", "sampler": "low-confidence", "steps": 128, "maxCanvas": 32}  # ~2 s: long enough to cancel
 
 
-def inline_params(line: int = 4, character: int = 4) -> types.InlineCompletionParams:
+def inline_params(line: int = 1, character: int = 63) -> types.InlineCompletionParams:
     return types.InlineCompletionParams(
         text_document=types.TextDocumentIdentifier(uri=URI), position=types.Position(line, character),
         context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Automatic))
@@ -38,7 +38,7 @@ async def wait_for_cancel_log(client: LanguageClient) -> list[int]:
 async def test_a_newer_request_on_the_document_cancels_the_older(client: LanguageClient) -> None:
     statuses = await start(client, configuration=SLOW)
     await ready(statuses, client)
-    open_document(client)
+    open_document(client, LOOP_HEADER)  # where dice-tiny writes checked code
     first = asyncio.ensure_future(client.text_document_inline_completion_async(inline_params()))
     await asyncio.sleep(0.5)
     second = await client.text_document_inline_completion_async(inline_params())
@@ -51,7 +51,7 @@ async def test_a_newer_request_on_the_document_cancels_the_older(client: Languag
 async def test_cancel_request_stops_the_generation(client: LanguageClient) -> None:
     statuses = await start(client, configuration=SLOW)
     await ready(statuses, client)
-    open_document(client)
+    open_document(client, LOOP_HEADER)  # where dice-tiny writes checked code
     request = client.protocol.send_request(types.TEXT_DOCUMENT_INLINE_COMPLETION, inline_params(), msg_id="slow-1")
     await asyncio.sleep(0.5)
     client.cancel_request(types.CancelParams(id="slow-1"))

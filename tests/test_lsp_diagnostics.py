@@ -10,7 +10,7 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from .lsp_client import FAST, URI, diagnostics_for, open_document, ready, start, wait_status
+from .lsp_client import FAST, LOOP_HEADER, URI, diagnostics_for, open_document, ready, start, wait_status
 
 pytestmark = pytest.mark.asyncio
 CLEAN = ("__global__ void tile(float* a) {\n    __shared__ float s[256];\n    s[threadIdx.x] = a[threadIdx.x];\n"
@@ -82,9 +82,9 @@ async def test_without_nvcc_one_message_and_everything_else_still_works(
     for name in ("a.cu", "b.cu"):
         open_document(client, BROKEN, (tmp_path / name).as_uri())
     await ready(statuses, client)
-    open_document(client)
+    open_document(client, LOOP_HEADER)  # where dice-tiny writes checked code
     result = await client.text_document_inline_completion_async(types.InlineCompletionParams(
-        text_document=types.TextDocumentIdentifier(uri=URI), position=types.Position(4, 4),
+        text_document=types.TextDocumentIdentifier(uri=URI), position=types.Position(1, 63),
         context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Invoked)))
     assert result is not None and result.items, "completions do not need nvcc"
     warnings = [m.message for m in client.messages if "nvcc" in m.message]

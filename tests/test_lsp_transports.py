@@ -14,7 +14,7 @@ import pytest
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
-from .lsp_client import KERNEL
+from .lsp_client import FAST, LOOP_HEADER
 
 pytestmark = pytest.mark.asyncio
 
@@ -58,14 +58,14 @@ async def test_a_socket_client_gets_a_completion(server: tuple[str, int]) -> Non
             ready.set()
 
     await client.initialize_async(types.InitializeParams(capabilities=types.ClientCapabilities(),
-                                                         initialization_options={"dice": {"steps": 2}}))
+                                                         initialization_options={"dice": FAST}))
     client.initialized(types.InitializedParams())
     await asyncio.wait_for(ready.wait(), timeout=120)
     uri = "file:///socket/kernel.cu"
     client.text_document_did_open(types.DidOpenTextDocumentParams(
-        types.TextDocumentItem(uri=uri, language_id="cuda-cpp", version=1, text=KERNEL)))
+        types.TextDocumentItem(uri=uri, language_id="cuda-cpp", version=1, text=LOOP_HEADER)))
     result = await client.text_document_inline_completion_async(types.InlineCompletionParams(
-        text_document=types.TextDocumentIdentifier(uri), position=types.Position(4, 4),
+        text_document=types.TextDocumentIdentifier(uri), position=types.Position(1, 63),
         context=types.InlineCompletionContext(types.InlineCompletionTriggerKind.Invoked)))
-    assert result is not None and result.items and result.items[0].range.start == types.Position(4, 4)
+    assert result is not None and result.items and result.items[0].range.start == types.Position(1, 63)
     await client.shutdown_async(None)

@@ -16,11 +16,9 @@ The pipeline every caller shares (the CLI, the language server, the team server,
 A caller that can compile (`Compiler`) checks fills with nvcc too: a fill that adds an error is withdrawn
 when another passes, and ranked last otherwise. `dice-lsp complete --compile-check` waits for nvcc; the
 language server does not (`CompileVerdicts`: verdicts come in the background and rank the next request).
-Line endings are normalised at the boundary: a CRLF document is filled as its `
-` text (the model sees, and
+Line endings are normalised at the boundary: a CRLF document is filled as its LF text (the model sees, and
 fills, the same text whatever the editor's line endings; LSP positions are the same in both), and the fills
-are given back with the document's `
-`.
+are given back with the document's CRLF.
 """
 
 from __future__ import annotations

@@ -231,8 +231,8 @@ def finish(prepared: PreparedFill, result: FillResult, filler: Filler | None = N
             if repaired.shown:
                 break
         ranked.sort(key=Suggestion.rank, reverse=True)
-    if compiler is not None and document is not None and ranked and pipeline.checks:
-        ranked, spent = _compiled(prepared, ranked, compiler, document, filler, pipeline)
+    if compiler is not None and document is not None and ranked and checker is not None:
+        ranked, spent = _compiled(prepared, ranked, compiler, document, checker, filler, pipeline)
         calls += spent
     return ranked, calls
 
@@ -329,7 +329,8 @@ COMPILED_CANDIDATES = 2  # multi-line fills compiled per completion (the best th
 
 
 def _compiled(prepared: PreparedFill, ranked: list[Suggestion], compiler: Compiler, document: str,
-              filler: Filler | None = None, pipeline: Pipeline = PRODUCT) -> tuple[list[Suggestion], int]:
+              checker: CheckContext, filler: Filler | None = None,
+              pipeline: Pipeline = PRODUCT) -> tuple[list[Suggestion], int]:
     """The best cheap-checked fills compiled in the document: a fill that adds an nvcc error drops below
     every fill that does not. When none compiles and nvcc says where (`NvccJudge`), the best one has the
     tokens at nvcc's columns re-masked and denoised again (as the cheap checks' faults are), and the
@@ -347,7 +348,6 @@ def _compiled(prepared: PreparedFill, ranked: list[Suggestion], compiler: Compil
     if (failing is None or any(s.checks.compiles for s in checked) or filler is None
             or not isinstance(compiler, NvccJudge) or not pipeline.remask_rounds):
         return checked, calls
-    checker = CheckContext(document, hole.start, hole.end, header_names_now())
     for _ in range(pipeline.remask_rounds):
         filled = document[:hole.start] + failing.text + document[hole.end:]
         faults = _in_fill(filled, hole.start, failing.text, compiler.new_errors(filled))

@@ -152,3 +152,62 @@ def test_fim_examples_hold_the_hole_the_diffusion_canvas_gets(setup: tuple[Token
     assert list(middle) == [*hole, tables.eos_id]
     n = len(sequence) - 1
     assert (ar.ids[1:n] == ar.targets[:n - 1]).all(), "targets are the next tokens"
+
+
+def test_midline_holes_are_the_rest_of_a_half_typed_line(setup: tuple[Tokenizer, np.ndarray]) -> None:
+    tok, stream = setup
+    tables = token_tables(tok)
+    rng = np.random.default_rng(5)
+    found = 0
+    for _ in range(60):
+        span = find_hole(stream[:400], "midline", tables, rng, margin=16)
+        if span is None:
+            continue
+        found += 1
+        start, end = span
+        before = tok.decode(stream[:start].tolist())
+        typed = before[before.rfind("\n") + 1:]
+        assert typed.strip(), "the line already holds some of its content"
+        hole = tok.decode(stream[start:end].tolist())
+        assert hole and "\n" not in hole
+        assert tok.decode(stream[end:end + 1].tolist()).startswith("\n"), "the hole runs to the end of the line"
+    assert found > 20
+
+
+def test_one_line_holes_start_at_the_line_or_after_its_indentation(setup: tuple[Tokenizer, np.ndarray]) -> None:
+    tok, stream = setup
+    tables = token_tables(tok)
+    rng = np.random.default_rng(6)
+    starts = set()
+    for _ in range(200):
+        span = find_hole(stream[:400], "line", tables, rng, margin=16)
+        if span is None:
+            continue
+        hole = tok.decode(stream[span[0]:span[1]].tolist())
+        if hole.strip() and hole != hole.lstrip():
+            starts.add("indent")
+        elif hole.strip():
+            starts.add("content")
+    assert starts == {"indent", "content"}, "the editor asks on an empty line after its indentation, too"
+
+
+def test_a_grown_model_trains_on_the_wall_clock_schedule(setup: tuple[Tokenizer, np.ndarray], native_dir: Path,
+                                                          tmp_path: Path) -> None:
+    from dice_lsp.cli import main
+    from dice_lsp.engine import load_model
+
+    tok, stream = setup
+    data = tmp_path / "pack"
+    data.mkdir()
+    stream.tofile(data / "train-00.bin")
+    stream.tofile(data / "valid.bin")
+    out = tmp_path / "grown"
+    args = ["train", "--data", str(data), "--tokenizer", str(native_dir), "--out", str(out), "--init",
+            str(native_dir), "--layers", "4", "--run-minutes", "0.15", "--minutes", "5", "--batch", "8",
+            "--length", "128", "--workers", "0", "--log-every", "5", "--dropout", "0.1", "--curriculum-from", "0.5"]
+    assert main(args) == 0
+    log = json.loads((out / "train_log.json").read_text())
+    assert 0.15 <= log["minutes_done"] < 1.0, "the run ends when its minutes are up"
+    assert log["log"][-1]["lr"] < 0.2 * 1e-3, "the schedule has annealed by then"
+    model = load_model(out, device="cpu")
+    assert model.lm.config.num_hidden_layers == 4

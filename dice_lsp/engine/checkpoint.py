@@ -16,6 +16,7 @@ from safetensors.torch import load_file, save_file
 from dice_lsp.engine.config import ModelConfig, read_config
 from dice_lsp.engine.device import resolve_device, resolve_dtype
 from dice_lsp.engine.model import LoadedModel
+from dice_lsp.engine.quant import dequantize_state, int8_linears, is_quantized
 from dice_lsp.engine.tokenizer import Tokenizer
 from dice_lsp.engine.transformer import Transformer
 from dice_lsp.errors import ModelLoadError
@@ -88,8 +89,15 @@ def load_model(path: Path | str | None = None, device: str | None = None, dtype:
         return LoadedModel(lm, tokenizer, folder.name, folder, torch_device, torch_dtype)
     if tokenizer.vocab_size > cfg.vocab_size:
         raise ModelLoadError(f"{folder}: tokenizer has {tokenizer.vocab_size} tokens, model only {cfg.vocab_size}")
-    model = build_transformer(cfg, load_state(folder), folder).to(device=torch_device, dtype=torch_dtype)
+    state = load_state(folder)
+    int8 = is_quantized(state)
+    model = build_transformer(cfg, dequantize_state(state) if int8 else state, folder)
     name = str(raw.get("name_or_path") or raw.get("_name_or_path") or folder.name)
+    if int8 and torch_device.type == "cpu" and dtype in (None, "", "auto"):
+        # int8 weights on a CPU, no dtype asked: int8 matrix products (docs/MODEL.md, "int8")
+        return LoadedModel(int8_linears(model), tokenizer, Path(name).name or folder.name, folder, torch_device,
+                           torch.float32, int8=True)
+    model = model.to(device=torch_device, dtype=torch_dtype)
     return LoadedModel(model, tokenizer, Path(name).name or folder.name, folder, torch_device, torch_dtype)
 
 

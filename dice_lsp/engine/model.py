@@ -36,6 +36,7 @@ class LoadedModel:
     path: Path
     device: torch.device
     dtype: torch.dtype
+    int8: bool = False  # linear layers run as int8 products (an int8 checkpoint on the CPU)
 
     @property
     def special(self) -> SpecialTokens:

@@ -136,6 +136,8 @@ class MLP(nn.Module):
 
 
 class DecoderLayer(nn.Module):
+    dropout = 0.0  # residual dropout while training (the autoregressive baseline's regulariser); never in eval
+
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
@@ -145,8 +147,14 @@ class DecoderLayer(nn.Module):
 
     def forward(self, x: Tensor, rope: tuple[Tensor, Tensor], mask: Tensor | bool | None,
                 cache: KVCache | None, layer: int, keep: int, valid_keys: Tensor | None) -> Tensor:
-        x = x + self.self_attn(self.input_layernorm(x), rope, mask, cache, layer, keep, valid_keys)
-        out: Tensor = x + self.mlp(self.post_attention_layernorm(x))
+        attended = self.self_attn(self.input_layernorm(x), rope, mask, cache, layer, keep, valid_keys)
+        if self.dropout and self.training:
+            attended = F.dropout(attended, self.dropout, training=True)
+        x = x + attended
+        mixed = self.mlp(self.post_attention_layernorm(x))
+        if self.dropout and self.training:
+            mixed = F.dropout(mixed, self.dropout, training=True)
+        out: Tensor = x + mixed
         return out
 
 

@@ -2,9 +2,12 @@
 
 Each example is a window of `length` tokens from the packed corpus, in one of these shapes:
 - `random`: the plain masked-diffusion objective: every token masked with probability t ~ U(0, 1);
-- `line`, `lines`, `block`: a hole (one line; 2-5 lines; the inside of a brace pair) cut out of the code
-  and replaced by a canvas a little larger than the hole: the hole's tokens, then pad tokens, masked
-  with probability t. The model learns to write the hole and to pad the rest, so a region can end early
+- `line`, `midline`, `lines`, `block`: a hole (one line; the rest of a half-typed line; 2-5 lines; the
+  inside of a brace pair) cut out of the code and replaced by a canvas a little larger than the hole: the
+  hole's tokens, then pad tokens, masked with probability t. Half of the one-line holes start after the
+  line's indentation, where the editor's cursor sits on an empty line; a `midline` hole starts after at
+  least one token of the line's content and runs to the end of the line, as when the user stops typing.
+  The model learns to write the hole and to pad the rest, so a region can end early
   at inference (`pad` means "nothing more here").
 The loss weight of a masked token is 1/t (the diffusion ELBO), normalised by the positions that could
 have been masked. A curriculum moves weight from random masking and short holes to larger ones.
@@ -23,8 +26,8 @@ import numpy as np
 # The canvas sizes the editor and the evaluation decode with (dice_lsp.cuda.holes), and a few between.
 CANVAS_BUCKETS = (8, 16, 24, 32, 48, 64, 96, 128, 192)
 MAX_HOLE = CANVAS_BUCKETS[-1]
-EARLY = {"random": 0.45, "line": 0.3, "lines": 0.15, "block": 0.1}
-LATE = {"random": 0.15, "line": 0.3, "lines": 0.3, "block": 0.25}
+EARLY = {"random": 0.45, "line": 0.24, "midline": 0.06, "lines": 0.15, "block": 0.1}
+LATE = {"random": 0.15, "line": 0.2, "midline": 0.1, "lines": 0.3, "block": 0.25}
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,7 @@ class TokenTables:
     """Per-vocabulary facts the hole finder needs, computed once from the tokenizer."""
 
     newline: np.ndarray  # bool: the token contains a line break
+    blank: np.ndarray  # bool: the token is spaces/tabs only (indentation)
     brace: np.ndarray  # int8: count('{') - count('}')
     mask_id: int
     pad_id: int
@@ -43,8 +47,9 @@ class TokenTables:
     def from_vocab(cls, pieces: list[str], mask_id: int, pad_id: int, eos_id: int, separator_id: int,
                    fim_ids: tuple[int, int, int]) -> TokenTables:
         newline = np.array(["\n" in p for p in pieces], dtype=bool)
+        blank = np.array([bool(p) and not p.strip(" \t") for p in pieces], dtype=bool)
         brace = np.array([p.count("{") - p.count("}") for p in pieces], dtype=np.int8)
-        return cls(newline, brace, mask_id, pad_id, eos_id, separator_id, fim_ids)
+        return cls(newline, blank, brace, mask_id, pad_id, eos_id, separator_id, fim_ids)
 
 
 @dataclass
@@ -94,14 +99,29 @@ def find_hole(window: np.ndarray, kind: str, tables: TokenTables, rng: np.random
     else:
         breaks = np.flatnonzero(tables.newline[window])
         breaks = breaks[(breaks >= margin) & (breaks < len(window) - margin)]
-        count = 1 if kind == "line" else int(rng.integers(2, 6))
+        count = 1 if kind in ("line", "midline") else int(rng.integers(2, 6))
         if len(breaks) <= count:
             return None
         first = int(rng.integers(0, len(breaks) - count))
         start, end = int(breaks[first]) + 1, int(breaks[first + count])
+        if kind in ("line", "midline"):
+            content = _content_start(window, start, end, tables)
+            if kind == "midline":
+                if end - content < 2:
+                    return None
+                start = int(rng.integers(content + 1, end))
+            elif rng.random() < 0.5:
+                start = content
     if not 0 < end - start <= MAX_HOLE or (window[start:end] == tables.separator_id).any():
         return None
     return start, end
+
+
+def _content_start(window: np.ndarray, start: int, end: int, tables: TokenTables) -> int:
+    """The first token of a line's content: past the indentation tokens that open it."""
+    while start < end and tables.blank[window[start]]:
+        start += 1
+    return start
 
 
 def _context_split(window: np.ndarray, start: int, end: int, context: int,

@@ -3,10 +3,15 @@
     dice-lsp train --data data/pack --tokenizer data/tokenizer --out runs/tiny --steps 20000 --minutes 9
     dice-lsp train ... --resume runs/tiny          # the next call continues the same schedule
     dice-lsp train ... --objective ar              # the autoregressive fill-in-the-middle baseline
+    dice-lsp train ... --init models/dice-tiny --layers 16 --run-minutes 21   # grow a trained model, time-boxed
 
 The learning-rate schedule and the infilling curriculum follow the step count (`--steps` for the whole
 run), so a run split over several calls is the same run, and a baseline trained for as many steps sees
-the same schedule. A checkpoint is written at every validation and at the end: native folders whose
+the same schedule; with `--run-minutes` they follow the wall clock instead (a run that must end at a
+given time, whatever the GPU's speed). `--init` starts from a trained checkpoint; with more `--layers`
+than it has, each of its layers is followed by copies whose output projections are zero, so the grown
+model computes exactly what the trained one did and training adds depth from there (block expansion).
+A checkpoint is written at every validation and at the end: native folders whose
 weights are bf16 safetensors shards small enough to bring back from a remote GPU machine.
 """
 
@@ -30,6 +35,7 @@ from safetensors.torch import save_file
 from dice_lsp.engine.checkpoint import build_transformer, load_state, weights
 from dice_lsp.engine.config import Attention, read_config
 from dice_lsp.engine.presets import DICE_TINY
+from dice_lsp.engine.quant import dequantize_state
 from dice_lsp.engine.tokenizer import Tokenizer
 from dice_lsp.engine.transformer import Transformer
 from dice_lsp.training.holes import Example, TokenTables, fim_example, hole_example, make_example
@@ -91,6 +97,27 @@ def weighted_loss(model: Transformer, hidden_fn: Any, ids: torch.Tensor, targets
     loss = (ce * weights[picked]).sum() / ids.shape[0]
     accuracy = (logits.argmax(-1) == targets[picked]).float().mean()
     return loss, accuracy
+
+
+def grow_depth(state: dict[str, torch.Tensor], old_layers: int, new_layers: int) -> dict[str, torch.Tensor]:
+    """Weights for `new_layers` layers from a checkpoint of `old_layers`: layer j copies old layer
+    j * old // new; every copy after the first of its group has zero attention-output and MLP-down
+    projections, so it adds nothing to the residual stream until training moves it."""
+    if new_layers < old_layers:
+        raise SystemExit(f"--layers {new_layers}: cannot grow a {old_layers}-layer model into fewer layers")
+    grown = {k: v for k, v in state.items() if not k.startswith("model.layers.")}
+    previous = -1
+    for j in range(new_layers):
+        source = j * old_layers // new_layers
+        prefix = f"model.layers.{source}."
+        for name, tensor in state.items():
+            if name.startswith(prefix):
+                copy = tensor.clone()
+                if source == previous and name.endswith(("self_attn.o_proj.weight", "mlp.down_proj.weight")):
+                    copy.zero_()
+                grown[f"model.layers.{j}.{name[len(prefix):]}"] = copy
+        previous = source
+    return grown
 
 
 def validation_set(stream: np.ndarray, tables: TokenTables, length: int, count: int,
@@ -188,6 +215,13 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         model = build_transformer(cfg, load_state(folder), folder).float()
         state = json.loads((folder / "train_log.json").read_text())
         state["args"] = _settings(args)
+    elif args.init:
+        folder = Path(args.init)
+        base, _ = read_config(folder)
+        cfg = replace(base, num_hidden_layers=max(args.layers, base.num_hidden_layers), attention=attention)
+        start = dequantize_state(load_state(folder))
+        model = build_transformer(cfg, grow_depth(start, base.num_hidden_layers, cfg.num_hidden_layers),
+                                  folder).float()
     else:
         cfg = replace(DICE_TINY, vocab_size=args.vocab or tok.vocab_size, hidden_size=args.hidden,
                       num_hidden_layers=args.layers, max_position_embeddings=args.length, attention=attention)
@@ -196,6 +230,8 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
                           num_key_value_heads=max(1, args.hidden // 128), head_dim=64)
         model = Transformer(cfg)
         model.init_weights(std=0.02)
+    for layer in model.model.layers:
+        layer.dropout = args.dropout
     model.to(device).train()
     LOG.info("model: %.1fM parameters on %s", cfg.num_parameters / 1e6, device)
     train_stream, valid_stream = load_stream(Path(args.data), "train"), load_stream(Path(args.data), "valid")
@@ -204,7 +240,8 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     val_examples = validation_set(valid_stream, tables, args.length, 256, args.objective)
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": args.weight_decay},
+                                   {"params": no_decay, "weight_decay": 0.0}],
                                   lr=args.lr, betas=(0.9, 0.95), fused=device.type == "cuda")
     hidden_fn = torch.compile(model.hidden_states) if args.compile else model.hidden_states
     progress = torch.multiprocessing.Value("d", state["step"] / args.steps)
@@ -217,10 +254,15 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     last_eval = time.time()
     for examples in loader:
         elapsed = time.time() - started
-        finished = elapsed > budget or state["step"] + 1 >= args.steps
         done = state["minutes_done"] + elapsed / 60
-        progress.value = min(1.0, state["step"] / args.steps)
-        lr = lr_at(progress.value, args.lr, args.warmup)
+        if args.run_minutes:
+            run_progress = done / args.run_minutes
+            finished = elapsed > budget or run_progress >= 1.0
+        else:
+            run_progress = state["step"] / args.steps
+            finished = elapsed > budget or state["step"] + 1 >= args.steps
+        progress.value = min(1.0, max(run_progress, args.curriculum_from))
+        lr = lr_at(min(1.0, run_progress), args.lr, args.warmup)
         for group in optimizer.param_groups:
             group["lr"] = lr
         ids, targets, weights = collate(examples, device)
@@ -257,6 +299,13 @@ def build_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--tokenizer", required=True, help="folder with tokenizer.json + tokenizer_config.json")
     parser.add_argument("--out", required=True, help="checkpoint folder to write")
     parser.add_argument("--resume", help="checkpoint folder to continue from")
+    parser.add_argument("--init", help="start from this trained checkpoint (grown to --layers when deeper)")
+    parser.add_argument("--run-minutes", type=float, default=0.0,
+                        help="schedule by the wall clock: the whole run lasts this long (overrides --steps)")
+    parser.add_argument("--curriculum-from", type=float, default=0.0,
+                        help="start the hole curriculum this far along (0..1; a grown model skips its start)")
+    parser.add_argument("--dropout", type=float, default=0.0, help="residual dropout while training")
+    parser.add_argument("--weight-decay", type=float, default=0.1)
     parser.add_argument("--objective", choices=("diffusion", "ar"), default="diffusion",
                         help="masked diffusion (the product) or the autoregressive fill-in-the-middle baseline")
     parser.add_argument("--steps", type=int, default=20_000, help="optimizer steps of the whole run (schedule)")

@@ -1,0 +1,79 @@
+"""int8 checkpoints: half the bytes of bf16, the same fills as the float model, int8 products on the CPU."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from dice_lsp.engine import FillRequest, SamplerConfig, fill, load_model
+from dice_lsp.engine.checkpoint import EMBEDDED_MODEL, build_transformer, load_state
+from dice_lsp.engine.config import read_config
+from dice_lsp.engine.quant import SCALE_SUFFIX, dequantize_state, main, quantize_state, write_int8
+from dice_lsp.training.train import grow_depth
+
+
+def test_quantize_round_trip_keeps_every_weight_within_half_a_step() -> None:
+    torch.manual_seed(0)
+    state = {"a.weight": torch.randn(16, 8), "norm.weight": torch.ones(8)}
+    packed = quantize_state(state)
+    assert packed["a.weight"].dtype == torch.int8 and packed["norm.weight"].dtype == torch.float32
+    restored = dequantize_state(packed)
+    assert set(restored) == set(state)
+    step = packed["a.weight" + SCALE_SUFFIX][:, None]
+    assert ((restored["a.weight"] - state["a.weight"]).abs() <= step / 2 + 1e-7).all()
+    assert torch.equal(restored["norm.weight"], state["norm.weight"])
+
+
+def test_an_int8_folder_is_a_quarter_of_fp32_and_loads_with_int8_products_on_the_cpu(
+        native_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "int8"
+    assert main([str(native_dir), str(out)]) == 0
+    float_bytes = sum(p.stat().st_size for p in native_dir.glob("*.safetensors"))
+    int8_bytes = sum(p.stat().st_size for p in out.glob("*.safetensors"))
+    assert int8_bytes < 0.4 * float_bytes, "fp32 weights shrink about 4x (bf16 ones 2x)"
+    quantized = load_model(out, device="cpu")
+    assert quantized.int8
+    linear = quantized.lm.model.layers[0].mlp.up_proj  # type: ignore[attr-defined]
+    assert type(linear).__module__.startswith("torch.ao.nn.quantized.dynamic")
+    dequantized = load_model(out, device="cpu", dtype="float32")
+    assert not dequantized.int8
+    reference = load_model(native_dir, device="cpu", dtype="float32")
+    ids = torch.tensor([list(range(3, 40))])
+    with torch.no_grad():
+        ref, deq = reference.lm(ids), dequantized.lm(ids)
+    assert float((ref - deq).norm() / ref.norm()) < 0.05
+    result = fill(quantized, FillRequest("__global__ void add(", ")", max_tokens=8, sampler=SamplerConfig(steps=4)))
+    assert result.model_calls == 4 and isinstance(result.texts[0], str)
+
+
+def test_the_shipped_model_in_int8_keeps_its_top_token_almost_everywhere(tmp_path: Path) -> None:
+    write_int8(EMBEDDED_MODEL, tmp_path / "int8")
+    reference = load_model(None, device="cpu", dtype="float32")
+    text = (Path(__file__).resolve().parents[1] / "examples" / "vector_add.cu").read_text()
+    ids = torch.tensor([reference.tokenizer.encode(text)[:256]])
+    with torch.no_grad():
+        ref = reference.lm(ids).argmax(-1)
+        for dtype in (None, "float32"):  # int8 products (the CPU default), dequantized floats
+            other = load_model(tmp_path / "int8", device="cpu", dtype=dtype)
+            agree = float((other.lm(ids).argmax(-1) == ref).float().mean())
+            assert agree >= 0.97, f"dtype {dtype}: top-1 agreement {agree:.1%}"
+
+
+def test_write_int8_rejects_a_missing_folder(tmp_path: Path) -> None:
+    assert main([str(tmp_path / "nope"), str(tmp_path / "out")]) == 2
+
+
+def test_a_grown_model_computes_what_the_trained_one_did(native_dir: Path, tmp_path: Path) -> None:
+    cfg, _ = read_config(native_dir)
+    state = load_state(native_dir)
+    small = build_transformer(cfg, dict(state), native_dir).float()
+    from dataclasses import replace
+
+    deep_cfg = replace(cfg, num_hidden_layers=2 * cfg.num_hidden_layers)
+    deep = build_transformer(deep_cfg, grow_depth(state, cfg.num_hidden_layers, deep_cfg.num_hidden_layers),
+                             native_dir).float()
+    ids = torch.tensor([list(range(3, 30))])
+    with torch.no_grad():
+        assert torch.allclose(small(ids), deep(ids), atol=1e-5)
+    assert sum(p.numel() for p in deep.parameters()) > 1.5 * sum(p.numel() for p in small.parameters())

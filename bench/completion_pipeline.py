@@ -1,6 +1,8 @@
 """What each part of the completion pipeline is worth: the same holes through cumulative stages, side by side.
 
     python bench/completion_pipeline.py --split dev --kinds line midline --limit 100 --out docs/bench-logs/pipeline
+    python bench/completion_pipeline.py ... --stages "checks off" "+entropy decoding (product)" \
+        --model v2=old/dice-tiny --model v3=dice_lsp/models/dice-tiny     # checkpoints side by side
 
 Stages (each adds one mechanism to the one before; `dice_lsp.complete.Pipeline`):
 - `before`: one canvas, the five original filters, no checks: the first cleaned fill is shown (the product
@@ -11,6 +13,8 @@ Stages (each adds one mechanism to the one before; `dice_lsp.complete.Pipeline`)
 - `+remask`: a failing best fill has its offending spans re-masked and denoised again;
   (these five decode as the product did before the pipeline: low-confidence, 4 steps per 32 tokens)
 - `+entropy decoding (product)`: the product's defaults, the entropy-bounded sampler with at most 8 steps;
+- `checks off`: the product's decoding and filters without the checks (every cleaned fill is shown): the
+  model's raw fills, as a model comparison wants them;
 - decoding variants of the full pipeline: more denoising steps per 32 canvas tokens, and the adaptive
   samplers (threshold, entropy-bounded) with a ceiling of steps; "model calls" is the mean per hole (the
   cost that does not depend on how busy the machine is).
@@ -50,6 +54,7 @@ STAGES: dict[str, tuple[Pipeline, dict[str, Any]]] = {
     "+checks": (Pipeline(remask_rounds=0), OLD_DECODING),
     "+remask": (PRODUCT, OLD_DECODING),
     "+entropy decoding (product)": (PRODUCT, {}),
+    "checks off": (Pipeline(checks=False, remask_rounds=0), {}),
     "steps 6": (PRODUCT, {"sampler": "low-confidence", "steps": 6}),
     "steps 8": (PRODUCT, {"sampler": "low-confidence", "steps": 8}),
     "steps 16": (PRODUCT, {"sampler": "low-confidence", "steps": 16}),
@@ -72,6 +77,7 @@ def pct(values: list[float]) -> str:
 
 
 def rows_of(stage: str, report: dict[str, Any]) -> list[str]:
+    """One table row per hole kind (and all kinds together) of one stage's report."""
     lines = []
     for kind in (*KINDS, "all"):
         fills = [f for f in report["fills"] if kind in ("all", f["kind"])]
@@ -89,8 +95,8 @@ def rows_of(stage: str, report: dict[str, Any]) -> list[str]:
     return lines
 
 
-HEADER = ("| stage | kind | holes | shown % | exact (ws) % | edit sim | shown: parse % | shown: compile % "
-          "| model calls | p50 ms | p95 ms |\n|---|---|---|---|---|---|---|---|---|---|---|")
+HEADER = ("| model | stage | kind | holes | shown % | exact (ws) % | edit sim | shown: parse % | shown: compile % "
+          "| model calls | p50 ms | p95 ms |\n|---|---|---|---|---|---|---|---|---|---|---|---|")
 
 
 def main() -> int:
@@ -103,6 +109,8 @@ def main() -> int:
                         help="only holes whose file nvcc can judge (compiles alone, not a template)")
     parser.add_argument("--stages", nargs="+", choices=list(STAGES), default=list(STAGES))
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--model", action="append", default=[], metavar="NAME=DIR",
+                        help="checkpoints to compare, each through every stage (default: the embedded model)")
     args = parser.parse_args()
     suite = load_suite("cuda-infill", args.split)
     holes = suite.select(args.kinds)
@@ -114,19 +122,26 @@ def main() -> int:
         print("bench: no holes selected", file=sys.stderr)
         return 2
     header_names()  # built once per nvcc and cached, so no stage waits for it
-    model = load_model(str(EMBEDDED_MODEL), args.device, "auto", False)
+    named = [item.split("=", 1) for item in args.model] or [["dice-tiny", str(EMBEDDED_MODEL)]]
+    if any(len(item) != 2 or not Path(item[1]).is_dir() for item in named):
+        print(f"bench: --model wants NAME=FOLDER with an existing folder, got {args.model}", file=sys.stderr)
+        return 2
     args.out.mkdir(parents=True, exist_ok=True)
     table = [HEADER]
-    for stage in args.stages:
-        pipeline, changes = STAGES[stage]
-        settings = replace(Settings(), **changes)
-        system = systems.ModelSystem(stage, stage, model, settings, pipeline)
-        with tqdm(total=len(holes), desc=stage, unit="hole", file=sys.stderr) as bar:
-            report = evaluate(suite, holes, system, settings={"stage": stage, **changes}, progress=bar.update)
-        (args.out / f"{re.sub(r'[^0-9A-Za-z.]+', '_', stage.replace('+', 'plus_')).strip('_')}.json").write_text(
-            json.dumps(report))
-        table += [f"| {line} |" for line in rows_of(stage, report)]
-        print("\n".join(table[-(len(args.kinds) + 1):]), flush=True)
+    for name, folder in named:
+        model = load_model(folder, args.device, "auto", False)
+        for stage in args.stages:
+            pipeline, changes = STAGES[stage]
+            settings = replace(Settings(), **changes)
+            system = systems.ModelSystem(stage, stage, model, settings, pipeline)
+            with tqdm(total=len(holes), desc=f"{name}: {stage}", unit="hole", file=sys.stderr) as bar:
+                report = evaluate(suite, holes, system, settings={"stage": stage, "model": name, **changes},
+                                  progress=bar.update)
+            stem = re.sub(r"[^0-9A-Za-z.]+", "_", stage.replace("+", "plus_")).strip("_")
+            prefix = f"{name}_" if args.model else ""
+            (args.out / f"{prefix}{stem}.json").write_text(json.dumps(report))
+            table += [f"| {name} | {line} |" for line in rows_of(stage, report)]
+            print("\n".join(table[-(len(args.kinds) + 1):]), flush=True)
     (args.out / "table.md").write_text("\n".join(table) + "\n")
     print("\n".join(table))
     return 0

@@ -9,7 +9,8 @@ import torch
 from dice_lsp.engine import FillRequest, SamplerConfig, fill, load_model
 from dice_lsp.engine.checkpoint import EMBEDDED_MODEL, build_transformer, load_state
 from dice_lsp.engine.config import read_config
-from dice_lsp.engine.quant import SCALE_SUFFIX, dequantize_state, main, quantize_state, write_int8
+from dice_lsp.engine.quant import SCALE_SUFFIX, dequantize_state, quantize_state, write_int8
+from dice_lsp.training.export import main
 from dice_lsp.training.train import grow_depth
 
 

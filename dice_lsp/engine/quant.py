@@ -9,17 +9,14 @@ linear layers run as dynamically quantized int8 products (weights int8 per row, 
 call), which on a 2-core x86 CPU without AVX-512 ran 1.8x faster than fp32 for dice-tiny's shape
 (docs/MODEL.md); the embedding lookup and attention stay in fp32.
 
-    python -m dice_lsp.engine.quant SOURCE_FOLDER OUT_FOLDER     # write an int8 copy of a checkpoint
+`python -m dice_lsp.training.export SOURCE OUT` writes an int8 copy of a trained checkpoint folder.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
-import sys
 import warnings
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TypeVar, cast
 
@@ -106,22 +103,3 @@ def write_int8(source: Path, out: Path) -> list[Path]:
         if (source / name).is_file() and source.resolve() != out.resolve():
             shutil.copyfile(source / name, out / name)
     return written
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m dice_lsp.engine.quant",
-                                     description="write an int8 copy of a native checkpoint folder")
-    parser.add_argument("source", type=Path)
-    parser.add_argument("out", type=Path)
-    ns = parser.parse_args(argv)
-    if not ns.source.is_dir():
-        print(f"error: {ns.source}: not a checkpoint folder", file=sys.stderr)
-        return 2
-    written = write_int8(ns.source, ns.out)
-    total = sum(p.stat().st_size for p in written)
-    print(f"{ns.out}: {len(written)} weight file(s), {total / 1e6:.1f} MB", file=sys.stderr)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -323,3 +323,17 @@ def build_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--device", default="auto")
     parser.add_argument("--compile", action="store_true", help="torch.compile the backbone (GPU)")
     return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m dice_lsp.training.train ...`: the same run as `dice-lsp train`, without the editor's imports
+    (what a bare GPU machine runs)."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    args = build_parser(argparse.ArgumentParser(prog="python -m dice_lsp.training.train")).parse_args(argv)
+    state = train(args)
+    print(f"trained to step {state['step']} in {state['minutes_done']:.1f} min -> {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -19,7 +19,8 @@ from typing import Any
 import torch
 
 from dice_lsp.engine.presets import DICE_TINY, SDAR_8B
-from dice_lsp.engine.sampling import Denoiser, SamplerConfig, fill_in_place, generate_blocks
+from dice_lsp.engine.sampler_config import SamplerConfig
+from dice_lsp.engine.sampling import Denoiser, fill_in_place, generate_blocks
 from dice_lsp.engine.tokenizer import SpecialTokens
 from dice_lsp.engine.transformer import Transformer
 

@@ -713,7 +713,7 @@ def build_parser() -> argparse.ArgumentParser:
     fix.set_defaults(handler=cmd_repair)
 
     from dice_lsp.evals.suite import KIND_HELP, SPLITS, SUITES
-    from dice_lsp.training import train
+    from dice_lsp.training.options import build_parser as train_options
 
     evaluation = sub.add_parser("eval", help="measure the model")
     eval_sub = evaluation.add_subparsers(dest="what", metavar="WHAT", required=True, parser_class=OneLineErrors)
@@ -751,7 +751,7 @@ def build_parser() -> argparse.ArgumentParser:
     table.set_defaults(handler=cmd_eval_table)
 
     trainer = sub.add_parser("train", help="train the embedded masked-diffusion model on a packed corpus")
-    train.build_parser(trainer)
+    train_options(trainer)
     trainer.set_defaults(handler=cmd_train)
     return parser
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from dice_lsp.engine.sampling import SamplerConfig
+from dice_lsp.engine.sampler_config import SamplerConfig
 from dice_lsp.errors import DiceError
 from dice_lsp.remote.client import parse_address
 from dice_lsp.toolchain.flags import CompileFlags, FlagError, check_define

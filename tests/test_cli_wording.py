@@ -46,3 +46,14 @@ def test_every_key_of_repair_json_is_documented() -> None:
     assert set(re.findall(r'"(\w+)":', documented[1])) == printed
     for key in printed:
         assert f"`{key}`" in docs[documented.end():], f"{key} is not explained"
+
+
+def test_the_command_line_builds_without_torch() -> None:
+    """`dice-lsp --help` and argument errors stay instant: torch loads only when a command needs the model."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from dice_lsp.cli import build_parser; build_parser().format_help(); "
+            "print(sorted(m for m in ('torch', 'tree_sitter', 'pygls') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

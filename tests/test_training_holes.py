@@ -196,7 +196,7 @@ def test_a_grown_model_trains_on_the_wall_clock_schedule(setup: tuple[Tokenizer,
     from dice_lsp.cli import main
     from dice_lsp.engine import load_model
 
-    tok, stream = setup
+    _, stream = setup
     data = tmp_path / "pack"
     data.mkdir()
     stream.tofile(data / "train-00.bin")

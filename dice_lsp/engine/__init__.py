@@ -1,9 +1,26 @@
-"""Diffusion runtime: checkpoints, the shared transformer, samplers and infilling. No editor code here."""
+"""Diffusion runtime: checkpoints, the shared transformer, samplers and infilling. No editor code here.
 
-from dice_lsp.engine.checkpoint import EMBEDDED_MODEL, load_model, save_native
-from dice_lsp.engine.infill import Draft, FillRequest, FillResult, answer, batch_key, fill, fill_batch
-from dice_lsp.engine.model import DiffusionLM, LoadedModel
-from dice_lsp.engine.sampling import SamplerConfig
+The names below load on first use, so what needs only a plain value (`SamplerConfig` through
+`dice_lsp.engine.sampler_config`, the settings, `dice-lsp --help`) never imports torch.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dice_lsp.engine.checkpoint import EMBEDDED_MODEL, load_model, save_native
+    from dice_lsp.engine.infill import Draft, FillRequest, FillResult, answer, batch_key, fill, fill_batch
+    from dice_lsp.engine.model import DiffusionLM, LoadedModel
+    from dice_lsp.engine.sampler_config import SamplerConfig
+
+_HOMES = {
+    "EMBEDDED_MODEL": "checkpoint", "load_model": "checkpoint", "save_native": "checkpoint",
+    "Draft": "infill", "FillRequest": "infill", "FillResult": "infill", "answer": "infill", "batch_key": "infill",
+    "fill": "infill", "fill_batch": "infill", "DiffusionLM": "model", "LoadedModel": "model",
+    "SamplerConfig": "sampler_config",
+}
 
 __all__ = [
     "EMBEDDED_MODEL",
@@ -20,3 +37,12 @@ __all__ = [
     "load_model",
     "save_native",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value

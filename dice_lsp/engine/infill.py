@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 import torch
 
 from dice_lsp.engine.model import LoadedModel
+from dice_lsp.engine.sampler_config import SamplerConfig
 from dice_lsp.engine.sampling import (
     CancelCheck,
     Denoiser,
     Progress,
-    SamplerConfig,
     fill_in_place,
     generate_blocks,
     generate_causal,

@@ -9,6 +9,7 @@ Pack (tokenized uint16 shards for the remote GPU box, each <= 12 MB):
 from __future__ import annotations
 
 import argparse
+import ast
 import gzip
 import hashlib
 import json
@@ -97,6 +98,7 @@ def _rocm(name: str, version: str, lic: str, cap: float, *exclude: str, note: st
 VENDORED_CUTLASS = r"(?:^|/)(?:csrc/|3rdparty/|third_party/)cutlass/"
 COMPOSABLE_KERNEL = r"(?:^|/)composable_kernel/"
 TESTS = r"(?:^|/)(?:tests?|unittests?|testsuite|clients)/"
+CK_DEVICE = re.compile(r"\bCK(?:_TILE)?_(?:HOST_)?DEVICE\b")
 # Order matters: the first source that holds a file keeps it through dedup, so upstream libraries go first.
 SOURCES: tuple[Source, ...] = (
     Source("cuda-include", "local", "cuda-toolkit-include", None,
@@ -109,12 +111,12 @@ SOURCES: tuple[Source, ...] = (
           note="unpinned: its PyPI version has a +empty local tag"),
     _pypi("flashinfer-python", "0.7.4", "Apache-2.0", 4.0, r"(?:^|/)cake_", r"(?:^|/)3rdparty/",
           note="3rdparty/ (CCCL, cutlass copies) dropped"),
-    _pypi("flash-attn", "2.8.3.post2", "BSD-3-Clause", 2.0, VENDORED_CUTLASS, COMPOSABLE_KERNEL,
-          note="vendored cutlass and AMD composable_kernel dropped"),
+    _pypi("flash-attn", "2.8.3.post2", "BSD-3-Clause", 2.0, VENDORED_CUTLASS,
+          note="vendored cutlass dropped; its AMD composable_kernel copy (MIT) is read as HIP"),
     _pypi("deepspeed", "0.19.8", "Apache-2.0", 4.0, note="csrc/ copies removed by dedup"),
     _pypi("catboost", "1.2.10", "Apache-2.0", 6.0, note="catboost/cuda kernels plus its util/ C++ library"),
-    _pypi("tilelang", "0.1.14", "MIT", 4.0, COMPOSABLE_KERNEL, VENDORED_CUTLASS,
-          note="bundles tvm; its older cutlass and composable_kernel copies dropped"),
+    _pypi("tilelang", "0.1.14", "MIT", 4.0, VENDORED_CUTLASS,
+          note="bundles tvm; its older cutlass copy dropped, its composable_kernel copy read as HIP"),
     _pypi("aphrodite-engine", "0.10.0", "AGPL-3.0-only", 2.0, VENDORED_CUTLASS, note="vLLM fork"),
     _pypi("colossalai", "0.5.0", "Apache-2.0", 1.0),
     _pypi("lightgbm", "4.7.0", "MIT", 3.0, r"(?:^|/)external_libs/"),
@@ -150,9 +152,7 @@ SOURCES: tuple[Source, ...] = (
     _pypi("ctransformers", "0.2.27", "MIT", 2.0),
     _pypi("fairseq", "0.12.2", "MIT", 1.0),
     # v3 PyPI additions (permissive sdists with CUDA kernels).
-    _pypi("bitsandbytes", "0.42.0", "MIT", 1.0, note="the newest release with an sdist"),
-    _pypi("torchao", "0.1", "BSD-3-Clause", 2.0, VENDORED_CUTLASS, note="the newest release with an sdist"),
-    _pypi("cumm", "0.1.0", "Apache-2.0", 2.0, note="the newest release with an sdist"),
+    _pypi("rwkv", "0.8.32", "Apache-2.0", 1.0),
     _deb("opencv", "4.6.0+dfsg-12", "Apache-2.0", 10.0, r"(?:^|/)3rdparty/"),
     _deb("gromacs", "2022.5-2", "LGPL-2.1-or-later", 6.0, skip=("regressiontests",)),
     _deb("lammps", "20220106.git7586adbb6a+ds1-2", "GPL-2.0-only", 6.0),
@@ -185,6 +185,9 @@ SOURCES: tuple[Source, ...] = (
     _rocm("hipsparse", "5.7.1-1", "MIT", 1.0),
     _rocm("hipfft", "6.1.2-3", "MIT", 1.0),
     _rocm("hipsolver", "5.5.1-8", "MIT", 1.0),
+    _deb("petsc-3.22", "3.22.5+dfsg1-2", "BSD-2-Clause", 2.0, package="petsc", note="trixie"),
+    _deb("sundials-7", "7.1.1+dfsg1-10", "BSD-3-Clause", 2.0, package="sundials", note="trixie"),
+    _deb("colmap-3.10", "3.10-2", "BSD-3-Clause", 2.0, package="colmap", note="trixie"),
     _deb("vtk9", "9.3.0+dfsg1-4", "BSD-3-Clause", 40.0, r"(?:^|/)ThirdParty/(?!vtkm/)", TESTS,
          r"(?:^|/)Testing/", note="with its VTK-m copy (ThirdParty/vtkm); other ThirdParty/ dropped"),
     _deb("clblast", "1.6.3-1", "Apache-2.0", 2.0, TESTS, note="OpenCL kernels (.opencl)"),
@@ -325,7 +328,7 @@ def _split_args(text: str, start: int) -> tuple[list[str], int] | None:
     i = start
     while i < len(text):
         ch = text[i]
-        if ch in "\"'/#":
+        if ch in "\"'#" or (ch == "/" and text[i + 1:i + 2] in ("/", "*")):
             return None
         if ch in "([{":
             depth += 1
@@ -413,12 +416,16 @@ def classify(path: str, text: str) -> tuple[str, str] | None:
     if ext in HIP_EXTS:
         return "cuda", "hip"
     if ext in OPENCL_EXTS:
-        return ("cuda", "opencl") if OPENCL_MARKERS.search(text) else None
+        # OpenCL C (kernels, or device libraries such as pocl's builtins and hashcat's inc_*.cl); a .cl
+        # file that starts like Lisp is not.
+        first = text.lstrip()[:1]
+        return None if first in ("(", ";") and not OPENCL_MARKERS.search(text) else ("cuda", "opencl")
     lang = file_lang(path, text)
     if lang is None:
         return None
     if lang == "cuda":
-        return lang, ("hip" if HIP_MARKERS.search(text) else "cuda")
+        # CUDA files that merely #include a HIP compatibility header under #ifdef stay CUDA
+        return lang, ("hip" if HIP_MARKERS.search(text) and "<<<" not in text else "cuda")
     if "hipLaunchKernelGGL" in text:
         return "cuda", "hip"
     return lang, "cpp"
@@ -785,14 +792,39 @@ def _wanted_v3(path: str) -> bool:
     return os.path.splitext(path)[1].lower() in CUDA_EXTS | CPP_EXTS | HIP_EXTS | OPENCL_EXTS
 
 
+def _wanted_with_python(path: str) -> bool:
+    return _wanted_v3(path) or path.endswith(".py")
+
+
+# PyPI packages whose Python string literals make the standalone held-out set (dice_lsp.training.standalone):
+# their .py files are never read for training.
+STANDALONE_PACKAGES = frozenset({"cupy", "pycuda", "tilelang", "flash-attn", "vllm"})
+
+
+def python_cuda_strings(python_source: str) -> Iterator[tuple[int, str]]:
+    """(line, text) of the string literals of a Python file that define a CUDA kernel."""
+    try:
+        tree = ast.parse(python_source)
+    except (SyntaxError, ValueError, RecursionError):
+        return
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and has_kernel(node.value):
+            yield node.lineno, node.value
+
+
 def collect(src: Source, locations: list[Path], stats: SourceStats) -> list[Candidate]:
     """Decode and filter one source's files; order by content hash so the C/C++ cap samples evenly."""
     excludes = [re.compile(p) for p in src.exclude]
     out: list[Candidate] = []
+    strings = src.kind == "pypi" and src.package not in STANDALONE_PACKAGES
     for location in locations:
-        for path, raw in iter_files(location, _wanted_v3):
-            stats.seen += 1
+        for path, raw in iter_files(location, _wanted_with_python if strings else _wanted_v3):
             text = _decode(raw)
+            if path.endswith(".py"):
+                if text is not None and not any(rx.search(path) for rx in excludes):
+                    out.extend(_string_candidates(src, path, text, stats))
+                continue
+            stats.seen += 1
             if text is None:
                 stats.dropped["not-utf8"] += 1
                 continue
@@ -805,17 +837,32 @@ def collect(src: Source, locations: list[Path], stats: SourceStats) -> list[Cand
             kind = classify(path, text) if reason is None else None
             if reason is None and kind is not None:
                 lang, dialect = kind
-                if src.hip and lang == "cuda":
+                vendored_ck = re.search(COMPOSABLE_KERNEL, path) is not None
+                if vendored_ck and lang == "cpp" and CK_DEVICE.search(text):
+                    lang, dialect = "cuda", "hip"  # CK_TILE_DEVICE & co. expand to __device__
+                if (src.hip or vendored_ck) and lang == "cuda":
                     dialect = "hip"  # ROCm device code is HIP even where it calls no HIP API
                 if src.hip or dialect == "hip":
                     mapped = hip_to_cuda(text)
                     if dialect == "hip":
                         text = mapped
-                out.append(Candidate(path, text, lang, _file_license(src, path), dialect))
+                lic = "MIT" if vendored_ck else _file_license(src, path)  # AMD composable_kernel is MIT
+                out.append(Candidate(path, text, lang, lic, dialect))
             else:
                 stats.dropped[reason or "ext"] += 1
     out.sort(key=lambda c: (c.lang != "cuda", hashlib.sha1(c.path.encode()).digest()))
     return out
+
+
+def _string_candidates(src: Source, path: str, text: str, stats: SourceStats) -> Iterator[Candidate]:
+    """CUDA kernels kept in a Python file's string literals, one candidate per literal."""
+    for line, literal in python_cuda_strings(text):
+        stats.seen += 1
+        reason = drop_reason(path, literal)
+        if reason is None:
+            yield Candidate(f"{path}:{line}.cu", literal, "cuda", src.license, "cuda-pystring")
+        else:
+            stats.dropped[reason] += 1
 
 
 def _prepare(src: Source, offline: bool) -> tuple[Source, list[Path] | str, SourceStats, list[Candidate],

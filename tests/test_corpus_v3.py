@@ -145,3 +145,12 @@ def test_bench_filter_drops_exact_and_near_copies(tmp_path: Path) -> None:
 def test_real_bench_is_loaded() -> None:
     bench = corpus.BenchFilter.load()
     assert bench.size > 400
+
+
+def test_split_archives_keeps_whole_shards_under_the_limit() -> None:
+    shards = [{"file": f"train-{i:02d}.bin", "tokens": 6_000_000} for i in range(10)]
+    meta = {"valid": {"tokens": 1_000_000}, "train": {"shards": shards}}
+    first, second = corpus.split_archives(meta, limit_bytes=10_000_000, ratio=0.4)
+    assert first[:2] == ["meta.json", "valid.bin"]
+    assert first[2:] == ["train-00.bin", "train-01.bin", "train-02.bin"]  # 0.4 + 3 * 2.4 MB <= 10 MB
+    assert second == ["train-03.bin", "train-04.bin", "train-05.bin", "train-06.bin"]  # the rest is left out

@@ -1302,6 +1302,7 @@ def compress_pack(pack_dir: Path, out: Path, limit_mb: float = 52.0, ratio: floa
     groups = list(split_archives(meta, limit, ratio))
     out.mkdir(parents=True, exist_ok=True)
     names = ["pack-a.tar.xz", "pack-b.tar.xz"]
+    shard_tokens = {s["file"]: s["tokens"] for s in meta["train"]["shards"]}
     todo = [0, 1]
     while todo:
         procs = {i: subprocess.Popen(f"tar -C {pack_dir} -cf - {' '.join(groups[i])} | xz -9 -T1 > {out / names[i]}",
@@ -1310,15 +1311,22 @@ def compress_pack(pack_dir: Path, out: Path, limit_mb: float = 52.0, ratio: floa
             if proc.wait() != 0:
                 raise RuntimeError("tar | xz failed")
         todo = []
+        sizes = [(out / names[i]).stat().st_size if groups[i] else 0 for i in (0, 1)]
         for i in procs:
-            if (out / names[i]).stat().st_size > limit:
-                moved = groups[i].pop()
-                LOG.warning("%s over %.0f MB: %s moves on", names[i], limit_mb, moved)
-                if i == 0:
-                    groups[1].insert(0, moved)
-                    todo = [0, 1]
-                else:
-                    todo = [1]
+            if sizes[i] <= limit:
+                continue
+            moved = groups[i].pop()
+            if i == 0:
+                groups[1].insert(0, moved)
+                todo = [0, 1]
+                LOG.warning("%s over %.0f MB: %s moves to %s", names[0], limit_mb, moved, names[1])
+            elif sizes[0] + shard_tokens[moved] * ratio * 1.2 <= limit:
+                groups[0].append(moved)
+                todo = [0, 1]
+                LOG.warning("%s over %.0f MB: %s moves to %s", names[1], limit_mb, moved, names[0])
+            else:
+                todo = [1]
+                LOG.warning("%s over %.0f MB: %s left out", names[1], limit_mb, moved)
     packed = set(groups[0] + groups[1])
     left = [s["file"] for s in meta["train"]["shards"] if s["file"] not in packed]
     summary = {"archives": {names[i]: {"bytes": (out / names[i]).stat().st_size, "files": groups[i]}

@@ -9,6 +9,8 @@ Pack (tokenized uint16 shards for the remote GPU box, each <= 12 MB):
 from __future__ import annotations
 
 import argparse
+import ast
+import gzip
 import hashlib
 import json
 import logging
@@ -35,12 +37,16 @@ LOG = logging.getLogger("dice_lsp.corpus")
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MANIFEST_PATH = Path(__file__).with_name("corpus_manifest.json")
 MARKDOWN_PATH = REPO_ROOT / "docs" / "CORPUS.md"
-DOWNLOADS = REPO_ROOT / "data" / "downloads"
+# DICE_DATA moves the downloads (and nothing else) off the checkout, e.g. onto a bigger disk.
+DOWNLOADS = Path(os.environ.get("DICE_DATA", str(REPO_ROOT / "data"))) / "downloads"
+BENCH_ROOT = REPO_ROOT / "bench"
 CUDA_INCLUDE = Path("/usr/local/cuda/include")
 DEBIAN_POOL = "http://deb.debian.org/debian/pool/main"
 
 CUDA_EXTS = frozenset({".cu", ".cuh", ".cuinl"})
 CPP_EXTS = frozenset({".h", ".hpp", ".cc", ".cpp", ".cxx", ".c", ".inl", ".hxx"})
+HIP_EXTS = frozenset({".hip"})
+OPENCL_EXTS = frozenset({".cl", ".opencl"})
 MAX_FILE_BYTES = 300_000
 MAX_LINE_CHARS = 1000
 SPLITS = ("train", "valid", "test")
@@ -71,6 +77,7 @@ class Source:
     binary: bool = False
     skip_parts: tuple[str, ...] = ()
     note: str = ""
+    hip: bool = False  # ROCm code: HIP API names are mapped to their CUDA spellings (hip_to_cuda)
 
 
 def _pypi(name: str, version: str | None, lic: str, cap: float, *exclude: str, binary: bool = False,
@@ -79,12 +86,19 @@ def _pypi(name: str, version: str | None, lic: str, cap: float, *exclude: str, b
 
 
 def _deb(name: str, version: str, lic: str, cap: float, *exclude: str, skip: tuple[str, ...] = (),
-         note: str = "") -> Source:
-    return Source(name, "debian", name, version, lic, cap, exclude, False, skip, note)
+         note: str = "", package: str = "", hip: bool = False) -> Source:
+    return Source(name, "debian", package or name, version, lic, cap, exclude, False, skip, note, hip)
+
+
+def _rocm(name: str, version: str, lic: str, cap: float, *exclude: str, note: str = "") -> Source:
+    """A Debian (trixie) ROCm library: HIP kernels, mapped to CUDA spellings where the mapping is exact."""
+    return _deb(name, version, lic, cap, TESTS, *exclude, note=note, hip=True)
 
 
 VENDORED_CUTLASS = r"(?:^|/)(?:csrc/|3rdparty/|third_party/)cutlass/"
 COMPOSABLE_KERNEL = r"(?:^|/)composable_kernel/"
+TESTS = r"(?:^|/)(?:tests?|unittests?|testsuite|clients)/"
+CK_DEVICE = re.compile(r"\bCK(?:_TILE)?_(?:HOST_)?DEVICE\b")
 # Order matters: the first source that holds a file keeps it through dedup, so upstream libraries go first.
 SOURCES: tuple[Source, ...] = (
     Source("cuda-include", "local", "cuda-toolkit-include", None,
@@ -97,12 +111,12 @@ SOURCES: tuple[Source, ...] = (
           note="unpinned: its PyPI version has a +empty local tag"),
     _pypi("flashinfer-python", "0.7.4", "Apache-2.0", 4.0, r"(?:^|/)cake_", r"(?:^|/)3rdparty/",
           note="3rdparty/ (CCCL, cutlass copies) dropped"),
-    _pypi("flash-attn", "2.8.3.post2", "BSD-3-Clause", 2.0, VENDORED_CUTLASS, COMPOSABLE_KERNEL,
-          note="vendored cutlass and AMD composable_kernel dropped"),
+    _pypi("flash-attn", "2.8.3.post2", "BSD-3-Clause", 2.0, VENDORED_CUTLASS,
+          note="vendored cutlass dropped; its AMD composable_kernel copy (MIT) is read as HIP"),
     _pypi("deepspeed", "0.19.8", "Apache-2.0", 4.0, note="csrc/ copies removed by dedup"),
     _pypi("catboost", "1.2.10", "Apache-2.0", 6.0, note="catboost/cuda kernels plus its util/ C++ library"),
-    _pypi("tilelang", "0.1.14", "MIT", 4.0, COMPOSABLE_KERNEL, VENDORED_CUTLASS,
-          note="bundles tvm; its older cutlass and composable_kernel copies dropped"),
+    _pypi("tilelang", "0.1.14", "MIT", 4.0, VENDORED_CUTLASS,
+          note="bundles tvm; its older cutlass copy dropped, its composable_kernel copy read as HIP"),
     _pypi("aphrodite-engine", "0.10.0", "AGPL-3.0-only", 2.0, VENDORED_CUTLASS, note="vLLM fork"),
     _pypi("colossalai", "0.5.0", "Apache-2.0", 1.0),
     _pypi("lightgbm", "4.7.0", "MIT", 3.0, r"(?:^|/)external_libs/"),
@@ -137,6 +151,8 @@ SOURCES: tuple[Source, ...] = (
     _pypi("torch-points-kernels", "0.7.0", "MIT", 1.0),
     _pypi("ctransformers", "0.2.27", "MIT", 2.0),
     _pypi("fairseq", "0.12.2", "MIT", 1.0),
+    # v3 PyPI additions (permissive sdists with CUDA kernels).
+    _pypi("rwkv", "0.8.32", "Apache-2.0", 1.0),
     _deb("opencv", "4.6.0+dfsg-12", "Apache-2.0", 10.0, r"(?:^|/)3rdparty/"),
     _deb("gromacs", "2022.5-2", "LGPL-2.1-or-later", 6.0, skip=("regressiontests",)),
     _deb("lammps", "20220106.git7586adbb6a+ds1-2", "GPL-2.0-only", 6.0),
@@ -154,19 +170,65 @@ SOURCES: tuple[Source, ...] = (
     _deb("ffmpeg", "7:5.1.9-0+deb12u1", "LGPL-2.1-or-later", 0.0, note="only its CUDA filters are kept"),
     _deb("blender", "3.4.1+dfsg-2", "GPL-2.0-or-later AND Apache-2.0", 0.0, note="only CUDA (Cycles) files"),
     _deb("petsc", "3.18.5+dfsg1-1", "BSD-2-Clause", 2.0),
+    # v3 GPU additions (Debian trixie): ROCm libraries (HIP mapped to CUDA spellings), OpenCL kernels, VTK-m.
+    _deb("pytorch-2.6", "2.6.0+dfsg-7", "BSD-3-Clause", 12.0, r"(?:^|/)third_party/", TESTS, package="pytorch",
+         note="trixie; its CUDA kernels beyond near-copies of 1.13's"),
+    _rocm("rocblas", "5.5.1+dfsg-7", "MIT", 6.0),
+    _rocm("rocsparse", "5.7.1-6", "MIT", 4.0),
+    _rocm("rocsolver", "5.5.1-7", "BSD-2-Clause", 4.0),
+    _rocm("rocfft", "6.1.2-1", "MIT", 3.0),
+    _rocm("rocrand", "5.7.1-6", "MIT", 2.0),
+    _rocm("rccl", "5.4.3-3", "BSD-3-Clause", 2.0, note="NCCL's ROCm port"),
+    _rocm("rocm-hipamd", "5.7.1-6+deb13u1", "MIT", 4.0, note="HIP runtime and headers"),
+    _rocm("rocalution", "5.7.1-3", "MIT", 3.0),
+    _rocm("hipblas", "5.5.1-4", "MIT", 1.0),
+    _rocm("hipsparse", "5.7.1-1", "MIT", 1.0),
+    _rocm("hipfft", "6.1.2-3", "MIT", 1.0),
+    _rocm("hipsolver", "5.5.1-8", "MIT", 1.0),
+    _deb("petsc-3.22", "3.22.5+dfsg1-2", "BSD-2-Clause", 2.0, package="petsc", note="trixie"),
+    _deb("sundials-7", "7.1.1+dfsg1-10", "BSD-3-Clause", 2.0, package="sundials", note="trixie"),
+    _deb("colmap-3.10", "3.10-2", "BSD-3-Clause", 2.0, package="colmap", note="trixie"),
+    _deb("vtk9", "9.3.0+dfsg1-4", "BSD-3-Clause", 40.0, r"(?:^|/)ThirdParty/(?!vtkm/)", TESTS,
+         r"(?:^|/)Testing/", note="with its VTK-m copy (ThirdParty/vtkm); other ThirdParty/ dropped"),
+    _deb("clblast", "1.6.3-1", "Apache-2.0", 2.0, TESTS, note="OpenCL kernels (.opencl)"),
+    _deb("clfft", "2.12.2-5", "Apache-2.0", 2.0, TESTS),
+    _deb("pocl", "6.0-6", "MIT", 4.0, TESTS, r"(?:^|/)examples/", note="OpenCL kernel library (.cl)"),
+    _deb("opencv-4.10", "4.10.0+dfsg-5", "Apache-2.0", 20.0, r"(?:^|/)3rdparty/", package="opencv",
+         note="trixie; OpenCL (.cl) and CUDA files of the newer release"),
     # General permissively licensed C/C++ base, capped.
-    _deb("boost1.81", "1.81.0-5+deb12u1", "BSL-1.0", 16.0),
-    _deb("llvm-toolchain-15", "1:15.0.6-4", "Apache-2.0 WITH LLVM-exception", 14.0, r"(?:^|/)test/"),
+    _deb("boost1.88", "1.88.0-1", "BSL-1.0", 120.0, note="trixie; the whole of boost"),
+    _deb("llvm-toolchain-19", "1:19.1.7-3", "Apache-2.0 WITH LLVM-exception", 240.0, TESTS,
+         r"(?:^|/)(?:llvm|clang|mlir|lld|lldb|flang|bolt|polly)/test/",
+         note="trixie; llvm, clang, mlir, libcxx, lldb … minus tests"),
+    _deb("mesa", "25.0.7-2+deb13u1", "MIT", 50.0, TESTS),
+    _deb("nodejs", "20.19.2+dfsg-1+deb13u3", "MIT AND BSD-3-Clause", 50.0, r"(?:^|/)deps/(?!v8/|uv/)", TESTS,
+         note="node (MIT) and deps/v8 (BSD-3-Clause); other deps/ dropped"),
+    _deb("godot", "3.6+ds-2", "MIT", 30.0, r"(?:^|/)thirdparty/", note="thirdparty/ dropped"),
+    _deb("openssl", "3.5.7-1~deb13u2", "Apache-2.0", 30.0, TESTS),
+    _deb("postgresql-15", "15.18-0+deb12u1", "PostgreSQL", 30.0, TESTS),
+    _deb("sqlite3", "3.46.1-7+deb13u2", "blessing", 10.0, skip=("www",), note="public domain"),
+    _deb("curl", "8.14.1-2+deb13u7", "curl", 10.0, TESTS),
+    _deb("libzstd", "1.5.7+dfsg-1", "BSD-3-Clause OR GPL-2.0-only", 5.0, TESTS),
+    _deb("lz4", "1.10.0-4", "BSD-2-Clause", 2.0, r"(?:^|/)programs/", TESTS, note="lib/ only (programs/ is GPL)"),
+    _deb("libuv1", "1.50.0-2", "MIT", 5.0, TESTS),
+    _deb("python3.13", "3.13.5-2+deb13u5", "PSF-2.0", 30.0, r"(?:^|/)Lib/", TESTS),
+    _deb("cmake", "3.25.1-1", "BSD-3-Clause", 20.0, r"(?:^|/)Utilities/", TESTS,
+         note="Utilities/ (vendored libs) dropped"),
+    _deb("embree", "3.13.5+dfsg-2", "Apache-2.0", 10.0, TESTS),
+    _deb("openexr", "3.1.13-2", "BSD-3-Clause", 10.0, TESTS),
+    _deb("assimp", "5.4.3+ds-2", "BSD-3-Clause", 10.0, r"(?:^|/)contrib/", TESTS),
+    _deb("bullet", "3.24+dfsg-2.1", "Zlib", 15.0, r"(?:^|/)examples/ThirdPartyLibs/", TESTS),
+    _deb("armadillo", "1:11.4.2+dfsg-1", "Apache-2.0", 5.0, TESTS),
     _deb("eigen3", "3.4.0-4", "MPL-2.0", 6.0),
-    _deb("abseil", "20220623.1-1+deb12u2", "Apache-2.0", 6.0),
-    _deb("protobuf", "3.21.12-3+deb12u1", "BSD-3-Clause", 6.0),
-    _deb("grpc", "1.51.1-3", "Apache-2.0", 6.0, r"(?:^|/)third_party/"),
-    _deb("onetbb", "2021.8.0-2+deb12u1", "Apache-2.0", 4.0),
+    _deb("abseil", "20220623.1-1+deb12u2", "Apache-2.0", 15.0),
+    _deb("protobuf", "3.21.12-3+deb12u1", "BSD-3-Clause", 15.0),
+    _deb("grpc", "1.51.1-3", "Apache-2.0", 15.0, r"(?:^|/)third_party/"),
+    _deb("onetbb", "2021.8.0-2+deb12u1", "Apache-2.0", 8.0),
     _deb("fmtlib", "9.1.0+ds1-2", "MIT", 2.0),
     _deb("googletest", "1.12.1-0.2", "BSD-3-Clause", 2.0),
     _deb("benchmark", "1.7.1-1", "Apache-2.0", 1.0),
-    _deb("highway", "1.0.3-3+deb12u1", "Apache-2.0", 3.0),
-    _deb("simdjson", "3.0.1-1", "Apache-2.0", 2.0),
+    _deb("highway", "1.0.3-3+deb12u1", "Apache-2.0", 6.0),
+    _deb("simdjson", "3.0.1-1", "Apache-2.0", 4.0),
     _deb("range-v3", "0.12.0-1", "BSL-1.0", 2.0),
     _deb("pybind11", "2.10.3-1", "BSD-3-Clause", 1.0),
     _deb("re2", "20220601+dfsg-1", "BSD-3-Clause", 1.0),
@@ -205,6 +267,262 @@ def drop_reason(path: str, text: str) -> str | None:
     if digits > 0.4 * len(text):
         return "data-table"
     return None
+
+
+# ---------------------------------------------------------------- HIP -> CUDA spellings (pure, unit-tested)
+
+# Exact one-to-one renames. Prefix rules map every `hip<Name>` of an API family whose CUDA twin is
+# `cuda<Name>` (runtime) or a library prefix; the explicit table covers the rest.
+HIP_EXACT: dict[str, str] = {
+    "hipThreadIdx_x": "threadIdx.x", "hipThreadIdx_y": "threadIdx.y", "hipThreadIdx_z": "threadIdx.z",
+    "hipBlockIdx_x": "blockIdx.x", "hipBlockIdx_y": "blockIdx.y", "hipBlockIdx_z": "blockIdx.z",
+    "hipBlockDim_x": "blockDim.x", "hipBlockDim_y": "blockDim.y", "hipBlockDim_z": "blockDim.z",
+    "hipGridDim_x": "gridDim.x", "hipGridDim_y": "gridDim.y", "hipGridDim_z": "gridDim.z",
+    "hipcub": "cub", "HIPCUB_STDERR": "CUB_STDERR", "__HIP_DEVICE_COMPILE__": "__CUDA_ARCH__",
+    "__HIP_PLATFORM_AMD__": "__CUDACC__", "__HIPCC__": "__CUDACC__",
+    "hipLaunchKernel": "cudaLaunchKernel", "hipblasHandle_t": "cublasHandle_t",
+    "hipsparseHandle_t": "cusparseHandle_t", "hipfftHandle": "cufftHandle", "hiprandState": "curandState",
+    "hipComplex": "cuComplex", "hipDoubleComplex": "cuDoubleComplex", "hipFloatComplex": "cuFloatComplex",
+}
+HIP_INCLUDES: dict[str, str] = {
+    "hip/hip_runtime.h": "cuda_runtime.h", "hip/hip_runtime_api.h": "cuda_runtime_api.h",
+    "hip/hip_fp16.h": "cuda_fp16.h", "hip/hip_bfloat16.h": "cuda_bf16.h", "hip/hip_complex.h": "cuComplex.h",
+    "hip/hip_cooperative_groups.h": "cooperative_groups.h", "hipcub/hipcub.hpp": "cub/cub.cuh",
+    "hiprand/hiprand.h": "curand.h", "hiprand/hiprand_kernel.h": "curand_kernel.h",
+    "hipblas/hipblas.h": "cublas_v2.h", "hipblas.h": "cublas_v2.h", "hipsparse/hipsparse.h": "cusparse.h",
+    "hipsparse.h": "cusparse.h", "hipfft/hipfft.h": "cufft.h", "hipfft.h": "cufft.h",
+}
+# hip<Upper...> -> cuda<Upper...> for runtime API names and types (hipMalloc, hipStream_t, hipSuccess, ...);
+# library prefixes keep their suffix unchanged (hipblasSgemm -> cublasSgemm, HIPBLAS_OP_N -> CUBLAS_OP_N).
+HIP_PREFIXES: tuple[tuple[str, str], ...] = (
+    ("hipblas", "cublas"), ("hipsparse", "cusparse"), ("hipfft", "cufft"), ("hiprand", "curand"),
+    ("hipsolver", "cusolver"), ("HIPBLAS_", "CUBLAS_"), ("HIPSPARSE_", "CUSPARSE_"), ("HIPFFT_", "CUFFT_"),
+    ("HIPRAND_", "CURAND_"), ("hip", "cuda"),
+)
+_HIP_WORD = re.compile(r"\b(?:hip[A-Za-z_]\w*|HIP(?:BLAS|SPARSE|FFT|RAND)_\w+"
+                       r"|__HIP_DEVICE_COMPILE__|__HIP_PLATFORM_AMD__|__HIPCC__)\b")
+_HIP_INCLUDE = re.compile(r'(#\s*include\s*[<"])([^>"]+)([>"])')
+_LAUNCH = re.compile(r"\bhipLaunchKernelGGL\s*\(")
+# HIP's legacy full-wavefront shuffles are CUDA's *_sync with a full mask.
+_SHFL = re.compile(r"\b(__shfl(?:_xor|_down|_up)?)\s*\(")
+# Names whose hip->cuda rename is not a real CUDA name: keep them as they are.
+_HIP_KEEP = re.compile(r"^hip(?:LaunchKernelGGL|Ext\w*|Hcc\w*|Extract\w*|Rtc\w*|Module\w*|_\w*|cub\w*|rtc\w*)$")
+
+
+def _rename_hip(name: str) -> str:
+    if name in HIP_EXACT:
+        return HIP_EXACT[name]
+    if _HIP_KEEP.match(name):
+        return name
+    for hip, cuda in HIP_PREFIXES:
+        rest = name[len(hip):]
+        if name.startswith(hip) and rest and (hip != "hip" or rest[0].isupper()):
+            return cuda + rest
+    return name
+
+
+def _split_args(text: str, start: int) -> tuple[list[str], int] | None:
+    """Top-level comma-separated arguments of the call whose '(' is just before `start`, and the index after
+    its ')'; None when the parentheses do not balance or a string/comment/preprocessor line makes it unclear."""
+    depth, args, current = 0, [], start
+    i = start
+    while i < len(text):
+        ch = text[i]
+        if ch in "\"'#" or (ch == "/" and text[i + 1:i + 2] in ("/", "*")):
+            return None
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            if depth == 0:
+                if ch != ")":
+                    return None
+                args.append(text[current:i])
+                return [a.strip() for a in args], i + 1
+            depth -= 1
+        elif ch == "<" and depth == 0 and text[i - 1:i] != " " and re.match(r"\w", text[i - 1:i] or " "):
+            # template argument list: skip to its matching '>' (no nested comparisons expected)
+            close = _match_angle(text, i)
+            if close is None:
+                return None
+            i = close
+        elif ch == "," and depth == 0:
+            args.append(text[current:i])
+            current = i + 1
+        i += 1
+    return None
+
+
+def _match_angle(text: str, start: int) -> int | None:
+    depth = 0
+    for j in range(start, min(len(text), start + 400)):
+        if text[j] == "<":
+            depth += 1
+        elif text[j] == ">":
+            depth -= 1
+            if depth == 0:
+                return j
+        elif text[j] in ";{}":
+            return None
+    return None
+
+
+def _launch_to_chevrons(text: str) -> str:
+    """hipLaunchKernelGGL(k, grid, block, shmem, stream, args...) -> k<<<grid, block, shmem, stream>>>(args...)
+    where the argument list parses unambiguously; other launches stay as they are."""
+    out: list[str] = []
+    pos = 0
+    for match in _LAUNCH.finditer(text):
+        if match.start() < pos:
+            continue
+        parsed = _split_args(text, match.end())
+        if parsed is None or len(parsed[0]) < 5 or not all(parsed[0][:5]):
+            continue
+        args, end = parsed
+        kernel = args[0]
+        if kernel.startswith("(") and kernel.endswith(")"):
+            kernel = kernel[1:-1].strip()
+        if kernel.startswith("HIP_KERNEL_NAME(") and kernel.endswith(")"):
+            kernel = kernel[len("HIP_KERNEL_NAME("):-1].strip()
+        launch = f"{kernel}<<<{args[1]}, {args[2]}, {args[3]}, {args[4]}>>>({', '.join(args[5:])})"
+        out.append(text[pos:match.start()])
+        out.append(launch)
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def hip_to_cuda(text: str) -> str:
+    """HIP source with the exact one-to-one API names in CUDA spelling; everything else left as is."""
+    text = _launch_to_chevrons(text)
+
+    def include(m: re.Match[str]) -> str:
+        target = HIP_INCLUDES.get(m.group(2))
+        return f"{m.group(1)}{target}{m.group(3)}" if target else m.group(0)
+
+    text = _HIP_INCLUDE.sub(include, text)
+
+    text = _HIP_WORD.sub(lambda m: _rename_hip(m.group(0)), text)
+    return _SHFL.sub(lambda m: f"{m.group(1)}_sync(0xffffffff, ", text)
+
+
+HIP_MARKERS = re.compile(r"\bhipLaunchKernelGGL\b|#\s*include\s*[<\"]hip/|\bhip(?:Malloc|Memcpy|Stream_t)\b")
+OPENCL_MARKERS = re.compile(r"\b__kernel\b|\bkernel\s+void\b|\b__global\s+\w")
+
+
+def classify(path: str, text: str) -> tuple[str, str] | None:
+    """(lang, dialect): lang "cuda" is GPU-kernel code (dialect "cuda", "hip" or "opencl"), "cpp" is plain
+    C/C++ (dialect "cpp"); None for files of neither kind (.cl files with no OpenCL kernel, e.g. Lisp)."""
+    ext = os.path.splitext(path)[1].lower()
+    if ext in HIP_EXTS:
+        return "cuda", "hip"
+    if ext in OPENCL_EXTS:
+        # OpenCL C (kernels, or device libraries such as pocl's builtins and hashcat's inc_*.cl); a .cl
+        # file that starts like Lisp is not.
+        first = text.lstrip()[:1]
+        return None if first in ("(", ";") and not OPENCL_MARKERS.search(text) else ("cuda", "opencl")
+    lang = file_lang(path, text)
+    if lang is None:
+        return None
+    if lang == "cuda":
+        # CUDA files that merely #include a HIP compatibility header under #ifdef stay CUDA
+        return lang, ("hip" if HIP_MARKERS.search(text) and "<<<" not in text else "cuda")
+    if "hipLaunchKernelGGL" in text:
+        return "cuda", "hip"
+    return lang, "cpp"
+
+
+# ---------------------------------------------------------------- licenses (pure, unit-tested)
+
+# SPDX ids the embedded model (an Apache-2.0 package) may be trained on.
+PERMISSIVE_LICENSES = frozenset({
+    "MIT", "BSD-2-Clause", "BSD-3-Clause", "Apache-2.0", "BSL-1.0", "ISC", "Zlib", "PSF-2.0", "Unlicense",
+    "LicenseRef-Public-Domain", "blessing", "PostgreSQL", "curl", "NCSA",
+})
+
+
+def is_permissive(expression: str) -> bool:
+    """True when an SPDX expression (AND / OR / WITH, no parentheses) lets us train on the file: every AND
+    term needs one permissive OR alternative; `WITH LLVM-exception` keeps Apache-2.0 permissive; anything
+    unknown (LicenseRef-NVIDIA-*, GPL, LGPL, MPL, AGPL) is not."""
+    if not expression.strip() or "(" in expression:
+        return False
+    for term in expression.split(" AND "):
+        options = [o.strip() for o in term.split(" OR ")]
+        if not any(_permissive_id(o) for o in options):
+            return False
+    return True
+
+
+def _permissive_id(option: str) -> bool:
+    lic, _, exception = option.partition(" WITH ")
+    if exception and exception.strip() != "LLVM-exception":
+        return False
+    return lic.strip() in PERMISSIVE_LICENSES
+
+
+# ---------------------------------------------------------------- benchmark exclusion
+
+# Upstream projects the CUDA-Infill suite and the held-out sets draw from (bench/infill/sources.json, its
+# executable part, bench/heldout): never a corpus source, in any version.
+BENCH_PROJECTS = frozenset({
+    "onnxruntime", "open3d", "pcl", "pytorch-audio", "torchaudio", "hypre", "ceres-solver", "gloo", "lightseq",
+    "transformer-engine", "transformer-engine-torch", "chainer", "thinc", "optimum-quanto", "hqq",
+    "inplace-abn", "torchsort", "warp-rnnt", "chamferdist", "torch-kdtree", "scikit-cuda", "aqlm",
+})
+# Vendored copies of those projects inside other archives.
+BENCH_PATHS = re.compile(r"(?:^|/)(?:onnxruntime|open3d|Open3D|hypre|ceres-solver|ceres|gloo|lightseq|"
+                         r"transformer_engine|TransformerEngine|chainerx?|chainerx_cc|thinc|quanto|hqq|"
+                         r"inplace_abn|torchsort|warp_rnnt|warp-rnnt|chamferdist|torch_kdtree|skcuda|"
+                         r"torchaudio|pytorch-audio)/")
+
+
+def bench_projects(bench: Path = BENCH_ROOT) -> set[str]:
+    """BENCH_PROJECTS plus every source the suite's sources.json and executable files name."""
+    names = set(BENCH_PROJECTS)
+    sources = bench / "infill" / "sources.json"
+    if sources.exists():
+        data = json.loads(sources.read_text())
+        names |= {s["name"] for s in data.get("sources", [])}
+        names |= {k.split()[0] for k in data.get("dropped_sources", {})}
+    for record in _bench_records(bench, heldout=False):
+        names.add(str(record.get("source", "")))
+    return names - {""}
+
+
+def _bench_records(bench: Path, heldout: bool = True) -> Iterator[dict[str, Any]]:
+    """Files of the suite (test and dev) and, with `heldout`, of bench/heldout (drawn from this corpus's test
+    split and from cupy/pycuda/tilelang string literals)."""
+    for path in sorted((bench / "infill").glob("*/*.files.jsonl.gz")):
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            for line in fh:
+                yield json.loads(line)
+    for path in sorted((bench / "heldout").glob("*.jsonl")) if heldout else []:
+        with path.open(encoding="utf-8") as fh:
+            for line in fh:
+                yield json.loads(line)
+
+
+class BenchFilter:
+    """Exact and MinHash near-duplicate check of corpus files against every suite/dev/held-out file."""
+
+    def __init__(self, texts: Sequence[str]) -> None:
+        self.exact = {exact_key(t) for t in texts}
+        self.near = NearDeduper()
+        for text in texts:
+            self.near.remember(self.near.signature(text))
+        self.size = len(texts)
+
+    @classmethod
+    def load(cls, bench: Path = BENCH_ROOT) -> BenchFilter:
+        return cls([str(r["text"]) for r in _bench_records(bench) if r.get("text")])
+
+    def reason(self, text: str, sig: np.ndarray | None = None) -> str | None:
+        """"bench-exact", "bench-near" or None."""
+        if exact_key(text) in self.exact:
+            return "bench-exact"
+        if self.near.match(self.near.signature(text) if sig is None else sig) is not None:
+            return "bench-near"
+        return None
 
 
 def has_kernel(text: str) -> bool:
@@ -459,81 +777,181 @@ class Candidate:
     text: str
     lang: str
     license: str
+    dialect: str = "cpp"  # "cuda" | "hip" (mapped to CUDA spellings) | "opencl" | "cpp"
 
 
 def _file_license(src: Source, path: str) -> str:
-    """Per-file license; only the CUDA include folder mixes two."""
+    """Per-file license; only the CUDA include folder mixes two (cccl/ is Apache-2.0 WITH LLVM-exception,
+    everything else there is under NVIDIA's CUDA EULA and never trained on)."""
     if src.kind == "local":
         return "Apache-2.0 WITH LLVM-exception" if path.startswith("cccl/") else "LicenseRef-NVIDIA-CUDA-EULA"
     return src.license
+
+
+def _wanted_v3(path: str) -> bool:
+    return os.path.splitext(path)[1].lower() in CUDA_EXTS | CPP_EXTS | HIP_EXTS | OPENCL_EXTS
+
+
+def _wanted_with_python(path: str) -> bool:
+    return _wanted_v3(path) or path.endswith(".py")
+
+
+# PyPI packages whose Python string literals make the standalone held-out set (dice_lsp.training.standalone):
+# their .py files are never read for training.
+STANDALONE_PACKAGES = frozenset({"cupy", "pycuda", "tilelang", "flash-attn", "vllm"})
+
+
+def python_cuda_strings(python_source: str) -> Iterator[tuple[int, str]]:
+    """(line, text) of the string literals of a Python file that define a CUDA kernel."""
+    try:
+        tree = ast.parse(python_source)
+    except (SyntaxError, ValueError, RecursionError):
+        return
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and has_kernel(node.value):
+            yield node.lineno, node.value
 
 
 def collect(src: Source, locations: list[Path], stats: SourceStats) -> list[Candidate]:
     """Decode and filter one source's files; order by content hash so the C/C++ cap samples evenly."""
     excludes = [re.compile(p) for p in src.exclude]
     out: list[Candidate] = []
+    strings = src.kind == "pypi" and src.package not in STANDALONE_PACKAGES
     for location in locations:
-        for path, raw in iter_files(location):
-            stats.seen += 1
+        for path, raw in iter_files(location, _wanted_with_python if strings else _wanted_v3):
             text = _decode(raw)
+            if path.endswith(".py"):
+                if text is not None and not any(rx.search(path) for rx in excludes):
+                    out.extend(_string_candidates(src, path, text, stats))
+                continue
+            stats.seen += 1
             if text is None:
                 stats.dropped["not-utf8"] += 1
                 continue
-            reason = "excluded" if any(rx.search(path) for rx in excludes) else drop_reason(path, text)
-            lang = file_lang(path, text)
-            if reason is None and lang is not None:
-                out.append(Candidate(path, text, lang, _file_license(src, path)))
+            if any(rx.search(path) for rx in excludes):
+                reason: str | None = "excluded"
+            elif BENCH_PATHS.search(path):
+                reason = "bench-project"
+            else:
+                reason = drop_reason(path, text)
+            kind = classify(path, text) if reason is None else None
+            if reason is None and kind is not None:
+                lang, dialect = kind
+                vendored_ck = re.search(COMPOSABLE_KERNEL, path) is not None
+                if vendored_ck and lang == "cpp" and CK_DEVICE.search(text):
+                    lang, dialect = "cuda", "hip"  # CK_TILE_DEVICE & co. expand to __device__
+                if (src.hip or vendored_ck) and lang == "cuda":
+                    dialect = "hip"  # ROCm device code is HIP even where it calls no HIP API
+                if src.hip or dialect == "hip":
+                    mapped = hip_to_cuda(text)
+                    if dialect == "hip":
+                        text = mapped
+                lic = "MIT" if vendored_ck else _file_license(src, path)  # AMD composable_kernel is MIT
+                out.append(Candidate(path, text, lang, lic, dialect))
             else:
                 stats.dropped[reason or "ext"] += 1
     out.sort(key=lambda c: (c.lang != "cuda", hashlib.sha1(c.path.encode()).digest()))
     return out
 
 
-def build(sources: Sequence[Source], out_dir: Path, offline: bool) -> dict[str, Any]:
-    """Fetch, filter, dedup and split every source; write the jsonl splits, stats.json and manifest."""
+def _string_candidates(src: Source, path: str, text: str, stats: SourceStats) -> Iterator[Candidate]:
+    """CUDA kernels kept in a Python file's string literals, one candidate per literal."""
+    for line, literal in python_cuda_strings(text):
+        stats.seen += 1
+        reason = drop_reason(path, literal)
+        if reason is None:
+            yield Candidate(f"{path}:{line}.cu", literal, "cuda", src.license, "cuda-pystring")
+        else:
+            stats.dropped[reason] += 1
+
+
+def _prepare(src: Source, offline: bool) -> tuple[Source, list[Path] | str, SourceStats, list[Candidate],
+                                                  list[np.ndarray]]:
+    """Worker side of build: locate, collect, pre-cap C/C++ (with slack for dedup) and MinHash the rest."""
+    stats = SourceStats()
+    try:
+        locations = _locate(src, offline)
+    except RuntimeError as exc:
+        return src, str(exc), stats, [], []
+    cands = collect(src, locations, stats)
+    cap, slack, kept = src.cpp_cap_mb * MiB, 1.25, 0
+    chosen: list[Candidate] = []
+    for cand in cands:
+        if cand.lang == "cpp":
+            size = len(cand.text.encode("utf-8"))
+            if kept + size > cap * slack:
+                stats.dropped["cpp-cap"] += 1
+                continue
+            kept += size
+        chosen.append(cand)
+    near = NearDeduper()
+    return src, locations, stats, chosen, [near.signature(c.text) for c in chosen]
+
+
+def build(sources: Sequence[Source], out_dir: Path, offline: bool, jobs: int = 2) -> dict[str, Any]:
+    """Fetch, filter, dedup and split every source; write the jsonl splits, stats.json and manifest.
+    Workers read and MinHash the sources; dedup runs here, in SOURCES order, so the result does not depend
+    on `jobs`. Files that copy a CUDA-Infill suite/dev or held-out file never reach train or valid."""
+    import multiprocessing
+
+    banned = bench_projects()
+    refused = [s.name for s in sources if s.name in banned or s.package in banned]
+    if refused:
+        raise SystemExit(f"sources the benchmark draws from may not be in the corpus: {refused}")
     out_dir.mkdir(parents=True, exist_ok=True)
     writers = {s: (out_dir / f"{s}.jsonl").open("w", encoding="utf-8") for s in SPLITS}
     seen_exact: set[bytes] = set()
     near = NearDeduper()
+    bench = BenchFilter.load()
     all_stats: dict[str, dict[str, Any]] = {}
     manifest_sources: list[dict[str, Any]] = []
     failures: dict[str, str] = {}
-    bar = tqdm(sources, desc="sources", unit="src", file=sys.stderr)
-    for src in bar:
+    pool = multiprocessing.get_context("fork").Pool(jobs) if jobs > 1 else None
+    results = (pool.imap(_prepare_star, [(s, offline) for s in sources]) if pool
+               else (_prepare(s, offline) for s in sources))
+    bar = tqdm(results, total=len(sources), desc="sources", unit="src", file=sys.stderr)
+    for src, locations, stats, cands, sigs in bar:
         bar.set_postfix_str(src.name)
-        try:
-            locations = _locate(src, offline)
-        except RuntimeError as exc:
-            LOG.warning("%s: %s", src.name, exc)
-            failures[src.name] = str(exc)
+        if isinstance(locations, str):
+            LOG.warning("%s: %s", src.name, locations)
+            failures[src.name] = locations
             continue
-        stats = SourceStats()
         cap = src.cpp_cap_mb * MiB
-        for cand in collect(src, locations, stats):
+        for cand, sig in zip(cands, sigs, strict=True):
             size = len(cand.text.encode("utf-8"))
             if cand.lang == "cpp" and stats.kept_bytes["cpp"] + size > cap:
                 stats.dropped["cpp-cap"] += 1
                 continue
+            split = assign_split(src.name, cand.path, cand.text, cand.lang)
+            if split != "test":
+                why = bench.reason(cand.text, sig)
+                if why is not None:
+                    stats.dropped[why] += 1
+                    continue
             key = exact_key(cand.text)
             if key in seen_exact:
                 stats.dropped["exact-dup"] += 1
                 continue
             seen_exact.add(key)
-            if near.is_duplicate(cand.text):
+            if near.match(sig) is not None:
                 stats.dropped["near-dup"] += 1
                 continue
-            split = assign_split(src.name, cand.path, cand.text, cand.lang)
-            record = {"source": src.name, "path": cand.path, "lang": cand.lang, "license": cand.license,
-                      "text": cand.text}
+            near.remember(sig)
+            record = {"source": src.name, "path": cand.path, "lang": cand.lang, "dialect": cand.dialect,
+                      "license": cand.license, "text": cand.text}
             writers[split].write(json.dumps(record, ensure_ascii=False) + "\n")
             stats.kept_files[cand.lang] += 1
             stats.kept_bytes[cand.lang] += size
+            if cand.lang == "cuda":
+                stats.kept_bytes[f"gpu-{cand.dialect}"] += size
             if os.path.splitext(cand.path)[1].lower() in CUDA_EXTS:
                 stats.kept_bytes["cu-ext"] += size
             stats.split_files[f"{split}/{cand.lang}"] += 1
             stats.split_bytes[f"{split}/{cand.lang}"] += size
         all_stats[src.name] = stats.as_dict()
         manifest_sources.append(_manifest_entry(src, locations, stats))
+    if pool:
+        pool.close()
     for handle in writers.values():
         handle.close()
     summary = _totals(all_stats)
@@ -541,6 +959,11 @@ def build(sources: Sequence[Source], out_dir: Path, offline: bool) -> dict[str, 
                                                     "failures": failures}, indent=2) + "\n")
     _merge_manifest(manifest_sources, summary, failures)
     return summary
+
+
+def _prepare_star(args: tuple[Source, bool]) -> tuple[Source, list[Path] | str, SourceStats, list[Candidate],
+                                                      list[np.ndarray]]:
+    return _prepare(*args)
 
 
 def _locate(src: Source, offline: bool) -> list[Path]:
@@ -638,46 +1061,91 @@ def _mb(n: int) -> str:
     return f"{n / MiB:.2f}"
 
 
+V3_NOTES = """\
+## v3 data (issue 19)
+
+- **Permissive only.** The pack takes a file only when `is_permissive(license)` holds: every AND term of
+  its SPDX expression has an alternative on the allow-list `PERMISSIVE_LICENSES` (MIT, BSD-2/3-Clause,
+  Apache-2.0 incl. `WITH LLVM-exception`, BSL-1.0, ISC, Zlib, PSF-2.0, Unlicense/public domain, plus the
+  MIT-like PostgreSQL, curl and NCSA licenses and SQLite's `blessing`). GPL, LGPL, AGPL, MPL (eigen3), mixed
+  `MIT AND LGPL` sources (openmm) and the NVIDIA CUDA EULA / source-code licenses stay in the corpus,
+  counted, but out of the pack. In `cuda-include` only `cccl/` (Apache-2.0 WITH LLVM-exception) is trained;
+  every other header there is under the CUDA EULA.
+- **Never the benchmark.** No source is an upstream project of CUDA-Infill (bench/infill/sources.json and
+  its executable part: onnxruntime, open3d, pcl, pytorch-audio, hypre, ceres-solver, gloo, lightseq,
+  transformer-engine, chainer, thinc, optimum-quanto, hqq, inplace-abn, torchsort, warp-rnnt, chamferdist,
+  torch-kdtree, scikit-cuda, aqlm), in any version: the build refuses them, so the issue's suggestions
+  onnxruntime (CUDA providers) and ceres are out. Vendored copies of those projects inside other archives
+  are dropped by path (`BENCH_PATHS`, e.g. blender's extern/ceres: reason `bench-project`). On top, every
+  file bound for train or valid is checked against all suite test/dev files and bench/heldout/*.jsonl,
+  exactly (whitespace-normalised hash) and with the MinHash `NearDeduper` (Jaccard >= 0.85): reasons
+  `bench-exact` / `bench-near` below. Python string literals are not read from the standalone held-out
+  packages (cupy, pycuda, tilelang, flash-attn, vllm).
+- **GPU code** is CUDA, HIP mapped to CUDA spellings, and OpenCL C. HIP comes from Debian trixie's ROCm
+  libraries (rocBLAS, rocSPARSE, rocSOLVER, rocFFT, rocRAND, RCCL, the HIP runtime, rocALUTION, hipBLAS,
+  hipSPARSE, hipFFT, hipSOLVER) and from the AMD composable_kernel copies (MIT) that flash-attn and tilelang
+  vendor. `hip_to_cuda` renames only exact one-to-one API names (hipMalloc -> cudaMalloc, hipStream_t ->
+  cudaStream_t, hipThreadIdx_x -> threadIdx.x, hipcub -> cub, hipblas*/HIPBLAS_* -> cublas*/CUBLAS_*, the
+  HIP headers), rewrites `hipLaunchKernelGGL(k, g, b, shmem, stream, args...)` as
+  `k<<<g, b, shmem, stream>>>(args...)` only where the argument list parses unambiguously, and
+  `__shfl*(...)` as `__shfl*_sync(0xffffffff, ...)`; the rest (hipExt*, hiprtc*, HIP-only builtins, AMD
+  intrinsics) stays as it is. OpenCL: `.cl`/`.opencl` files (CLBlast, pocl's builtin library, hashcat,
+  OpenCV's and mesa's kernels). Not found on the package mirror used here: rocPRIM, hipCUB, rocThrust,
+  ViennaCL, standalone CUB/libcudacxx, newer faiss; not packaged in Debian: MIOpen, composable_kernel,
+  kokkos, arrayfire, magma, caffe, kaldi. No synthetic kernels were added.
+- **More C/C++**: llvm-toolchain-19 (llvm, clang, mlir, libcxx, lldb, ... minus tests), boost 1.88, vtk9
+  (with its VTK-m copy), mesa, nodejs + v8, godot, openssl 3.5, postgresql 15, sqlite3, curl, zstd, lz4,
+  libuv, CPython 3.13, cmake, embree, openexr, assimp, bullet, armadillo, and higher caps for the bookworm
+  C++ libraries. Per-source caps (`cpp_cap_mb`) still bound each source's plain C/C++.
+"""
+
+
 def render_markdown(manifest: dict[str, Any]) -> str:
     """A table of sources, versions, licenses and kept sizes/tokens, for humans reviewing provenance."""
     tokens: dict[str, dict[str, int]] = manifest.get("tokens", {}).get("per_source", {})
     lines = ["# dice-tiny training corpus", "",
-             "Generated by `python -m dice_lsp.training.corpus` / `dice_lsp.training.tokenizer` from "
+             "Generated by `python -m dice_lsp.training.corpus` (build, pack) from "
              "`dice_lsp/training/corpus_manifest.json`; do not edit by hand.", "",
-             "CUDA = .cu/.cuh files plus C/C++ files with `__global__`/`__device__` code; "
-             "`.cu MB` counts .cu/.cuh/.cuinl files only.", "",
-             "| source | kind | version | license | from | CUDA files | CUDA MB | .cu MB | C/C++ files "
-             "| C/C++ MB | train tok | valid tok | test tok |",
-             "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "GPU = .cu/.cuh/.hip/.cl files plus C/C++ files with `__global__`/`__device__` code (HIP ones mapped "
+             "to CUDA spellings); `HIP MB` and `OpenCL MB` are parts of `GPU MB`; `.cu MB` counts .cu/.cuh/.cuinl "
+             "files only. `trained` says whether the license is on the permissive allow-list; the token columns "
+             "count what the pack holds.", "",
+             "| source | kind | version | license | trained | from | GPU files | GPU MB | HIP MB | OpenCL MB "
+             "| .cu MB | C/C++ files | C/C++ MB | packed train tok | packed valid tok |",
+             "|---|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for e in manifest.get("sources", []):
         kept = e.get("kept", {})
         files, size = kept.get("files", {}), kept.get("bytes", {})
         tok = tokens.get(e["name"], {})
         origin = ", ".join(f["name"] for f in e.get("files", []))
-        lines.append(f"| {e['name']} | {e['kind']} | {e.get('version', '')} | {e['license']} | {origin} "
-                     f"| {files.get('cuda', 0)} | {_mb(size.get('cuda', 0))} | {_mb(size.get('cu-ext', 0))} "
-                     f"| {files.get('cpp', 0)} "
-                     f"| {_mb(size.get('cpp', 0))} | {tok.get('train', 0):,} | {tok.get('valid', 0):,} "
-                     f"| {tok.get('test', 0):,} |")
+        trained = "yes" if is_permissive(e["license"]) else ("cccl/ only" if e["kind"] == "local" else "no")
+        lines.append(f"| {e['name']} | {e['kind']} | {e.get('version', '')} | {e['license']} | {trained} "
+                     f"| {origin} | {files.get('cuda', 0)} | {_mb(size.get('cuda', 0))} "
+                     f"| {_mb(size.get('gpu-hip', 0))} | {_mb(size.get('gpu-opencl', 0))} "
+                     f"| {_mb(size.get('cu-ext', 0))} | {files.get('cpp', 0)} "
+                     f"| {_mb(size.get('cpp', 0))} | {tok.get('train', 0):,} | {tok.get('valid', 0):,} |")
     totals = manifest.get("totals", {})
     lines += ["", f"Totals: {json.dumps({k: totals.get(k) for k in ('files', 'bytes', 'split_bytes')})}", ""]
     dropped = totals.get("dropped", {})
     if dropped:
         lines += [f"Dropped files by reason: {json.dumps(dropped, sort_keys=True)}", ""]
-    if manifest.get("tokens"):
-        lines += [f"Tokens per split: {json.dumps(manifest['tokens'].get('per_split', {}))}", ""]
+        bench = {k: v for k, v in dropped.items() if k.startswith("bench")}
+        lines += [f"Benchmark exclusion: {json.dumps(bench, sort_keys=True)} (files dropped as copies of "
+                  "CUDA-Infill / held-out files, or as vendored copies of the suite's projects).", ""]
+    pack_info = manifest.get("pack")
+    if pack_info:
+        lines += ["## Training pack", "", "```", json.dumps(pack_info, indent=1), "```", ""]
     for name, err in manifest.get("failures", {}).items():
         lines.append(f"- failed: {name}: {err}")
+    lines += ["", V3_NOTES]
     return "\n".join(lines).rstrip() + "\n"
 
 
 # ---------------------------------------------------------------- pack
 
-# Sources under these licenses are kept in the corpus (counted, searchable) but never packed for training:
-# the embedded model ships inside an Apache-2.0 package.
-UNTRAINED_LICENSES = frozenset({
-    "GPL-2.0-only", "AGPL-3.0-only", "GPL-2.0-or-later AND Apache-2.0", "LicenseRef-NVIDIA-Source-Code-License",
-})
+# Files whose license is not permissive (is_permissive: GPL, LGPL, AGPL, MPL, the NVIDIA CUDA EULA and source-code
+# license, mixed "MIT AND LGPL" sources) are kept in the corpus (counted, searchable) but never packed for
+# training: the embedded model ships inside an Apache-2.0 package.
 
 
 def read_split(corpus: Path, split: str) -> Iterator[dict[str, Any]]:
@@ -689,7 +1157,8 @@ def read_split(corpus: Path, split: str) -> Iterator[dict[str, Any]]:
 
 
 def trainable(records: Iterator[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [r for r in records if r["license"] not in UNTRAINED_LICENSES]
+    """Only permissively licensed files are trained on."""
+    return [r for r in records if is_permissive(r["license"])]
 
 
 def _encode_all(tokenizer: Any, texts: list[str], batch: int = 256) -> Iterator[list[int]]:
@@ -724,13 +1193,34 @@ def pack(corpus: Path, tokenizer_dir: Path, out: Path, max_train_tokens: int, ma
     meta["train"] = _pack_train(tokenizer, corpus, out, sep, max_train_tokens, shard_bytes // 2)
     meta["valid"] = _pack_valid(tokenizer, corpus, out, sep, max_valid_tokens)
     (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+    record_pack(meta)
     return meta
+
+
+def record_pack(meta: dict[str, Any]) -> None:
+    """Packed token counts (per language, GPU dialect and source) into the manifest and docs/CORPUS.md."""
+    manifest = load_manifest()
+    train, valid = meta["train"], meta["valid"]
+    per_source: dict[str, dict[str, int]] = defaultdict(dict)
+    for name, count in train.get("source_tokens", {}).items():
+        per_source[name]["train"] = count
+    for entry in valid["files"]:
+        per_source[entry["source"]]["valid"] = per_source[entry["source"]].get("valid", 0) + entry["length"] + 1
+    manifest["tokens"] = {"vocab_size": meta["vocab_size"], "per_source": dict(per_source),
+                          "per_split": {"train": train["total_tokens"], "valid": valid["tokens"]}}
+    manifest["pack"] = {"train_tokens": train["total_tokens"], "train_tokens_per_lang": train["tokens"],
+                        "train_tokens_gpu_dialect": train.get("dialect_tokens", {}),
+                        "train_files": train["files"], "left_out_files": train["skipped_files"],
+                        "valid_tokens": valid["tokens"], "valid_tokens_per_lang": valid.get("per_lang", {}),
+                        "shards": len(train["shards"]), "max_train_tokens": meta["max_train_tokens"]}
+    save_manifest(manifest)
 
 
 def _pack_train(tokenizer: Any, corpus: Path, out: Path, sep: int, budget: int,
                 shard_tokens: int) -> dict[str, Any]:
     records = _pack_order(trainable(read_split(corpus, "train")))
     info: dict[str, Any] = {"shards": [], "files": defaultdict(int), "tokens": defaultdict(int),
+                            "dialect_tokens": defaultdict(int), "source_tokens": defaultdict(int),
                             "skipped_files": defaultdict(int)}
     buffer: list[int] = []
     total = 0
@@ -753,6 +1243,8 @@ def _pack_train(tokenizer: Any, corpus: Path, out: Path, sep: int, budget: int,
         total += len(piece)
         info["files"][lang] += 1
         info["tokens"][lang] += len(piece)
+        info["dialect_tokens"][record.get("dialect", "cuda" if lang == "cuda" else "cpp")] += len(piece)
+        info["source_tokens"][record["source"]] += len(piece)
         while piece:
             room = shard_tokens - len(buffer)
             buffer.extend(piece[:room])
@@ -773,10 +1265,83 @@ def _pack_valid(tokenizer: Any, corpus: Path, out: Path, sep: int, budget: int) 
         if len(ids_out) + len(ids) + 1 > budget:
             continue
         files.append({"source": record["source"], "path": record["path"], "lang": record["lang"],
+                      "dialect": record.get("dialect", ""),
                       "offset": len(ids_out), "length": len(ids)})
         ids_out.extend([*ids, sep])
     np.asarray(ids_out, dtype=np.uint16).tofile(out / "valid.bin")
-    return {"file": "valid.bin", "tokens": len(ids_out), "files": files}
+    per_lang: dict[str, int] = defaultdict(int)
+    for entry in files:
+        per_lang[entry["lang"]] += entry["length"] + 1
+    return {"file": "valid.bin", "tokens": len(ids_out), "per_lang": dict(per_lang), "files": files}
+
+
+# ---------------------------------------------------------------- xz archives for the GPU machine
+
+def split_archives(meta: dict[str, Any], limit_bytes: int, ratio: float) -> tuple[list[str], list[str]]:
+    """Whole shards into two archives whose estimated xz size (`ratio` bytes per token) stays under the limit;
+    the first also holds meta.json and valid.bin. Shards that fit in neither are left out (the caller says so)."""
+    first = ["meta.json", "valid.bin"]
+    second: list[str] = []
+    sizes = [meta["valid"]["tokens"] * ratio + 4096, 0.0]
+    for shard in meta["train"]["shards"]:
+        cost = shard["tokens"] * ratio
+        if not second and sizes[0] + cost <= limit_bytes:
+            first.append(shard["file"])
+            sizes[0] += cost
+        elif sizes[1] + cost <= limit_bytes:
+            second.append(shard["file"])
+            sizes[1] += cost
+    return first, second
+
+
+def compress_pack(pack_dir: Path, out: Path, limit_mb: float = 52.0, ratio: float = 0.42) -> dict[str, Any]:
+    """pack-a.tar.xz / pack-b.tar.xz (xz -9, one thread each, both at once), each at most `limit_mb` MB
+    (10^6 bytes); when one comes out too big, its last shard moves on and it is compressed again."""
+    meta = json.loads((pack_dir / "meta.json").read_text())
+    limit = int(limit_mb * 1_000_000)
+    groups = list(split_archives(meta, limit, ratio))
+    out.mkdir(parents=True, exist_ok=True)
+    names = ["pack-a.tar.xz", "pack-b.tar.xz"]
+    shard_tokens = {s["file"]: s["tokens"] for s in meta["train"]["shards"]}
+    todo = [0, 1]
+    while todo:
+        procs = {i: subprocess.Popen(f"tar -C {pack_dir} -cf - {' '.join(groups[i])} | xz -9 -T1 > {out / names[i]}",
+                                     shell=True) for i in todo if groups[i]}
+        for proc in procs.values():
+            if proc.wait() != 0:
+                raise RuntimeError("tar | xz failed")
+        todo = []
+        sizes = [(out / names[i]).stat().st_size if groups[i] else 0 for i in (0, 1)]
+        for i in procs:
+            if sizes[i] <= limit:
+                continue
+            moved = groups[i].pop()
+            if i == 0:
+                groups[1].insert(0, moved)
+                todo = [0, 1]
+                LOG.warning("%s over %.0f MB: %s moves to %s", names[0], limit_mb, moved, names[1])
+            elif sizes[0] + shard_tokens[moved] * ratio * 1.2 <= limit:
+                groups[0].append(moved)
+                todo = [0, 1]
+                LOG.warning("%s over %.0f MB: %s moves to %s", names[1], limit_mb, moved, names[0])
+            else:
+                todo = [1]
+                LOG.warning("%s over %.0f MB: %s left out", names[1], limit_mb, moved)
+    packed = set(groups[0] + groups[1])
+    left = [s["file"] for s in meta["train"]["shards"] if s["file"] not in packed]
+    summary = {"archives": {names[i]: {"bytes": (out / names[i]).stat().st_size, "files": groups[i]}
+                            for i in (0, 1) if groups[i]},
+               "left_out_shards": left,
+               "train_tokens_in_archives": sum(s["tokens"] for s in meta["train"]["shards"] if s["file"] in packed)}
+    shutil.copy(pack_dir / "meta.json", out / "meta.json")
+    (out / "archives.json").write_text(json.dumps(summary, indent=1) + "\n")
+    manifest = load_manifest()
+    if "pack" in manifest:
+        manifest["pack"]["xz_archives"] = {k: v["bytes"] for k, v in summary["archives"].items()}
+        manifest["pack"]["xz_left_out_shards"] = left
+        manifest["pack"]["train_tokens_in_archives"] = summary["train_tokens_in_archives"]
+        save_manifest(manifest)
+    return summary
 
 
 # ---------------------------------------------------------------- CLI
@@ -795,6 +1360,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     """`corpus [--out ...]` builds; `corpus pack ...` writes the token shards."""
     args = list(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    if args and args[0] == "xz":
+        parser = argparse.ArgumentParser(prog="python -m dice_lsp.training.corpus xz")
+        parser.add_argument("--pack", type=Path, default=Path("data/pack"))
+        parser.add_argument("--out", type=Path, default=Path("data/pack-xz"))
+        parser.add_argument("--limit-mb", type=float, default=52.0)
+        parser.add_argument("--ratio", type=float, default=0.42, help="estimated xz bytes per token")
+        ns = parser.parse_args(args[1:])
+        summary = compress_pack(ns.pack, ns.out, ns.limit_mb, ns.ratio)
+        print(json.dumps({k: v["bytes"] for k, v in summary["archives"].items()}), "left out:",
+              summary["left_out_shards"], file=sys.stderr)
+        return 0
     if args and args[0] == "pack":
         parser = argparse.ArgumentParser(prog="python -m dice_lsp.training.corpus pack")
         parser.add_argument("--corpus", type=Path, default=Path("data/corpus"))
@@ -815,8 +1391,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("data/corpus"))
     parser.add_argument("--sources", nargs="*", help="subset of source names (default: all)")
     parser.add_argument("--offline", action="store_true", help="use only what is already in data/downloads")
+    parser.add_argument("--jobs", type=int, default=2, help="worker processes reading and MinHashing sources")
     ns = parser.parse_args(args)
-    totals = build(_select(ns.sources), ns.out, ns.offline)
+    totals = build(_select(ns.sources), ns.out, ns.offline, ns.jobs)
     print(f"kept {totals['files']} files, {({k: _mb(v) + ' MB' for k, v in totals['bytes'].items()})}; "
           f"dropped {totals['dropped']} -> {ns.out}", file=sys.stderr)
     return 0

@@ -5,7 +5,9 @@
 #   run-v3.sh unpack ARCHIVE    add an xz archive of pack shards (the pack travels in parts)
 #   run-v3.sh launch            start training: v2 grown to 16 layers, 20 minutes on the wall clock
 #   run-v3.sh wait SECONDS      follow the log
-#   run-v3.sh collect OUT       int8 weights + log of the finished run into OUT (<= 8 files)
+#   run-v3.sh collect OUT [N]   int8 weights + log into OUT (<= 8 files), after at most N x 10 s for the end
+# Call order that fits one session's 30 device minutes: setup; unpack a; unpack b + launch + wait 400;
+# wait 530; collect. The run must end inside the collect call: launch in the first minutes of the lease.
 set -euo pipefail
 ROOT=/root/v3
 export PYTHONPATH=$ROOT/code:$ROOT/site HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
@@ -33,9 +35,14 @@ wait)
     done
     nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader ;;
 collect)
-    while ! grep -q "trained to step\|Traceback" $ROOT/logs/v3.log; do sleep 10; done
+    # Never wait unbounded: at most ${3:-20} x 10 s for the end, then take the newest checkpoint on disk (the
+    # run writes one at every validation), so what trained comes back before the machine goes back.
+    for _ in $(seq 1 "${3:-20}"); do
+        grep -q "trained to step\|Traceback" $ROOT/logs/v3.log && break
+        sleep 10
+    done
     tail -3 $ROOT/logs/v3.log
-    python3 -m dice_lsp.training.export $ROOT/runs/v3 $ROOT/v3-int8
+    timeout 120 python3 -m dice_lsp.training.export $ROOT/runs/v3 $ROOT/v3-int8
     mkdir -p "$2"
     cp $ROOT/v3-int8/model-*.safetensors $ROOT/v3-int8/model.safetensors.index.json $ROOT/v3-int8/config.json \
        $ROOT/v3-int8/train_log.json "$2"/

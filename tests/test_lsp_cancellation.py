@@ -12,7 +12,9 @@ from pytest_lsp import LanguageClient
 from .lsp_client import LOOP_HEADER, URI, open_document, ready, start
 
 pytestmark = pytest.mark.asyncio
-SLOW = {"device": "cpu", "sampler": "low-confidence", "steps": 128, "maxCanvas": 32}  # ~2 s: long enough to cancel
+# Every canvas position its own step, 8 sampled candidates per call: seconds even on a fast CPU, long enough to
+# cancel after 0.2 s (a fill of 12-32 tokens takes at most that many calls, whatever `steps` says).
+SLOW = {"device": "cpu", "sampler": "low-confidence", "steps": 128, "maxCanvas": 32, "candidates": 8}
 
 
 def inline_params(line: int = 1, character: int = 63) -> types.InlineCompletionParams:
@@ -40,7 +42,7 @@ async def test_a_newer_request_on_the_document_cancels_the_older(client: Languag
     await ready(statuses, client)
     open_document(client, LOOP_HEADER)  # where dice-tiny writes checked code
     first = asyncio.ensure_future(client.text_document_inline_completion_async(inline_params()))
-    await asyncio.sleep(0.5)
+    await asyncio.sleep(0.2)
     second = await client.text_document_inline_completion_async(inline_params())
     assert await first is None, "the older request gives up instead of answering late"
     assert second is not None and second.items
@@ -53,7 +55,7 @@ async def test_cancel_request_stops_the_generation(client: LanguageClient) -> No
     await ready(statuses, client)
     open_document(client, LOOP_HEADER)  # where dice-tiny writes checked code
     request = client.protocol.send_request(types.TEXT_DOCUMENT_INLINE_COMPLETION, inline_params(), msg_id="slow-1")
-    await asyncio.sleep(0.5)
+    await asyncio.sleep(0.2)
     client.cancel_request(types.CancelParams(id="slow-1"))
     with pytest.raises(Exception, match=r"(?i)cancel"):
         await asyncio.wait_for(asyncio.wrap_future(request), timeout=60)

@@ -68,37 +68,42 @@ def int8_linears(model: M) -> M:
     return cast(M, quantized)
 
 
-def write_int8(source: Path, out: Path) -> list[Path]:
-    """An int8 copy of a native checkpoint folder (config, tokenizer and weights in shards)."""
+def save_shards(tensors: dict[str, Tensor], out: Path) -> list[Path]:
+    """Weights as safetensors files under SHARD_BYTES each (one file, or shards with an index)."""
     from safetensors.torch import save_file
 
-    from dice_lsp.engine.checkpoint import load_state
-
-    state = quantize_state(load_state(source))
-    out.mkdir(parents=True, exist_ok=True)
     for old in [*out.glob("model*.safetensors"), *out.glob("model.safetensors.index.json")]:
         old.unlink()
     shards: list[dict[str, Tensor]] = [{}]
     size = 0
-    for name in sorted(state):
-        nbytes = state[name].numel() * state[name].element_size()
+    for name in sorted(tensors):
+        nbytes = tensors[name].numel() * tensors[name].element_size()
         if shards[-1] and size + nbytes > SHARD_BYTES:
             shards.append({})
             size = 0
-        shards[-1][name] = state[name]
+        shards[-1][name] = tensors[name]
         size += nbytes
-    written: list[Path] = []
     if len(shards) == 1:
-        written.append(out / "model.safetensors")
-        save_file(shards[0], str(written[0]))
-    else:
-        weight_map: dict[str, str] = {}
-        for index, shard in enumerate(shards):
-            path = out / f"model-{index + 1:05d}-of-{len(shards):05d}.safetensors"
-            save_file(shard, str(path))
-            weight_map.update(dict.fromkeys(shard, path.name))
-            written.append(path)
-        (out / "model.safetensors.index.json").write_text(json.dumps({"weight_map": weight_map}, indent=1))
+        save_file(shards[0], str(out / "model.safetensors"))
+        return [out / "model.safetensors"]
+    written: list[Path] = []
+    weight_map: dict[str, str] = {}
+    for index, shard in enumerate(shards):
+        path = out / f"model-{index + 1:05d}-of-{len(shards):05d}.safetensors"
+        save_file(shard, str(path))
+        weight_map.update(dict.fromkeys(shard, path.name))
+        written.append(path)
+    (out / "model.safetensors.index.json").write_text(json.dumps({"weight_map": weight_map}, indent=1))
+    return written
+
+
+def write_int8(source: Path, out: Path) -> list[Path]:
+    """An int8 copy of a native checkpoint folder (config, tokenizer and weights in shards)."""
+    from dice_lsp.engine.checkpoint import load_state
+
+    state = quantize_state(load_state(source))
+    out.mkdir(parents=True, exist_ok=True)
+    written = save_shards(state, out)
     for name in ("config.json", "tokenizer.json", "tokenizer_config.json", "train_log.json"):
         if (source / name).is_file() and source.resolve() != out.resolve():
             shutil.copyfile(source / name, out / name)

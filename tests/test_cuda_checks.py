@@ -328,3 +328,22 @@ def test_a_midline_fill_that_leaves_its_line_broken_does_not_parse() -> None:
     at = text.index("(n + ") + len("(n + ")
     assert parses(text, at, at, "1) / 2;") is True
     assert parses(text, at, at, "1 /") is False
+
+
+@pytest.mark.parametrize(("fill", "ok"), [
+    ("*out = 0x;", False),  # `0x`: a hex literal with no digits, read by tree-sitter as 0 with suffix `x`
+    ("*out = 1.x;", False),
+    ("*out = 0x1F;", True),
+    ("*out = 1.5e-3f;", True),
+    ("*out = 10_units;", True),  # a user-defined literal: its suffix starts with `_`
+    ("float[i] = out[i];", False),  # a structured binding needs `auto`
+    ("auto [a, b] = pair;", True),
+    ("for (int i = 0; i < n; ++i++) {}", False),  # `i++` is a value: it cannot be incremented
+    ("for (int i = 0; i < n; ++i) {}", True),
+    ("++(*out);", True),
+])
+def test_constructs_the_grammar_accepts_and_no_compiler_does_not_pass(fill: str, ok: bool) -> None:
+    at = VOID_KERNEL.index("    \n") + 4
+    assert parses(VOID_KERNEL, at, at, fill) is ok
+    if not ok:  # re-masking gets the construct's span to denoise again
+        assert CheckContext(VOID_KERNEL, at, at).error_spans(fill)

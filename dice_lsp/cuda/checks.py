@@ -20,7 +20,10 @@ Parses (`parses`), on tree-sitter-cuda's trees (ERROR and MISSING nodes are "err
   (a mid-line fill must finish its line and its statement). On the dev split's true text, 1 of 300 line and
   8 of 300 mid-line holes are rejected (tree-sitter misreads the finished statement), no 2–5-line hole and
   1 of 230 bodies;
-- a `return <value>;` in a `void` function (every kernel) fails: nvcc rejects it, tree-sitter can see it.
+- a `return <value>;` in a `void` function (every kernel) fails: nvcc rejects it, tree-sitter can see it;
+  so does what the grammar accepts and no compiler does (`_ill_formed`): a literal suffix no code may define
+  (`0x`, `1.x`), a structured binding typed other than `auto` (`float[i] = X[i];`), `++`/`--` applied to a
+  value (`++i++`).
 The new text is parsed incrementally from the base's tree (tree-sitter reuses what the fill did not touch;
 on the dev split of CUDA-Infill that gave the same verdicts as full parses, at a tenth of the time). Known
 limit: a half-typed line right next to the fill (the line before or after) merges with it in tree-sitter's
@@ -261,6 +264,37 @@ def _declared_by(node: Node) -> Iterator[Node]:
 
 # ------------------------------------------------------------------------------------------------ parses
 
+# Suffixes the C++ standard library defines for literals (<chrono>, <string>, <string_view>, <complex>): any
+# other suffix that does not start with `_` is not a literal (`0x`, `1.x`: a lexing error for nvcc).
+STANDARD_SUFFIXES = frozenset({"h", "min", "s", "ms", "us", "ns", "y", "d", "i", "il", "if", "sv"})
+
+
+def _ill_formed(root: Node, first: int, last: int) -> list[tuple[int, int]]:
+    """Byte spans of constructs in the fill that tree-sitter accepts and no C++ compiler does: a literal with
+    a suffix no code may define (`0x`, `1.x`), a structured binding whose type is not `auto` (`float[i] = ...`),
+    `++`/`--` on a value (`++i++`, `5++`)."""
+    spans: list[tuple[int, int]] = []
+    for node in _overlapping(root, first, last):
+        if node.start_byte < first or node.end_byte > last:
+            continue
+        if node.type == "user_defined_literal":
+            suffix = next((c for c in node.named_children if c.type == "literal_suffix"), None)
+            word = (suffix.text or b"").decode("utf-8", "replace") if suffix is not None else "_"
+            bad = not word.startswith("_") and word not in STANDARD_SUFFIXES
+        elif node.type == "structured_binding_declarator":
+            declaration = node.parent.parent if node.parent is not None else None
+            kind = declaration.child_by_field_name("type") if declaration is not None else None
+            bad = kind is not None and kind.type != "placeholder_type_specifier" and kind.text != b"auto"
+        elif node.type == "update_expression":
+            argument = node.child_by_field_name("argument")
+            bad = argument is not None and (argument.type in ("number_literal", "string_literal") or (
+                argument.type == "update_expression" and argument.children[-1].type in ("++", "--")))
+        else:
+            continue
+        if bad:
+            spans.append((node.start_byte, node.end_byte))
+    return spans
+
 
 def _returns_value_from_void(root: Node, first: int, last: int) -> bool:
     """A `return <value>;` of the fill inside a function declared `void` (every kernel): nvcc rejects it."""
@@ -421,7 +455,8 @@ class CheckContext:
                     return False
             elif not any(low <= error.start and error.end <= high for low, high in zones):  # elsewhere: only old
                 return False
-        return not _returns_value_from_void(tree.root_node, first, last)
+        return not _returns_value_from_void(tree.root_node, first, last) and not _ill_formed(tree.root_node, first,
+                                                                                             last)
 
     # -- names
 
@@ -629,7 +664,8 @@ class CheckContext:
         def at(byte: int) -> int:
             return len(data[:max(0, min(len(data), byte - first))].decode("utf-8", "replace"))
 
-        return [(at(e.start), at(e.end)) for e in _errors(tree.root_node) if e.end >= first and e.start <= last]
+        spans = [(e.start, e.end) for e in _errors(tree.root_node) if e.end >= first and e.start <= last]
+        return [(at(low), at(high)) for low, high in spans + _ill_formed(tree.root_node, first, last)]
 
     def faults(self, fill: str) -> list[tuple[int, int]]:
         """Character ranges of the fill that a cheap check rejects: parse errors on it, unknown names, and

@@ -109,6 +109,9 @@ def main() -> int:
                         help="only holes whose file nvcc can judge (compiles alone, not a template)")
     parser.add_argument("--stages", nargs="+", choices=list(STAGES), default=list(STAGES))
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--dtype", default="auto",
+                        help="auto (the product's choice: int8 products for an int8 checkpoint on the CPU), "
+                             "float32, bfloat16")
     parser.add_argument("--model", action="append", default=[], metavar="NAME=DIR",
                         help="checkpoints to compare, each through every stage (default: the embedded model)")
     args = parser.parse_args()
@@ -129,7 +132,7 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     table = [HEADER]
     for name, folder in named:
-        model = load_model(folder, args.device, "auto", False)
+        model = load_model(folder, args.device, args.dtype, False)
         for stage in args.stages:
             pipeline, changes = STAGES[stage]
             settings = replace(Settings(), **changes)

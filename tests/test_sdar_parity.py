@@ -69,6 +69,8 @@ def test_the_official_side_decoded_what_was_asked(official: dict[str, Any]) -> N
     cases = official["cases"]
     assert len(cases) >= 2
     assert any(len(case["prompt"]) % official["block_length"] for case in cases), "a prompt ending inside a block"
+    stopped = [case for case in cases if case["stop_ids"]]
+    assert stopped and all(len(case["tokens"]) < case["gen_length"] for case in stopped), "an early stop"
     for case in cases:
         tokens = case["tokens"]
         assert tokens, case
@@ -86,8 +88,9 @@ def test_engine_tokens_equal_the_official_generate(official: dict[str, Any], use
     assert model.special.mask_id == official["mask_id"]
     for case in official["cases"]:
         denoiser = Denoiser(GREEDY_STATIC, model.special, model.device)
-        # no stop tokens: the official run was given none (`stopping_criteria_idx=None`), so every block decodes
-        ids = generate_blocks(model.lm, case["prompt"], 1, case["gen_length"], denoiser, set(), use_cache=use_cache)
+        # the official run's stop tokens (`stopping_criteria_idx`); none: every block decodes
+        stop_ids = set(case["stop_ids"])
+        ids = generate_blocks(model.lm, case["prompt"], 1, case["gen_length"], denoiser, stop_ids, use_cache=use_cache)
         tokens = ids[0].tolist()
         assert len(tokens) == _decoded_length(case, official["block_length"])
         assert tokens == case["tokens"], f"prompt of {len(case['prompt'])} tokens: engine {tokens} != official"
@@ -95,9 +98,14 @@ def test_engine_tokens_equal_the_official_generate(official: dict[str, Any], use
 
 
 def _decoded_length(case: dict[str, Any], block: int) -> int:
-    """The official loop decodes whole blocks: prompt + asked length, rounded up to a block, minus the prompt."""
-    prompt = len(case["prompt"])
-    return -(-(prompt + case["gen_length"]) // block) * block - prompt
+    """The official loop decodes whole blocks: prompt + asked length, rounded up to a block, minus the prompt;
+    with stop tokens, up to the end of the block where the first of them appears."""
+    prompt, tokens = len(case["prompt"]), case["tokens"]
+    end = prompt + case["gen_length"]
+    stops = [i for i, token in enumerate(tokens) if token in case["stop_ids"]]
+    if stops:
+        end = min(end, prompt + stops[0] + 1)
+    return -(-end // block) * block - prompt
 
 
 def test_without_the_environment_ci_fails_and_a_developer_is_told_what_to_run() -> None:

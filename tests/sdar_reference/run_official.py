@@ -72,14 +72,31 @@ def main() -> None:
 
     prompts = torch.randint(0, VOCAB - 2, (len(PROMPT_LENGTHS), max(PROMPT_LENGTHS)),
                             generator=torch.Generator().manual_seed(SEED + 1))
-    cases = []
-    for row, length in zip(prompts, PROMPT_LENGTHS, strict=True):
-        prompt = row[:length].tolist()
+
+    def decode(prompt: list[int], stop_ids: list[int] | None) -> list[int]:
         x = generate.block_diffusion_generate(
             model, {"input_ids": torch.tensor([prompt])}, mask_id=VOCAB - 1, gen_length=GEN_LENGTH,
             block_length=BLOCK, denoising_steps=STEPS, remasking_strategy="low_confidence_static",
+            stopping_criteria_idx=stop_ids,
         )
-        cases.append({"prompt": prompt, "gen_length": GEN_LENGTH, "tokens": x[0, length:].tolist()})
+        tokens: list[int] = x[0, len(prompt):].tolist()
+        if stop_ids:  # blocks after the stop stay masks: keep the decoded ones (whole blocks)
+            end = len(prompt) + len(tokens)
+            while end > len(prompt) and x[0, end - 1] == VOCAB - 1:
+                end -= 1
+            tokens = tokens[:-(-end // BLOCK) * BLOCK - len(prompt)]
+        return tokens
+
+    cases = []
+    for row, length in zip(prompts, PROMPT_LENGTHS, strict=True):
+        prompt = row[:length].tolist()
+        cases.append({"prompt": prompt, "gen_length": GEN_LENGTH, "stop_ids": [], "tokens": decode(prompt, None)})
+    # early stop: the official loop given a stop token (as DICE's EOS) that the first prompt's output has in its
+    # second block decodes up to the end of that block and no further
+    first = cases[0]
+    stop = [first["tokens"][BLOCK + 1]]
+    cases.append({"prompt": first["prompt"], "gen_length": GEN_LENGTH, "stop_ids": stop,
+                  "tokens": decode(first["prompt"], stop)})
     import transformers
 
     report = {

@@ -9,8 +9,10 @@ block-diffusion paths (with the cache of finished blocks, and recomputing everyt
 identical. A faster engine has to keep passing this, so that it stays a DICE engine.
 
 One deliberate difference: the engine never generates the mask token (its probability is removed before
-the most confident tokens are ranked), the official loop does not exclude it; the fixture's official tokens
-contain no mask, which is checked, so the difference is not exercised.
+the most confident tokens are ranked), the official loop does not exclude it. A trained SDAR model gives the
+mask next to no probability; the fixture does the same (a zero output row for the mask: at most 3e-4 of
+probability, against a 4e-3 smallest relative gap between the confidences ranked), and the official tokens
+are checked to contain no mask, so the difference is not exercised.
 
 Without .venv-sdar the test skips, naming `make sdar-env`; under CI (`CI=true`) it fails instead.
 """

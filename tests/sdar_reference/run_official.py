@@ -1,10 +1,11 @@
 """The official side of the SDAR parity test; runs in .venv-sdar (`make sdar-env`), not in the main venv.
 
 Builds a tiny random SDAR checkpoint with the official classes (the SDAR-4B-Chat config.json shrunk to 2 layers,
-hidden 64, 4 heads, 2 key/value heads, head_dim 16, a 1024-token vocabulary; fixed seed), `save_pretrained`s
-it with a small word-level tokenizer whose mask token is the last id, then decodes a few fixed token-id
-prompts with the official `block_diffusion_generate` (greedy, low_confidence_static, block 4, 4 steps, fp32,
-CPU) and writes the tokens after each prompt as JSON:
+hidden 64, 4 heads, 2 key/value heads, head_dim 16, a 1024-token vocabulary, weights drawn at std 0.2 so that
+the model's choices are clear-cut; fixed seed), `save_pretrained`s it with a small word-level tokenizer whose
+mask token is the last id, then decodes a few fixed token-id prompts with the official
+`block_diffusion_generate` (greedy, low_confidence_static, block 4, 4 steps, fp32, CPU; one run with a stop
+token) and writes the tokens after each prompt as JSON:
 
     python tests/sdar_reference/run_official.py OUT_DIR      ->  OUT_DIR/model/, OUT_DIR/official.json
 """
@@ -29,7 +30,8 @@ PROMPT_LENGTHS = (8, 6, 3)  # a whole number of blocks (a prefill), a part block
 TINY = {
     "vocab_size": VOCAB, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
     "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "max_window_layers": 2,
-    "bos_token_id": VOCAB - 2, "eos_token_id": VOCAB - 2, "mask_token_id": VOCAB - 1, "torch_dtype": "float32",
+    "initializer_range": 0.2, "bos_token_id": VOCAB - 2, "eos_token_id": VOCAB - 2, "mask_token_id": VOCAB - 1,
+    "torch_dtype": "float32",
 }
 
 
@@ -66,6 +68,12 @@ def main() -> None:
 
     torch.manual_seed(SEED)
     model = modeling.SDARForCausalLM(tiny_config()).float().eval()
+    with torch.no_grad():
+        # A trained SDAR model gives the mask token next to no probability (it is never a target); a random one
+        # gives it as much as any token. The engine drops it before ranking confidences, the official loop does
+        # not, so a large mask probability could reorder near-equal confidences. A zero output row keeps its
+        # logit at 0, well below the top logits of a model initialised at this scale.
+        model.lm_head.weight[VOCAB - 1] = 0.0
     folder = args.out / "model"
     model.save_pretrained(str(folder))
     save_tokenizer(folder)

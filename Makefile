@@ -3,6 +3,9 @@
 VENV := .venv
 PY := $(VENV)/bin/python
 TORCH_VERSION ?= 2.13.0
+# The official SDAR code's own small environment (transformers 4.52.4), kept out of .venv: tests/test_sdar_parity.py
+# runs tests/sdar_reference/run_official.py in it.
+SDAR_VENV := .venv-sdar
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -11,8 +14,17 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev,cuda,serve,bench]'
 	touch $@
 
-.PHONY: setup demo test lint
+$(SDAR_VENV)/.installed: tests/sdar_reference/requirements.txt
+	python3 -m venv --clear $(SDAR_VENV)
+	$(SDAR_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(SDAR_VENV)/bin/python -m pip install --quiet torch==$(TORCH_VERSION)
+	$(SDAR_VENV)/bin/python -m pip install --quiet -r tests/sdar_reference/requirements.txt
+	touch $@
+
+.PHONY: setup sdar-env demo test lint
 setup: $(VENV)/.installed
+
+sdar-env: $(SDAR_VENV)/.installed
 
 demo: setup
 	$(VENV)/bin/dice-lsp complete examples/vector_add.cu --line 7 --character 4

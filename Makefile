@@ -29,7 +29,7 @@ sdar-env: $(SDAR_VENV)/.installed
 demo: setup
 	$(VENV)/bin/dice-lsp complete examples/vector_add.cu --line 7 --character 4
 
-test: setup
+test: setup sdar-env
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q
 
 lint: setup

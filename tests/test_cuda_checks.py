@@ -323,6 +323,27 @@ def test_names_a_macro_or_the_file_declares_are_not_demanded() -> None:
     assert CheckContext(text, at, at).undeclared("__syncthreads();") == []
 
 
+OTHER_KERNEL = ("// idx: the element this thread writes\n"
+                "__global__ void first(float* out, int n) {\n"
+                "    int idx = threadIdx.x;\n    out[idx] = table[idx];\n}\n")
+
+
+@pytest.mark.parametrize(("kernel", "fill", "missing"), [
+    # another kernel's local (and a comment's word) provides nothing here: the fill must declare `idx`
+    ("__global__ void k(float* out) {\n    \n    out[idx] = 0.f;\n}\n", "__syncthreads();", ["idx"]),
+    ("__global__ void k(float* out) {\n    \n    out[idx] = 0.f;\n}\n", "int idx = threadIdx.x;", []),
+    # `table` is used by the other kernel without being declared there: a global from a header not shown
+    ("__global__ void k(float* out) {\n    \n    out[0] = table[0];\n}\n", "__syncthreads();", []),
+    # declared in this kernel after the hole (in a later block): not demanded of the fill
+    ("__global__ void k(float* out) {\n    \n    { int idx = 1; out[idx] = 0.f; }\n}\n", "__syncthreads();", []),
+])
+def test_names_other_functions_declare_for_themselves_are_demanded(kernel: str, fill: str,
+                                                                   missing: list[str]) -> None:
+    text = OTHER_KERNEL + kernel
+    at = text.index("    \n") + 4
+    assert CheckContext(text, at, at).undeclared(fill) == missing
+
+
 def test_a_midline_fill_that_leaves_its_line_broken_does_not_parse() -> None:
     text = "__global__ void k(float* x, int n) {\n    int m = (n + \n    x[0] = m;\n}\n"
     at = text.index("(n + ") + len("(n + ")

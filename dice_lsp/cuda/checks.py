@@ -45,12 +45,15 @@ of this function after the hole, does not resolve unless it is also written outs
 function before the hole; and from the headers only their globals count (a name declared inside a namespace,
 `std::size`, needs a `using namespace`). Block scopes within the function are not tracked (lenient).
 And the other way round (`undeclared`): a name the code after the hole uses like a local variable (not
-called, not qualified, not all-caps, not a macro's argument, not ending in `_`), that nothing in the document
-declares or mentions before the hole, was declared by the deleted code: the fill must declare it
-(`int tid = ...` before `out[tid] = ...`). Only where the enclosing function parses apart from the hole's
-line (tree-sitter's recovery hides declarations otherwise). On the dev split's true text this rejects 1 of
-300 line, 6 of 300 mid-line and 2 of 291 2–5-line holes (code after a half-typed line that still confuses
-tree-sitter), and none of the bodies.
+called, not qualified, not all-caps, not a macro's argument, not ending in `_`) that nothing in scope there
+provides was declared by the deleted code: the fill must declare it (`int tid = ...` before `out[tid] = ...`).
+In scope: written outside functions or in this function before the hole (code, not comments or strings),
+declared in this function after the hole, a function's name, written in another function that does not
+declare it (a global from a header the document does not show), or from the headers; another kernel's own
+`idx` is not. Only where the enclosing function parses apart from the hole's line (tree-sitter's recovery
+hides declarations otherwise). On the dev split's true text this rejects 1 of 300 line, 9 of 300 mid-line
+and 1 of 291 2–5-line holes (code after a half-typed line that still confuses tree-sitter, names from
+headers the file includes but the suite does not ship), and none of the bodies.
 Field names after `.`/`->` (field_identifier) are checked leniently: allowed when the word appears anywhere
 in the document (comments included), in a local header, in the header index, or is x/y/z/w. Names inside
 attributes (`__attribute__((...))`, `[[...]]`) are not checked.
@@ -388,6 +391,30 @@ def _overlapping(root: Node, low: int, high: int) -> Iterator[Node]:
         stack.extend(reversed(node.children))
 
 
+@dataclass(frozen=True)
+class _Scopes:
+    """The document's names as seen from a hole in a function (byte ranges of comments and strings skipped):
+    `visible`: written outside functions or in this function before the hole; `elsewhere`: written in other
+    functions; `declared_elsewhere`: declared by other functions (locals, parameters); `declared_after`:
+    declared in this function at or after the hole."""
+
+    visible: frozenset[str]
+    elsewhere: frozenset[str]
+    declared_elsewhere: frozenset[str]
+    declared_after: frozenset[str]
+
+
+def _words_outside(data: bytes, skipped: list[tuple[int, int]]) -> set[str]:
+    """The unqualified words of `data` outside the byte ranges `skipped` (which may overlap)."""
+    found: set[str] = set()
+    at = 0
+    for lo, hi in sorted(skipped):
+        found.update(_unqualified_words(data[at:max(at, lo)]))
+        at = max(at, hi)
+    found.update(_unqualified_words(data[at:]))
+    return found
+
+
 class CheckContext:
     """One request's document and region, parsed once; ask it about each candidate fill.
 
@@ -498,19 +525,17 @@ class CheckContext:
 
     @cached_property
     def _needed(self) -> frozenset[str]:
-        """Names the code after the hole (in its function) uses that nothing declares or mentions before it:
-        the deleted code declared them, so a fill must (`int tid = ...` before `out[tid] = ...`)."""
-        root = self._base_tree.root_node
+        """Names the code after the hole (in its function) uses like local variables that nothing in scope
+        there provides: the deleted code declared them, so a fill must (`int tid = ...` before `out[tid] = ...`).
+
+        Provided: a name written outside functions or in this function before the hole (code, not comments or
+        strings), declared in this function after the hole, written in another function without being declared
+        there (a global from a header the document does not show), from the headers or the local headers. A
+        name another function declares for itself (its `idx`) provides nothing here."""
         function = self._enclosing
         if function is None:  # no function, or tree-sitter's recovery hides declarations: too unsure
             return frozenset()
-        declared: set[str] = set()
-        stack = [root]
-        while stack:
-            node = stack.pop()
-            declared.update((name.text or b"").decode("utf-8", "replace") for name in _declared_by(node))
-            stack.extend(node.children)
-        before = set(words(self._base_data[:self._hole]))
+        scopes = self._scopes
         needed = set()
         stack = [function]
         while stack:
@@ -519,8 +544,9 @@ class CheckContext:
                 continue
             if node.type == "identifier" and node.start_byte >= self._hole and _local_like(node):
                 name = (node.text or b"").decode("utf-8", "replace")
-                if not (name in declared or name in before or name in self.headers or name in BUILTINS
-                        or name in self._local_names):
+                if not (name in scopes.visible or name in scopes.declared_after or name in self.headers
+                        or name in BUILTINS or name in self._local_names
+                        or (name in scopes.elsewhere and name not in scopes.declared_elsewhere)):
                     needed.add(name)
             stack.extend(node.children)
         return frozenset(needed)
@@ -581,36 +607,47 @@ class CheckContext:
         return sorted(self._needed - declared)
 
     @cached_property
-    def _out_of_scope(self) -> frozenset[str]:
-        """Names of the document that a variable at the hole cannot be: declared only as locals or parameters
-        of other functions (another kernel's `tid`) or of this one after the hole, and never written outside
-        functions nor in this function before the hole. Empty when the hole is in no function that parses.
-        (Queries and a regex rather than a walk in Python: this runs once per completion, on files of
-        thousands of lines.)"""
+    def _scopes(self) -> _Scopes:
+        """Where the document's names are written and declared, seen from the hole (see `_Scopes`). Queries
+        and a regex rather than a walk in Python: this runs once per completion, on files of thousands of
+        lines."""
         enclosing = self._enclosing
         if enclosing is None:
-            return frozenset()
+            return _Scopes(frozenset(), frozenset(), frozenset(), frozenset())
         root, data = self._base_tree.root_node, self._base_data
         functions: list[tuple[int, int]] = []  # outermost function definitions, in order
         for node in sorted(QueryCursor(_query("(function_definition) @f")).captures(root).get("f", []),
                            key=lambda n: n.start_byte):
             if not functions or node.start_byte >= functions[-1][1]:
                 functions.append((node.start_byte, node.end_byte))
-        hidden_ranges = [(lo, hi) for lo, hi in functions if lo != enclosing.start_byte]
-        hidden_ranges.append((self._hole, enclosing.end_byte))
+        others = [(lo, hi) for lo, hi in functions if not lo <= self._hole < hi]  # not the one around the hole
+        after = (self._hole, enclosing.end_byte)
         prose = QueryCursor(_query("[(comment) (string_literal) (raw_string_literal) (char_literal)] @p"))
-        skipped = sorted([*hidden_ranges, *((n.start_byte, n.end_byte) for n in prose.captures(root).get("p", []))])
-        visible: set[str] = set()
-        at = 0
-        for lo, hi in skipped:
-            visible.update(_unqualified_words(data[at:max(at, lo)]))
-            at = max(at, hi)
-        visible.update(_unqualified_words(data[at:]))
-        hidden: set[str] = set()
+        prose_ranges = [(n.start_byte, n.end_byte) for n in prose.captures(root).get("p", [])]
+        visible = _words_outside(data, [*others, after, *prose_ranges])
+        ends = [(0, 0), *others]  # the code between other functions (and before the first, after the last)
+        gaps = [(ends[i][1], lo) for i, (lo, _) in enumerate([*others, (len(data), len(data))])]
+        elsewhere = _words_outside(data, [*gaps, *prose_ranges])
+        declared_elsewhere: set[str] = set()
+        declared_after: set[str] = set()
         for node in QueryCursor(_query(_DECLARING_QUERY)).captures(root).get("d", []):
-            if any(lo <= node.start_byte < hi for lo, hi in hidden_ranges) and node.type != "function_definition":
-                hidden.update((n.text or b"").decode("utf-8", "replace") for n in _declared_by(node))
-        return frozenset(hidden - visible)
+            names = {(n.text or b"").decode("utf-8", "replace") for n in _declared_by(node)}
+            if node.type == "function_definition":  # a function's name is the file's, wherever it is defined
+                visible |= names
+            elif any(lo <= node.start_byte < hi for lo, hi in others):
+                declared_elsewhere |= names
+            elif after[0] <= node.start_byte < after[1]:
+                declared_after |= names
+        return _Scopes(frozenset(visible), frozenset(elsewhere), frozenset(declared_elsewhere),
+                       frozenset(declared_after))
+
+    @cached_property
+    def _out_of_scope(self) -> frozenset[str]:
+        """Names of the document that a variable at the hole cannot be: declared only as locals or parameters
+        of other functions (another kernel's `tid`) or of this one after the hole, and never written outside
+        functions nor in this function before the hole. Empty when the hole is in no function that parses."""
+        scopes = self._scopes
+        return (scopes.declared_elsewhere | scopes.declared_after) - scopes.visible
 
     @cached_property
     def _uses_namespace(self) -> bool:

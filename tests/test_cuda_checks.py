@@ -344,6 +344,22 @@ def test_names_other_functions_declare_for_themselves_are_demanded(kernel: str, 
     assert CheckContext(text, at, at).undeclared(fill) == missing
 
 
+STATE = "struct State {\n    int2 _storage;\n    __device__ void flip() {\n        _storage.y ^= 1;\n    }\n};\n"
+
+
+@pytest.mark.parametrize(("text", "ok"), [
+    (STATE + "__global__ void k(int* out) {\n    \n}\n", False),  # another class's member is no variable here
+    (STATE + "__global__ void k(int* out, State s) {\n    \n}\n", False),  # (`s._storage` would be)
+    ("int2 _storage;\n" + STATE + "__global__ void k(int* out) {\n    \n}\n", True),  # a global of that name
+    ("struct State {\n    int2 _storage;\n    __device__ void reset() {\n    \n    }\n};\n", True),  # own member
+    (STATE + "struct Next : State {\n    __device__ void step() {\n    \n    }\n};\n", True),  # maybe a base's
+    (STATE + "__device__ void State::reset() {\n    \n}\n", True),  # an out-of-line method
+])
+def test_data_members_are_variables_only_in_their_class(text: str, ok: bool) -> None:
+    at = text.index("    \n") + 4
+    assert (CheckContext(text, at, at).unknown_names("_storage.x = 0;") == []) is ok
+
+
 def test_a_midline_fill_that_leaves_its_line_broken_does_not_parse() -> None:
     text = "__global__ void k(float* x, int n) {\n    int m = (n + \n    x[0] = m;\n}\n"
     at = text.index("(n + ") + len("(n + ")
@@ -368,3 +384,15 @@ def test_constructs_the_grammar_accepts_and_no_compiler_does_not_pass(fill: str,
     assert parses(VOID_KERNEL, at, at, fill) is ok
     if not ok:  # re-masking gets the construct's span to denoise again
         assert CheckContext(VOID_KERNEL, at, at).error_spans(fill)
+
+
+@pytest.mark.parametrize(("line", "fill", "ok"), [
+    ("    float y = 1.", "x / 2;", False),  # the literal `1.x` is the fill's doing
+    ("    float y = 1.", "5f / 2;", True),
+    ("    int ", "n = 0;", False),  # `n` is the kernel's parameter: declared twice
+    ("    int ", "m = 0;", True),
+])
+def test_a_midline_fill_is_judged_with_the_start_of_its_line(line: str, fill: str, ok: bool) -> None:
+    text = f"__global__ void k(float* out, int n) {{\n{line}\n    out[0] = 0.f;\n}}\n"
+    at = text.index(line) + len(line)
+    assert CheckContext(text, at, at).check(fill).passed == (2 if ok else 1)

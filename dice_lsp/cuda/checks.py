@@ -277,9 +277,7 @@ def _ill_formed(root: Node, first: int, last: int) -> list[tuple[int, int]]:
     a suffix no code may define (`0x`, `1.x`), a structured binding whose type is not `auto` (`float[i] = ...`),
     `++`/`--` on a value (`++i++`, `5++`)."""
     spans: list[tuple[int, int]] = []
-    for node in _overlapping(root, first, last):
-        if node.start_byte < first or node.end_byte > last:
-            continue
+    for node in _overlapping(root, first, last):  # on a mid-line fill, `1.` before it and `x` from it count
         if node.type == "user_defined_literal":
             suffix = next((c for c in node.named_children if c.type == "literal_suffix"), None)
             word = (suffix.text or b"").decode("utf-8", "replace") if suffix is not None else "_"
@@ -396,12 +394,14 @@ class _Scopes:
     """The document's names as seen from a hole in a function (byte ranges of comments and strings skipped):
     `visible`: written outside functions or in this function before the hole; `elsewhere`: written in other
     functions; `declared_elsewhere`: declared by other functions (locals, parameters); `declared_after`:
-    declared in this function at or after the hole."""
+    declared in this function at or after the hole; `members`: data members of classes the hole is not in,
+    written nowhere else as code outside functions."""
 
     visible: frozenset[str]
     elsewhere: frozenset[str]
     declared_elsewhere: frozenset[str]
     declared_after: frozenset[str]
+    members: frozenset[str] = frozenset()
 
 
 def _words_outside(data: bytes, skipped: list[tuple[int, int]]) -> set[str]:
@@ -564,7 +564,8 @@ class CheckContext:
         if block is None or block.type != "compound_statement":
             return frozenset()
         names = {(n.text or b"").decode("utf-8", "replace") for child in block.named_children
-                 if child.type == "declaration" for n in _declared_by(child)}
+                 if child.type == "declaration" and not child.start_byte <= self._hole <= child.end_byte
+                 for n in _declared_by(child)}  # not the half-typed line's own (`int ` + the next line)
         if block == function.child_by_field_name("body"):
             declarator = function.child_by_field_name("declarator")
             while declarator is not None and declarator.type != "function_declarator":
@@ -584,12 +585,12 @@ class CheckContext:
         found = []
         for node in _overlapping(tree.root_node, first, last):
             parent = node.parent
-            if node.type != "declaration" or node.start_byte < first or parent is None or (
+            if node.type != "declaration" or parent is None or (
                     parent.type != "compound_statement" or parent.start_byte >= first):
-                continue  # only statements of the fill that sit in the hole's own block
-            for name in _declared_by(node):
+                continue  # only statements of the hole's own block
+            for name in _declared_by(node):  # names the fill writes (`int ` typed before a mid-line fill too)
                 text = (name.text or b"").decode("utf-8", "replace")
-                if text in self._block_names:
+                if first <= name.start_byte < last and text in self._block_names:
                     found.append((len(data[:name.start_byte - first].decode("utf-8", "replace")), text))
         return found
 
@@ -639,15 +640,44 @@ class CheckContext:
             elif after[0] <= node.start_byte < after[1]:
                 declared_after |= names
         return _Scopes(frozenset(visible), frozenset(elsewhere), frozenset(declared_elsewhere),
-                       frozenset(declared_after))
+                       frozenset(declared_after), self._members(functions, [*others, after, *prose_ranges]))
+
+    def _members(self, functions: list[tuple[int, int]], skipped: list[tuple[int, int]]) -> frozenset[str]:
+        """Data members of classes the hole is not in, that no code outside those classes and outside functions
+        writes (a global of the same name): not variables at the hole. Empty where the hole's function may see
+        members of classes it is not written in (an out-of-line `Foo::bar`, a class with base classes)."""
+        enclosing = self._enclosing
+        declarator = enclosing.child_by_field_name("declarator") if enclosing is not None else None
+        while declarator is not None and declarator.type != "qualified_identifier":
+            declarator = declarator.child_by_field_name("declarator")
+        if enclosing is None or declarator is not None:
+            return frozenset()
+        owner = enclosing.parent
+        while owner is not None and owner.type not in ("class_specifier", "struct_specifier"):
+            owner = owner.parent
+        if owner is not None and any(child.type == "base_class_clause" for child in owner.children):
+            return frozenset()
+        root, data = self._base_tree.root_node, self._base_data
+        bodies = [n for n in QueryCursor(_query("(field_declaration_list) @b")).captures(root).get("b", [])
+                  if not n.start_byte <= self._hole < n.end_byte
+                  and not any(lo <= n.start_byte < hi for lo, hi in functions)]
+        members: set[str] = set()
+        for body in bodies:
+            for child in body.named_children:
+                if child.type == "field_declaration" and not any(
+                        d.type == "function_declarator" for d in child.children_by_field_name("declarator")):
+                    members.update((n.text or b"").decode("utf-8", "replace") for n in _declared_by(child))
+        outside = _words_outside(data, [*skipped, *((b.start_byte, b.end_byte) for b in bodies)])
+        return frozenset(members - outside)
 
     @cached_property
     def _out_of_scope(self) -> frozenset[str]:
         """Names of the document that a variable at the hole cannot be: declared only as locals or parameters
         of other functions (another kernel's `tid`) or of this one after the hole, and never written outside
-        functions nor in this function before the hole. Empty when the hole is in no function that parses."""
+        functions nor in this function before the hole; data members of other classes (`_members`). Empty
+        when the hole is in no function that parses."""
         scopes = self._scopes
-        return (scopes.declared_elsewhere | scopes.declared_after) - scopes.visible
+        return ((scopes.declared_elsewhere | scopes.declared_after) - scopes.visible) | scopes.members
 
     @cached_property
     def _uses_namespace(self) -> bool:

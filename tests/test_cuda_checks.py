@@ -396,3 +396,25 @@ def test_a_midline_fill_is_judged_with_the_start_of_its_line(line: str, fill: st
     text = f"__global__ void k(float* out, int n) {{\n{line}\n    out[0] = 0.f;\n}}\n"
     at = text.index(line) + len(line)
     assert CheckContext(text, at, at).check(fill).passed == (2 if ok else 1)
+
+
+SCAN = ("__device__ int total(const int* counts, int n, int upto) {\n    return 0;\n}\n"
+        "__device__ float blend(float a, float b, float t = 0.5f);\n"
+        "__device__ int sum_all(int first, ...);\n"
+        "__global__ void k(const int* counts, int n, int* out) {\n    \n}\n")
+
+
+@pytest.mark.parametrize(("fill", "wrong"), [
+    ("out[0] = total(counts, n, 4);", []),
+    ("out[0] = total(counts);", ["total"]),  # too few arguments for the one declaration there is
+    ("out[0] = blend(1.f, 2.f) + blend(1.f, 2.f, 0.f);", []),  # a default argument
+    ("out[0] = blend(1.f);", ["blend"]),
+    ("out[0] = sum_all(1, 2, 3, 4);", []),  # variadic
+    ("out[0] = max(1, 2);", []),  # not the document's: the headers may overload it
+])
+def test_calls_to_the_documents_functions_take_a_number_of_arguments_they_declare(fill: str,
+                                                                                    wrong: list[str]) -> None:
+    at = SCAN.index("    \n}") + 4
+    context = CheckContext(SCAN, at, at, HeaderIndex.from_lines(["max"]))
+    assert [name for _, name in context.wrong_arity(fill)] == wrong
+    assert context.check(fill).names is (not wrong)

@@ -54,6 +54,11 @@ declare it (a global from a header the document does not show), or from the head
 hides declarations otherwise). On the dev split's true text this rejects 1 of 300 line, 9 of 300 mid-line
 and 1 of 291 2–5-line holes (code after a half-typed line that still confuses tree-sitter, names from
 headers the file includes but the suite does not ship), and none of the bodies.
+A call the fill writes or finishes to a function the document declares outside bodies (and the headers,
+the local headers and function-like macros do not) must pass a number of arguments one of its declarations
+takes (defaults and `...` counted; `args...` skips the call): `find_total(expert)` for a three-parameter
+`find_total` does not pass. No true fill of the dev split fails it; over the whole text of the suite's 400
+files, 2 of 3,259 such calls do (overloads in headers the suite does not ship).
 Field names after `.`/`->` (field_identifier) are checked leniently: allowed when the word appears anywhere
 in the document (comments included), in a local header, in the header index, or is x/y/z/w. Names inside
 attributes (`__attribute__((...))`, `[[...]]`) are not checked.
@@ -295,6 +300,23 @@ def _ill_formed(root: Node, first: int, last: int) -> list[tuple[int, int]]:
         if bad:
             spans.append((node.start_byte, node.end_byte))
     return spans
+
+
+def _parameter_counts(declarator: Node) -> tuple[int, float] | None:
+    """How many arguments a function declarator takes, as (fewest, most); most is infinite for `...` and
+    parameter packs; None when it has no parameter list."""
+    parameters = declarator.child_by_field_name("parameters")
+    if parameters is None:
+        return None
+    fewest, most = 0, 0
+    for child in parameters.children:
+        if child.type in ("...", "variadic_parameter_declaration"):
+            return fewest, float("inf")
+        if child.type == "parameter_declaration" and child.text != b"void":
+            fewest, most = fewest + 1, most + 1
+        elif child.type == "optional_parameter_declaration":
+            most += 1
+    return fewest, most
 
 
 def _returns_value_from_void(root: Node, first: int, last: int) -> bool:
@@ -734,19 +756,64 @@ class CheckContext:
         spans = [(e.start, e.end) for e in _errors(tree.root_node) if e.end >= first and e.start <= last]
         return [(at(low), at(high)) for low, high in spans + _ill_formed(tree.root_node, first, last)]
 
+    @cached_property
+    def _arities(self) -> dict[str, list[tuple[int, float]]]:
+        """Functions the document declares outside function bodies, by name: the argument counts each
+        declaration takes (overloads: several). Names the headers, the local headers or a function-like macro
+        also declare are left out (their overloads and expansions are not seen here)."""
+        root = self._base_tree.root_node
+        found: dict[str, list[tuple[int, float]]] = {}
+        captures = QueryCursor(_query("(function_declarator declarator: [(identifier) (field_identifier)]) @f"))
+        for declarator in captures.captures(root).get("f", []):
+            scope = declarator.parent
+            while scope is not None and scope.type not in ("compound_statement", "parameter_list"):
+                scope = scope.parent
+            counts = _parameter_counts(declarator)
+            name_node = declarator.child_by_field_name("declarator")
+            if scope is not None or counts is None or name_node is None:
+                continue  # in a body or a parameter list: maybe an object built with arguments, not a function
+            found.setdefault((name_node.text or b"").decode("utf-8", "replace"), []).append(counts)
+        macros = QueryCursor(_query("(preproc_function_def name: (identifier) @m)")).captures(root).get("m", [])
+        hidden = {(m.text or b"").decode("utf-8", "replace") for m in macros}
+        return {name: counts for name, counts in found.items()
+                if name not in hidden and name not in self.headers and name not in self._local_names}
+
+    def wrong_arity(self, fill: str) -> list[tuple[int, str]]:
+        """Calls the fill writes or finishes to a function of the document with a number of arguments none of
+        its declarations takes (`find_total(expert)` for `find_total(const int*, int, int)`), as (offset in
+        the fill, name)."""
+        if not self._arities:
+            return []
+        tree, data = self._parse(fill)
+        first, last = self._hole, self._hole + len(data)
+        found = []
+        for node in _overlapping(tree.root_node, first, last):
+            callee = node.child_by_field_name("function") if node.type == "call_expression" else None
+            if callee is not None and callee.type == "template_function":
+                callee = callee.child_by_field_name("name")
+            arguments = node.child_by_field_name("arguments")
+            if callee is None or callee.type != "identifier" or arguments is None or arguments.has_error or any(
+                    child.type == "parameter_pack_expansion" for child in arguments.named_children):
+                continue  # (`args...` stands for any number of arguments)
+            name = (callee.text or b"").decode("utf-8", "replace")
+            count = sum(1 for child in arguments.named_children if child.type != "comment")
+            if name in self._arities and not any(low <= count <= high for low, high in self._arities[name]):
+                found.append((len(data[:max(0, callee.start_byte - first)].decode("utf-8", "replace")), name))
+        return found
+
     def faults(self, fill: str) -> list[tuple[int, int]]:
         """Character ranges of the fill that a cheap check rejects: parse errors on it, unknown names, and
         all of it when it leaves a name the code after it needs undeclared."""
         spans = self.error_spans(fill) if not self.parses(fill) else []
         if self.undeclared(fill):
             spans.append((0, len(fill)))
-        names = [*self.unknown_names(fill), *self.redeclared(fill)]
+        names = [*self.unknown_names(fill), *self.redeclared(fill), *self.wrong_arity(fill)]
         return sorted(spans + [(at, at + len(name)) for at, name in names])
 
     def check(self, fill: str) -> Checks:
         """Both cheap checks of one fill (`compiles` is left to the caller: it needs nvcc)."""
         return Checks(self.parses(fill), not self.unknown_names(fill) and not self.undeclared(fill)
-                      and not self.redeclared(fill))
+                      and not self.redeclared(fill) and not self.wrong_arity(fill))
 
 
 def parses(text: str, start: int, end: int, fill: str) -> bool:

@@ -34,9 +34,10 @@ from typing import Any
 from dice_lsp.errors import DiceError
 from dice_lsp.evals.score import is_substantive
 from dice_lsp.evals.suite import SuiteFile, SuiteHole
-from dice_lsp.harness.bench import Limits, gpu_arch
+from dice_lsp.harness.bench import gpu_arch
 from dice_lsp.harness.build import Build, build_cubin
 from dice_lsp.harness.isolate import run_isolated
+from dice_lsp.harness.limits import Limits
 from dice_lsp.harness.spec import find_specs, parse_spec
 from dice_lsp.toolchain.flags import CompileFlags
 
@@ -45,7 +46,7 @@ CHUNK = 48  # pairs verified in one child (one CUDA context)
 CHILDREN = 2  # children verifying at once
 ITEM_SECONDS = 20.0  # one pair's verification, all sizes and trials
 START_SECONDS = 120.0  # a fresh child: importing torch, creating the context
-TRIALS = 3
+TRIALS = Limits.trials  # the harness's random-input trials per size
 Item = tuple[SuiteFile, SuiteHole, str]
 Job = dict[str, Any]  # {"spec": TOML text, "candidate": {cubin, symbol}, "reference": {cubin, symbol}}
 Progress = Callable[[int], None]

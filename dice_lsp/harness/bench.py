@@ -22,6 +22,7 @@ from typing import Any
 from dice_lsp.errors import DiceError
 from dice_lsp.harness.build import Build, build_cubin
 from dice_lsp.harness.isolate import Outcome, run_isolated
+from dice_lsp.harness.limits import Limits
 from dice_lsp.harness.spec import LaunchSpec, find_specs
 from dice_lsp.toolchain.cache import cache_root
 from dice_lsp.toolchain.flags import CompileFlags
@@ -72,15 +73,6 @@ class BenchReport:
         """A report a team server sent (`to_json`)."""
         return cls(data["gpu"], data["compile"]["ok"], data["compile"]["diagnostics"],
                    [KernelResult(**kernel) for kernel in data["kernels"]], data["reason"])
-
-
-@dataclass(frozen=True)
-class Limits:
-    timeout: float = 60.0  # seconds per kernel's verify-and-time run
-    build_timeout: float = 600.0  # a torch extension's build
-    memory_mb: int = 16384  # resident host memory of the child
-    trials: int = 3
-    memcheck: bool = True  # the compute-sanitizer pass, where the tool is on PATH
 
 
 def gpu_arch() -> str | None:

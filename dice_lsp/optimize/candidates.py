@@ -22,6 +22,7 @@ from dice_lsp.cuda.functions import Function, parse_functions
 from dice_lsp.engine import Draft, FillRequest, LoadedModel, SamplerConfig, answer, fill
 from dice_lsp.engine.sampling import CancelCheck
 from dice_lsp.errors import DiceError, InputError
+from dice_lsp.settings import SAMPLED_TEMPERATURE
 from dice_lsp.wording import counted
 
 T = TypeVar("T")
@@ -145,7 +146,7 @@ def generate(model: LoadedModel, text: str, kernel: Function, count: int, sample
     each = max(1, math.ceil(count / len(ways)))
     found: list[Candidate] = []
     for index, way in enumerate(ways):
-        diverse = replace(sampler, temperature=sampler.temperature or 0.8, seed=sampler.seed + index)
+        diverse = replace(sampler, temperature=sampler.temperature or SAMPLED_TEMPERATURE, seed=sampler.seed + index)
         found += way(each, diverse)
         if said is not None:
             said(f"generated {counted(len(found), 'candidate')}")

@@ -26,8 +26,9 @@ from ray.serve.handle import DeploymentHandle, DeploymentResponseGenerator
 
 from dice_lsp import sandbox
 from dice_lsp.errors import DiceError
+from dice_lsp.jobs import MAX_BATCH_ROWS
 from dice_lsp.jobs.model_host import Ticket
-from dice_lsp.remote.client import Address
+from dice_lsp.remote.client import DEFAULT_HOST, DEFAULT_PORT, Address
 from dice_lsp.remote.limits import ConnectionLimits, RequestLimits, limits_from
 from dice_lsp.remote.protocol import RemoteError
 from dice_lsp.remote.server import TokenFile, check_bind, confine, listen
@@ -40,7 +41,7 @@ class DiceReplica:
     """One copy of the service; the model loads on construction (Ray waits for it before routing here)."""
 
     def __init__(self, model: str | None = None, device: str = "auto", dtype: str = "auto",
-                 max_batch_rows: int = 32, limits: dict[str, Any] | None = None,
+                 max_batch_rows: int = MAX_BATCH_ROWS, limits: dict[str, Any] | None = None,
                  unsafe_no_sandbox: bool = False) -> None:
         settings, errors = Settings().updated({"model": model, "device": device, "dtype": dtype})
         if errors:
@@ -111,7 +112,7 @@ class ReplicaBackend:
 class Gateway:
     """Listens for editors on `host:port` (a thread with its own event loop) and forwards to the replicas."""
 
-    def __init__(self, replicas: DeploymentHandle[Any], host: str = "127.0.0.1", port: int = 7077,
+    def __init__(self, replicas: DeploymentHandle[Any], host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
                  token_file: str | None = None, limits: dict[str, Any] | None = None) -> None:
         address, tokens = Address(host, port), TokenFile(Path(token_file) if token_file else None)
         connection_limits = limits_from(ConnectionLimits, limits or {})

@@ -35,12 +35,14 @@ from dice_lsp.complete import PreparedFill, no_completion, prepare
 from dice_lsp.engine import FillRequest, FillResult, LoadedModel
 from dice_lsp.engine.tokenizer import Tokenizer
 from dice_lsp.errors import Cancelled
-from dice_lsp.harness.bench import Limits, bench_file
+from dice_lsp.harness.bench import bench_file
+from dice_lsp.harness.limits import Limits
+from dice_lsp.jobs import MAX_BATCH_ROWS
 from dice_lsp.jobs.model_host import ModelHost, Ticket
 from dice_lsp.lifetime import watch_parent
 from dice_lsp.optimize import OptimizeRequest, checker, optimize, repair
 from dice_lsp.optimize.repair import Check
-from dice_lsp.remote.limits import RequestLimits, check_params, check_settings
+from dice_lsp.remote.limits import MAX_PENDING, RequestLimits, check_params, check_settings
 from dice_lsp.remote.protocol import RemoteError
 from dice_lsp.remote.sources import check_reference, check_sources
 from dice_lsp.settings import SERVER_OWNED, UNTRUSTED, Settings, editor_key
@@ -58,8 +60,8 @@ Progress = Callable[[str], None]
 @dataclass(frozen=True)
 class ServiceConfig:
     settings: Settings  # the model and defaults requests start from
-    max_pending: int = 64  # requests in flight at once; more are answered "busy"
-    max_batch_rows: int = 32  # rows of one denoising batch (1: no batching)
+    max_pending: int = MAX_PENDING  # requests in flight at once; more are answered "busy"
+    max_batch_rows: int = MAX_BATCH_ROWS  # rows of one denoising batch (1: no batching)
     limits: RequestLimits = field(default_factory=RequestLimits)  # the most one request may ask for
 
 

@@ -49,7 +49,7 @@ START_SECONDS = 120.0  # a fresh child: importing torch, creating the context
 TRIALS = Limits.trials  # the harness's random-input trials per size
 Item = tuple[SuiteFile, SuiteHole, str]
 Job = dict[str, Any]  # {"spec": TOML text, "candidate": {cubin, symbol}, "reference": {cubin, symbol}}
-Progress = Callable[[int], None]
+ItemProgress = Callable[[int], object]  # told how many items are done so far
 
 
 def gpu_available() -> bool:
@@ -64,7 +64,7 @@ def require_gpu() -> None:
         raise DiceError("--execute needs a CUDA GPU (none found)")
 
 
-def execute(items: list[Item], workers: int = 16, progress: Progress | None = None) -> list[bool]:
+def execute(items: list[Item], workers: int = 16, progress: ItemProgress | None = None) -> list[bool]:
     """Whether each fill passes (see the module's docstring); `progress(n)` after every n fills settled."""
     require_gpu()
     arch = gpu_arch()
@@ -116,7 +116,7 @@ def _job(file: SuiteFile, hole: SuiteHole, build: Build, original: Build) -> Job
             "reference": {"cubin": str(original.cubin), "symbol": original.mangled(kernel)}}
 
 
-def verify(jobs: list[Job | None], progress: Progress | None = None) -> list[bool]:
+def verify(jobs: list[Job | None], progress: ItemProgress | None = None) -> list[bool]:
     """Run the jobs in children, `CHUNK` to a child and `CHILDREN` at once; None is a failure."""
     passed = [False] * len(jobs)
     ready = {index: job for index, job in enumerate(jobs) if job is not None}

@@ -26,9 +26,7 @@ from dice_lsp.optimize.repair import Check, ModelRunner, repair
 from dice_lsp.settings import Settings
 from dice_lsp.toolchain.flags import CompileFlags
 from dice_lsp.toolchain.report import KernelResources, base_name
-from dice_lsp.wording import counted
-
-Said = Callable[[str], None]
+from dice_lsp.wording import Said, counted
 
 
 @dataclass

@@ -32,8 +32,9 @@ from dice_lsp.remote.client import DEFAULT_HOST, DEFAULT_PORT, Address
 from dice_lsp.remote.limits import ConnectionLimits, RequestLimits, limits_from
 from dice_lsp.remote.protocol import RemoteError
 from dice_lsp.remote.server import TokenFile, check_bind, confine, listen
-from dice_lsp.remote.service import Progress, Service, ServiceConfig
+from dice_lsp.remote.service import Service, ServiceConfig
 from dice_lsp.settings import Settings
+from dice_lsp.wording import Said
 
 
 @serve.deployment(max_ongoing_requests=64, ray_actor_options={"num_cpus": 1})
@@ -91,7 +92,7 @@ class ReplicaBackend:
     def __init__(self, replicas: DeploymentHandle[Any]) -> None:
         self.replicas = replicas.options(stream=True)
 
-    async def call(self, method: str, params: dict[str, Any], ticket: Ticket, progress: Progress) -> Any:
+    async def call(self, method: str, params: dict[str, Any], ticket: Ticket, progress: Said) -> Any:
         stream = cast(DeploymentResponseGenerator[dict[str, Any]], self.replicas.call.remote(method, params))
         try:
             async for event in stream:

@@ -46,6 +46,10 @@ class Ticket:
     def __call__(self) -> bool:
         return self._event.is_set()
 
+    def wait(self, timeout: float) -> bool:
+        """Block until the ticket is cancelled or `timeout` seconds pass; whether it was cancelled."""
+        return self._event.wait(timeout)
+
 
 @dataclass
 class _Job:

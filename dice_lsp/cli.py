@@ -670,8 +670,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     def flag_arguments(command: argparse.ArgumentParser) -> None:
         command.add_argument("--arch", type=_setting("arch"),
-                             help="GPU architecture (default: the build's, else sm_90)")
-        command.add_argument("--std", type=_setting("std"), help="C++ standard (default: the build's, else c++17)")
+                             help=f"GPU architecture (default: the build's, else {Settings.arch})")
+        command.add_argument("--std", type=_setting("std"),
+                             help=f"C++ standard (default: the build's, else {Settings.std})")
         command.add_argument("-I", dest="include", action="append", default=[], metavar="DIR",
                              help="add an include folder")
         command.add_argument("-D", dest="define", action="append", default=[], metavar="NAME[=VALUE]",

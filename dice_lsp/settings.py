@@ -65,11 +65,11 @@ class Settings:
     candidates: int = 1
     max_canvas: int = 64  # largest region, in tokens, a completion may fill
     diagnostics: bool = True  # compile .cu files with nvcc on open, save and typing pauses
-    arch: str = "sm_90"  # GPU architecture the background compile targets
+    arch: str = CompileFlags.arch  # GPU architecture the background compile targets
     bench_on_save: bool = False  # verify and time a saved file's kernels on the GPU (docs/BENCHMARKING.md)
     include_dirs: tuple[str, ...] = ()  # extra -I folders (relative ones: to the workspace folder)
     defines: tuple[str, ...] = ()  # -D NAME or NAME=VALUE
-    std: str = "c++17"  # C++ standard; a compile_commands.json in the workspace replaces these four
+    std: str = CompileFlags.std  # C++ standard; a compile_commands.json in the workspace replaces these four
     nvcc: str | None = None  # path of nvcc; None: CUDA_HOME / CUDA_PATH, PATH, /usr/local/cuda
     context_tokens: int | None = 256  # tokens of code around the hole; None: as many as the model window holds
     optimize_candidates: int = 8  # rewrites of a kernel the optimize action generates

@@ -46,6 +46,7 @@ from typing import Any
 
 from dice_lsp.evals import build, suite
 from dice_lsp.sandbox import run_tool
+from dice_lsp.toolchain.flags import CompileFlags
 from dice_lsp.training import corpus
 
 LOG = logging.getLogger("dice_lsp.evals.executable")
@@ -543,7 +544,7 @@ def source_trees(downloads: Path = build.DOWNLOADS, root: Path = TREES) -> Itera
         yield pin.name, pin.license, inside[0] if len(inside) == 1 and inside[0].is_dir() else folder
 
 
-def compile_cubin(text: str, nvcc: str = "nvcc", arch: str = "sm_90") -> tuple[bool, str, str]:
+def compile_cubin(text: str, nvcc: str = "nvcc", arch: str = CompileFlags.arch) -> tuple[bool, str, str]:
     """(ok, nvcc's messages, the kernel's symbol) for a cubin of `text`."""
     with tempfile.TemporaryDirectory(prefix="dice-exec-") as scratch:
         path = Path(scratch) / "kernel.cu"

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from dice_lsp.engine import load_model  # noqa: E402
-from dice_lsp.harness.bench import Limits  # noqa: E402
+from dice_lsp.harness.limits import Limits  # noqa: E402
 from dice_lsp.harness.spec import find_specs  # noqa: E402
 from dice_lsp.optimize import OptimizeRequest, checker, optimize  # noqa: E402
 from dice_lsp.settings import Settings  # noqa: E402
@@ -46,7 +46,7 @@ def main() -> int:
         flags = CompileFlags()
         started = time.perf_counter()
         request = OptimizeRequest(reference, text, kernel, None, args.candidates, args.rounds, sampler, flags,
-                                  Limits(timeout=60.0))
+                                  Limits())
         report = optimize(lambda job: job(model), request, checker(reference.parent, flags),
                           said=lambda message, name=reference.parent.name: print(f"{name}: {message}", file=sys.stderr))
         best = max((r.speedup or 0.0 for r in report.rewrites if r.verified), default=None)

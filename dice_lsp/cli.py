@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from dice_lsp.errors import DiceError
-from dice_lsp.settings import SAMPLERS, Settings, check_value
+from dice_lsp.harness.limits import Limits
+from dice_lsp.settings import REPAIR_CANDIDATES, SAMPLED_TEMPERATURE, SAMPLERS, Settings, check_value
 from dice_lsp.wording import counted
 
 EXIT_BAD_INPUT = 2
@@ -57,8 +58,9 @@ def _non_negative(text: str) -> int:
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="checkpoint folder (default: the embedded dice-tiny)")
-    parser.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default: auto)")
-    parser.add_argument("--dtype", default="auto", help="auto, float32, bfloat16 or float16")
+    parser.add_argument("--device", default=Settings.device,
+                        help=f"auto, cpu, cuda or cuda:N (default: {Settings.device})")
+    parser.add_argument("--dtype", default=Settings.dtype, help="auto, float32, bfloat16 or float16")
     parser.add_argument("--trust-remote-code", action="store_true",
                         help="run the modeling code shipped in the model folder (SDAR/DICE)")
 
@@ -93,11 +95,14 @@ def add_sampler_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--block-length", type=_positive, default=None,
                         help="decode the region in blocks of this many tokens, left to right")
     parser.add_argument("--temperature", type=float, default=None,
-                        help="0 is greedy (default for one candidate; 0.8 for several)")
-    parser.add_argument("--top-k", type=_non_negative, default=0, help="sample among the k likeliest tokens")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--candidates", type=_positive, default=1, help="candidates generated as one batch")
-    parser.add_argument("--max-tokens", type=_positive, default=64, help="largest canvas for the region, in tokens")
+                        help=f"0 is greedy (default for one candidate; {SAMPLED_TEMPERATURE:g} for several)")
+    parser.add_argument("--top-k", type=_non_negative, default=Settings.top_k,
+                        help="sample among the k likeliest tokens")
+    parser.add_argument("--seed", type=int, default=Settings.seed)
+    parser.add_argument("--candidates", type=_positive, default=Settings.candidates,
+                        help="candidates generated as one batch")
+    parser.add_argument("--max-tokens", type=_positive, default=Settings.max_canvas,
+                        help="largest canvas for the region, in tokens")
     parser.add_argument("--context-tokens", type=_positive, default=Settings.context_tokens,
                         help="tokens of code around the region (default: %(default)s)")
 
@@ -276,7 +281,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from dice_lsp.harness.bench import BenchReport, Limits, bench_file
+    from dice_lsp.harness.bench import BenchReport, bench_file
     from dice_lsp.textdoc import read_source
     from dice_lsp.toolchain.flags import CompileFlags, flags_for
 
@@ -372,7 +377,6 @@ def status_bar(description: str) -> Any:
 
 
 def cmd_optimize(args: argparse.Namespace) -> int:
-    from dice_lsp.harness.bench import Limits
     from dice_lsp.optimize import OptimizeRequest, optimize
     from dice_lsp.textdoc import read_source
 
@@ -629,21 +633,24 @@ def build_parser() -> argparse.ArgumentParser:
     add_sampler_arguments(complete)
     complete.set_defaults(handler=cmd_complete)
 
+    from dice_lsp.jobs import MAX_BATCH_ROWS
+    from dice_lsp.remote.client import DEFAULT_HOST, DEFAULT_PORT
+    from dice_lsp.remote.limits import HELP, MAX_PENDING, ConnectionLimits, RequestLimits
+
     serve = sub.add_parser("serve", help="host the model, nvcc and the GPU harness for a team's editors")
     listen = serve.add_mutually_exclusive_group()
     listen.add_argument("--socket", metavar="PATH", help="listen on a Unix socket (mode 0600) instead of TCP")
-    serve.add_argument("--host", default="127.0.0.1",
+    serve.add_argument("--host", default=DEFAULT_HOST,
                        help="address to listen on (default: loopback only; any other needs --token-file)")
-    serve.add_argument("--port", type=_port, default=7077, help="TCP port (default: %(default)s; 0: any free)")
+    serve.add_argument("--port", type=_port, default=DEFAULT_PORT, help="TCP port (default: %(default)s; 0: any free)")
     serve.add_argument("--token-file", help="file holding the shared token; re-read when it changes")
-    serve.add_argument("--max-pending", type=_positive, default=64,
+    serve.add_argument("--max-pending", type=_positive, default=MAX_PENDING,
                        help="requests in flight before new ones are answered busy (%(default)s)")
-    serve.add_argument("--max-batch-rows", type=_positive, default=32,
+    serve.add_argument("--max-batch-rows", type=_positive, default=MAX_BATCH_ROWS,
                        help="rows of one denoising batch across clients; 1 turns batching off (%(default)s)")
     serve.add_argument("--json", action="store_true", help="print the listening address as a JSON line on stdout")
     serve.add_argument("--unsafe-no-sandbox", action="store_true",
                        help="compile and run clients' code without the bubblewrap sandbox (as this server's user)")
-    from dice_lsp.remote.limits import HELP, ConnectionLimits, RequestLimits
 
     for kind in (RequestLimits, ConnectionLimits):  # each limit a flag of its own name (server/README.md)
         for f in fields(kind):
@@ -663,8 +670,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     def flag_arguments(command: argparse.ArgumentParser) -> None:
         command.add_argument("--arch", type=_setting("arch"),
-                             help="GPU architecture (default: the build's, else sm_90)")
-        command.add_argument("--std", type=_setting("std"), help="C++ standard (default: the build's, else c++17)")
+                             help=f"GPU architecture (default: the build's, else {Settings.arch})")
+        command.add_argument("--std", type=_setting("std"),
+                             help=f"C++ standard (default: the build's, else {Settings.std})")
         command.add_argument("-I", dest="include", action="append", default=[], metavar="DIR",
                              help="add an include folder")
         command.add_argument("-D", dest="define", action="append", default=[], metavar="NAME[=VALUE]",
@@ -678,8 +686,10 @@ def build_parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="verify a file's kernels against a reference and time them on the GPU")
     bench.add_argument("file", help=".cu file with a dice:launch spec, or a torch extension with a KernelBench REF.py")
     bench.add_argument("--ref", help="reference: a .cu with the same kernel, or a KernelBench .py (Model, get_inputs)")
-    bench.add_argument("--timeout", type=_seconds, default=60.0, help="seconds per kernel before it is killed (60)")
-    bench.add_argument("--trials", type=_positive, default=3, help="random-input trials per size (3)")
+    bench.add_argument("--timeout", type=_seconds, default=Limits.timeout,
+                       help=f"seconds per kernel before it is killed ({Limits.timeout:g})")
+    bench.add_argument("--trials", type=_positive, default=Limits.trials,
+                       help=f"random-input trials per size ({Limits.trials})")
     bench.add_argument("--json", action="store_true", help="print JSON instead of text")
     add_server_arguments(bench, SENDS_FILES_AND_REF)
     bench.set_defaults(handler=cmd_bench)
@@ -690,7 +700,7 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument("--out", help="write the result here (never over FILE)")
         command.add_argument("--steps", type=_positive, default=Settings.steps,
                              help="denoising steps per 32 tokens of region")
-        command.add_argument("--seed", type=int, default=0)
+        command.add_argument("--seed", type=int, default=Settings.seed)
         command.add_argument("--json", action="store_true", help="print JSON instead of text")
         flag_arguments(command)
         add_server_arguments(command, sends)
@@ -702,13 +712,15 @@ def build_parser() -> argparse.ArgumentParser:
     optimize.add_argument("--ref", help="reference: a .cu with the same kernel, or a KernelBench .py")
     optimize.add_argument("--candidates", type=_positive, default=Settings.optimize_candidates,
                           help="rewrites to generate (%(default)s)")
-    optimize.add_argument("--timeout", type=_seconds, default=60.0, help="seconds per candidate's run on the GPU (60)")
+    optimize.add_argument("--timeout", type=_seconds, default=Limits.timeout,
+                          help=f"seconds per candidate's run on the GPU ({Limits.timeout:g})")
     rewrite_arguments(optimize, SENDS_FILES_AND_REF)
     optimize.set_defaults(handler=cmd_optimize)
 
     fix = sub.add_parser("repair", help="make a file compile by re-writing the lines nvcc rejects")
     fix.add_argument("file", help="source file (.cu, .cuh, ...)")
-    fix.add_argument("--candidates", type=_positive, default=4, help="rewrites tried per round (4)")
+    fix.add_argument("--candidates", type=_positive, default=REPAIR_CANDIDATES,
+                     help=f"rewrites tried per round ({REPAIR_CANDIDATES})")
     rewrite_arguments(fix, SENDS_FILES)
     fix.set_defaults(handler=cmd_repair)
 

@@ -39,7 +39,7 @@ from dice_lsp.cuda.context import build_context
 from dice_lsp.cuda.holes import Hole, canvas_lengths, find_hole
 from dice_lsp.cuda.postprocess import FILTERS, FillContext, Filter, postprocess
 from dice_lsp.engine import Draft, FillRequest, FillResult, LoadedModel, fill
-from dice_lsp.engine.sampling import CancelCheck, Progress
+from dice_lsp.engine.sampling import CancelCheck, StepProgress
 from dice_lsp.engine.tokenizer import Tokenizer
 from dice_lsp.errors import DiceError
 from dice_lsp.settings import Settings
@@ -434,7 +434,7 @@ def no_completion(position: Position, started: float) -> Completion:
 
 
 def complete_at(model: LoadedModel, text: str, position: Position, settings: Settings,
-                cancel: CancelCheck | None = None, progress: Progress | None = None,
+                cancel: CancelCheck | None = None, progress: StepProgress | None = None,
                 selection: tuple[Position, Position] | None = None, compiler: Compiler | None = None) -> Completion:
     """The completion at `position`, filled here (with `cancel` checked and `progress` told between steps)."""
     started = time.perf_counter()

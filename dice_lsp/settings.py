@@ -35,9 +35,11 @@ NULLABLE_TEXT = ("model", "nvcc", *SERVER_KEYS)
 SERVER_OWNED = (*BACKEND_KEYS, "nvcc", "diagnostics", "bench_on_save", "trusted")
 PATTERNS = {"arch": (r"(sm|compute)_\d+[a-z]?", "an architecture such as sm_90"),
             "std": (r"c\+\+\d\d", "a C++ standard such as c++17")}
+REPAIR_CANDIDATES = 4  # repair's rewrites tried per round (`dice-lsp repair --candidates`, a team server's repair)
 UNTRUSTED = "workspace not trusted"  # why an untrusted workspace's code was not run, as reports say it
 STEP_TOKENS = 32  # `steps` is the budget of a canvas up to this size (a line or two); larger ones get more
 MAX_ENTROPY_BOUND = 1000.0  # nats: far above any use (a step then commits everything)
+SAMPLED_TEMPERATURE = 0.8  # the temperature of several candidates when none is set (one candidate is greedy)
 MAX_TEMPERATURE = 10.0  # far above any useful sampling temperature (0-2); 1e308 overflowed the sampler
 # above these a value is absurd, and refused for everyone (a team server caps far lower: dice_lsp.remote.limits)
 MAXIMA = {"steps": 1024, "min_steps": 1024, "block_length": 65536, "top_k": 1 << 20, "seed": 2**64 - 1,
@@ -57,17 +59,17 @@ class Settings:
     entropy_bound: float = 1.0  # entropy sampler: nats of uncertainty a step may commit (docs/PERFORMANCE.md)
     min_steps: int = 1  # adaptive samplers: the fewest model calls per window
     block_length: int | None = None
-    temperature: float | None = None  # None: greedy for one candidate, 0.8 for several
+    temperature: float | None = None  # None: greedy for one candidate, SAMPLED_TEMPERATURE for several
     top_k: int = 0
     seed: int = 0
     candidates: int = 1
     max_canvas: int = 64  # largest region, in tokens, a completion may fill
     diagnostics: bool = True  # compile .cu files with nvcc on open, save and typing pauses
-    arch: str = "sm_90"  # GPU architecture the background compile targets
+    arch: str = CompileFlags.arch  # GPU architecture the background compile targets
     bench_on_save: bool = False  # verify and time a saved file's kernels on the GPU (docs/BENCHMARKING.md)
     include_dirs: tuple[str, ...] = ()  # extra -I folders (relative ones: to the workspace folder)
     defines: tuple[str, ...] = ()  # -D NAME or NAME=VALUE
-    std: str = "c++17"  # C++ standard; a compile_commands.json in the workspace replaces these four
+    std: str = CompileFlags.std  # C++ standard; a compile_commands.json in the workspace replaces these four
     nvcc: str | None = None  # path of nvcc; None: CUDA_HOME / CUDA_PATH, PATH, /usr/local/cuda
     context_tokens: int | None = 256  # tokens of code around the hole; None: as many as the model window holds
     optimize_candidates: int = 8  # rewrites of a kernel the optimize action generates
@@ -81,7 +83,8 @@ class Settings:
     def sampler_config(self, canvas: int = STEP_TOKENS) -> SamplerConfig:
         """The sampler for a canvas of `canvas` tokens: `steps` per started 32 tokens (per block when decoding
         in blocks), so a kernel body gets as many tokens per step as a line does."""
-        temperature = self.temperature if self.temperature is not None else (0.0 if self.candidates == 1 else 0.8)
+        temperature = self.temperature if self.temperature is not None else (
+            0.0 if self.candidates == 1 else SAMPLED_TEMPERATURE)
         steps = self.steps if self.block_length else self.steps * max(1, math.ceil(canvas / STEP_TOKENS))
         return SamplerConfig(strategy=SAMPLERS[self.sampler], steps=steps,  # type: ignore[arg-type]
                              threshold=self.threshold, entropy_bound=self.entropy_bound,

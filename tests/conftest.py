@@ -12,7 +12,7 @@ import pytest
 import pytest_lsp
 from pytest_lsp import LanguageClient
 
-from .lsp_client import SERVER
+from .lsp_client import FAKE_MODEL_DIR, FAKE_SERVER, SERVER
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
@@ -119,6 +119,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest_lsp.fixture(config=FAKE_SERVER)
+async def fake_client(lsp_client: LanguageClient) -> AsyncIterator[None]:
+    """A real LSP client connected to a fresh `dice-lsp` whose model writes what the test says (`fake_fills`)."""
+    for stale in FAKE_MODEL_DIR.iterdir():
+        stale.unlink()
+    yield
+    await lsp_client.shutdown_session()
 
 
 @pytest_lsp.fixture(config=SERVER)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,11 @@ from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 SERVER = ClientServerConfig(server_command=[sys.executable, "-m", "dice_lsp.cli"],
                             server_env={**os.environ, "HF_HUB_OFFLINE": "1"})
+# `dice-lsp` whose model writes fixed text (tests/fake_model.py); `fake_fills` says what, `fake_calls` what it did
+FAKE_MODEL_DIR = Path(tempfile.mkdtemp(prefix="dice-fake-model-"))
+FAKE_SERVER = ClientServerConfig(server_command=[sys.executable, str(Path(__file__).with_name("fake_model.py"))],
+                                 server_env={**os.environ, "HF_HUB_OFFLINE": "1",
+                                             "DICE_FAKE_MODEL": str(FAKE_MODEL_DIR)})
 URI = "file:///work/kernel.cu"
 KERNEL = (
     "#include <cuda_runtime.h>\n\n"
@@ -30,6 +37,28 @@ LOOP_HEADER = (  # a half-typed loop header dice-tiny finishes with code that pa
 )
 
 FAST = {"steps": 4, "maxCanvas": 24}
+
+
+def fake_fills(texts: list[str], hold: int = 0) -> None:
+    """What the fake model writes from now on (round robin over `texts`); its first `hold` generations wait,
+    after one model call, until their request is cancelled."""
+    (FAKE_MODEL_DIR / "fills.json").write_text(json.dumps(texts))
+    (FAKE_MODEL_DIR / "hold").write_text(str(hold))
+
+
+def fake_calls() -> list[str]:
+    """The fake model's log: `generation N started` per generation that made its first model call."""
+    log = FAKE_MODEL_DIR / "calls.log"
+    return log.read_text().splitlines() if log.exists() else []
+
+
+async def fake_generation_started(number: int) -> None:
+    """Wait until the fake model's generation `number` has made its first model call (and, when held, waits)."""
+    async def poll() -> None:
+        while f"generation {number} started" not in fake_calls():
+            await asyncio.sleep(0.01)
+
+    await asyncio.wait_for(poll(), timeout=120)
 
 
 async def start(client: LanguageClient, options: dict[str, Any] | None = None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -63,27 +64,73 @@ def test_an_unknown_kernel_is_one_line_naming_the_kernels_there_are(broken: Path
     assert code == 2 and stderr.count("\n") == 1
 
 
+# What the fake model (tests/fake_model.py) writes for optimize's four calls with dice-tiny, in call order:
+# re-noise 30%, 60% and 100% of the body, then the body from the signature (which gets a newline in front).
+GRID_STRIDE = ("\n    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)"
+               " y[i] = a * x[i] + y[i];\n")
+UNDECLARED = "\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[i] = a * x[i] + z[i];\n"
+RETURNS = "\n    return;\n"
+FMAF_LINE = "    if (i < n) y[i] = fmaf(a, x[i], y[i]);\n"
+FMAF = "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n" + FMAF_LINE
+
+
+def fake_dice(folder: Path, fills: list[str], *args: str) -> tuple[int, Any, str]:
+    """`dice` with a model that writes `fills` (tests/fake_model.py); the rest is the product's own."""
+    (folder / "fills.json").write_text(json.dumps(fills))
+    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "fake_model.py"), *args, "--device", "cpu"],
+                          capture_output=True, text=True, timeout=600, cwd=ROOT,
+                          env={**os.environ, "DICE_FAKE_MODEL": str(folder), "HF_HUB_OFFLINE": "1"})
+    return proc.returncode, json.loads(proc.stdout) if proc.stdout.startswith("{") else proc.stdout, proc.stderr
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the answer of a machine without a GPU (unverified)")
 def test_optimize_without_a_gpu_ranks_compiled_rewrites_unverified(tmp_path: Path) -> None:
+    """Four rewrites, each with its own fate: two compile (ranked by nvcc's register count), one does not, one
+    does no work (last: never offered unverified); the best is written to --out, the input never."""
     path = tmp_path / "saxpy.cu"
     path.write_text(SAXPY)
     out = tmp_path / "best.cu"
-    code, report, _ = dice("optimize", str(path), "--kernel", "saxpy", "--candidates", "4", "--rounds", "1",
-                           "--json", "--out", str(out))
+    code, report, _ = fake_dice(tmp_path, [GRID_STRIDE, UNDECLARED, RETURNS, FMAF], "optimize", str(path),
+                                "--kernel", "saxpy", "--candidates", "4", "--rounds", "0", "--json", "--out", str(out))
     assert path.read_text() == SAXPY
-    assert report["gpu"] is False and report["verified"] == 0 and report["kernel"] == "saxpy"
+    assert (code, report["gpu"], report["unverified"], report["kernel"]) == (0, False, "no GPU", "saxpy")
+    assert (report["generated"], report["compiled"], report["verified"], report["faster"]) == (4, 3, 0, 0)
     ranked = report["candidates"]
-    assert [c["rank"] for c in ranked] == list(range(1, len(ranked) + 1)) and report["generated"] >= len(ranked)
-    # compiled first; a rewrite that does less work than the original (unverified here) after every other
-    order = [(c["less_work"] is None, c["compiled"]) for c in ranked]
-    assert order == sorted(order, reverse=True), ranked
-    assert report["best"] is None or report["best"]["less_work"] is None
-    assert all(c["diff"].startswith("--- a/saxpy.cu") for c in ranked)
-    if report["best"] is None:
-        assert code == 1 and not out.exists()
-    else:
-        assert code == 0 and "unverified" in report["summary"] and out.read_text() != SAXPY
-        assert report["best"]["diff"] == ranked[0]["diff"]
+    assert [(c["rank"], c["origin"], c["compiled"], c["verified"], c["failure"], c["less_work"]) for c in ranked] == [
+        (1, "signature", True, False, None, None),
+        (2, "re-noise 30%", True, False, None, None),
+        (3, "re-noise 60%", False, False, 'does not compile: identifier "z" is undefined', None),
+        (4, "re-noise 100%", True, False, None, "does nothing (returns before any work)")]
+    assert ranked[0]["resources"]["registers"] < ranked[1]["resources"]["registers"]
+    assert all(c["diff"].startswith("--- a/saxpy.cu\n+++ b/saxpy.cu\n") for c in ranked)
+    assert "-    if (i < n) y[i] = a * x[i] + y[i];\n+" + FMAF_LINE in ranked[0]["diff"]
+    best = report["best"]
+    assert best == ranked[0]
+    expected = SAXPY.replace("    if (i < n) y[i] = a * x[i] + y[i];\n", FMAF_LINE, 1)
+    assert report["text"] == expected and out.read_text() == expected
+    assert report["summary"] == (
+        f"saxpy: unverified rewrite (signature), ranked by nvcc's resource report "
+        f"({best['resources']['registers']} registers, 0 spill bytes, 0 B stack); 4 distinct candidates of 4, "
+        "3 compiled, none verified (no GPU), 1 doing less work than the original (never offered unverified)")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the answer of a machine without a GPU (unverified)")
+def test_optimize_with_nothing_that_compiles_offers_nothing_and_says_why(tmp_path: Path) -> None:
+    """When no rewrite is worth offering, the answer is exactly that: exit 1, no best, no --out file, and the
+    summary says what became of each (the fake model's two texts, each written twice, make two candidates)."""
+    path = tmp_path / "saxpy.cu"
+    path.write_text(SAXPY)
+    out = tmp_path / "best.cu"
+    code, report, _ = fake_dice(tmp_path, [UNDECLARED, RETURNS], "optimize", str(path), "--kernel", "saxpy",
+                                "--candidates", "4", "--rounds", "0", "--json", "--out", str(out))
+    assert (code, report["best"], report["text"], out.exists()) == (1, None, None, False)
+    assert [(c["origin"], c["compiled"], c["failure"], c["less_work"]) for c in report["candidates"]] == [
+        ("re-noise 30%", False, 'does not compile: identifier "z" is undefined', None),
+        ("re-noise 60%", True, None, "does nothing (returns before any work)")]
+    assert report["summary"] == (
+        "saxpy: no faster rewrite found (2 distinct candidates of 4, 1 compiled, none verified (no GPU), "
+        "1 doing less work than the original (never offered unverified))")
+    assert path.read_text() == SAXPY
 
 
 def test_repair_and_optimize_take_check_s_include_folders_and_macros(tmp_path: Path) -> None:

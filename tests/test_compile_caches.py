@@ -110,12 +110,17 @@ def test_a_cache_entry_of_another_shape_is_compiled_again(tmp_path: Path) -> Non
     assert check_source(SOURCE, tmp_path, DEFAULT_FLAGS, cache, nvcc).cached, "the entry was replaced"
 
 
-def test_a_flood_of_compiler_output_is_neither_kept_whole_nor_stored(tmp_path: Path) -> None:
+def test_a_flood_of_compiler_output_is_cut_short_and_stored_within_the_entry_limit(tmp_path: Path) -> None:
+    """64 MiB of errors: the report keeps only the first ones, and that report (not the flood) is what the
+    cache stores, under its per-entry limit; asking again answers from the cache, the same report."""
     flood = "yes 'source.cu(1): error: boom' | head -c 67108864 >&2; exit 2"
     path = tmp_path / "c.msgpack"
-    report = check_source(SOURCE, tmp_path, DEFAULT_FLAGS, CompileCache(path), fake_nvcc(tmp_path, success=flood))
+    nvcc = fake_nvcc(tmp_path, success=flood)
+    report = check_source(SOURCE, tmp_path, DEFAULT_FLAGS, CompileCache(path), nvcc)
     assert 0 < report.errors < 20_000 and report.diagnostics[0].message == "boom"
-    assert not path.exists() or path.stat().st_size <= compile_cache.MAX_ENTRY_BYTES
+    assert path.is_file() and 0 < path.stat().st_size <= compile_cache.MAX_ENTRY_BYTES
+    again = check_source(SOURCE, tmp_path, DEFAULT_FLAGS, CompileCache(path), nvcc)
+    assert again.cached and (again.errors, again.diagnostics) == (report.errors, report.diagnostics)
 
 
 def test_the_compile_cache_is_bounded_in_bytes(tmp_path: Path) -> None:

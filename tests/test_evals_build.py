@@ -116,9 +116,10 @@ def test_near_copies_of_the_corpus_and_of_the_suite_are_dropped() -> None:
     index = build.CorpusIndex.from_texts([original])
     near_copy = original.replace("a59 = load(x, 59)", "a59 = load(x, 58)")
     fresh = f"__global__ void g(float* y) {{\n{_numbered('b', 60)}\n}}\n"
-    files = [build.Candidate("s", "near.cu", near_copy, "MIT"), build.Candidate("s", "fresh.cu", fresh, "MIT"),
-             build.Candidate("s", "again.cu", fresh.replace("    ", "  "), "MIT"),
-             build.Candidate("s", "close.cu", fresh.replace("b59 = load(x, 59)", "b59 = load(y, 59)"), "MIT")]
+    files = [build.SuiteCandidate("s", "near.cu", near_copy, "MIT"),
+             build.SuiteCandidate("s", "fresh.cu", fresh, "MIT"),
+             build.SuiteCandidate("s", "again.cu", fresh.replace("    ", "  "), "MIT"),
+             build.SuiteCandidate("s", "close.cu", fresh.replace("b59 = load(x, 59)", "b59 = load(y, 59)"), "MIT")]
     kept, reasons = build.screen(files, index)
     assert [c.path for c in kept] == ["fresh.cu"]
     assert reasons == [("s", "corpus-near"), ("s", "suite-exact"), ("s", "suite-near")]
@@ -129,8 +130,8 @@ def test_functions_mostly_made_of_corpus_lines_host_no_holes() -> None:
     index = build.CorpusIndex.from_texts([f"void elsewhere() {{\n{body}\n}}\n"])
     text = (f"__global__ void copied(float* x) {{\n{body}\n}}\n\n"
             f"__global__ void mine(float* x) {{\n{_numbered('d', 4)}\n}}\n")
-    stats = build.SourceStats()
-    holes = build.file_holes(build.Candidate("s", "f.cu", text, "MIT"), index, stats)
+    stats = build.SuiteSourceStats()
+    holes = build.file_holes(build.SuiteCandidate("s", "f.cu", text, "MIT"), index, stats)
     assert (stats.copied_functions, stats.hosts) == (1, 1)
     assert {h.function for rows in holes.values() for h in rows} == {"mine"}
     assert [len(holes[kind]) for kind in suite.KINDS] == [3, 3, 3, 1]

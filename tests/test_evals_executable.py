@@ -160,7 +160,7 @@ def test_cutter_spans() -> None:
             assert text == KERNEL[KERNEL.index("{", KERNEL.index("void k")) + 1:KERNEL.rindex("}")]
 
 
-def kind_counts(holes: list[ex.Hole]) -> dict[str, int]:
+def kind_counts(holes: list[ex.ExecutableHole]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for kind, *_ in holes:
         counts[kind] = counts.get(kind, 0) + 1
@@ -183,7 +183,7 @@ def test_template_parameters_are_replaced_as_whole_words() -> None:
 
 
 def test_only_holes_whose_deletion_breaks_the_kernel_are_kept() -> None:
-    candidate = ex.Candidate("s:p:k", "s", "p", "MIT", "test", "k", "_Z1k", KERNEL, [],
+    candidate = ex.StandaloneKernel("s:p:k", "s", "p", "MIT", "test", "k", "_Z1k", KERNEL, [],
                              [["line", 1, 2], ["lines", 3, 4], ["body", 5, 6]])
     verdict = {"spec": 0, "holes": {"0": "passes", "1": "does not compile", "2": "fails: out of bounds"}}
     assert ex.kept_holes(candidate, verdict) == [("lines", 3, 4), ("body", 5, 6)]

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from dice_lsp.harness.bench import BenchReport, KernelResult, Limits, bench_file
+from dice_lsp.harness.bench import BenchReport, KernelResult, bench_file
+from dice_lsp.harness.limits import Limits
 from dice_lsp.toolchain.nvcc import SOURCE_NAME
 
 pytestmark = pytest.mark.gpu

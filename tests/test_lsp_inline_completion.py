@@ -8,7 +8,7 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from .lsp_client import FAST, LOOP_HEADER, URI, open_document, ready, start
+from .lsp_client import FAST, LOOP_HEADER, URI, fake_calls, fake_fills, open_document, ready, start
 
 pytestmark = pytest.mark.asyncio
 
@@ -49,13 +49,45 @@ async def test_garbage_only_yields_no_item_and_the_log_says_why(client: Language
                for m in client.log_messages)
 
 
-async def test_a_file_with_syntax_errors_still_completes(client: LanguageClient) -> None:
-    statuses = await start(client)
-    await ready(statuses, client)
-    broken = "__global__ void k(float* x {\n    x[threadIdx.x] = ;\n    \n"
-    open_document(client, broken)
-    result = await client.text_document_inline_completion_async(types.InlineCompletionParams(
-        text_document=types.TextDocumentIdentifier(uri=URI), position=types.Position(2, 4),
-        context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Automatic)))
-    assert result is None or isinstance(result, types.InlineCompletionList)
-    assert not client.error, "the server survived"
+BROKEN_ABOVE = (  # the first kernel does not parse; the second, with the cursor on its empty line 6, does
+    "__global__ void broken(float* x {\n    x[threadIdx.x] = ;\n}\n\n"
+    "__global__ void fill_ones(float* out, int n) {\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    \n}\n"
+)
+
+
+def invoked_at(line: int, character: int) -> types.InlineCompletionParams:
+    return types.InlineCompletionParams(
+        text_document=types.TextDocumentIdentifier(uri=URI), position=types.Position(line, character),
+        context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Automatic))
+
+
+async def test_a_file_with_syntax_errors_still_completes(fake_client: LanguageClient) -> None:
+    """A syntax error elsewhere in the file does not stop a fill: the model's text is the item, exactly, over
+    the empty line's region, with the checks it passed."""
+    fake_fills(["if (i < n) out[i] = 1.0f;"])
+    statuses = await start(fake_client)
+    await ready(statuses, fake_client)
+    open_document(fake_client, BROKEN_ABOVE)
+    result = await fake_client.text_document_inline_completion_async(invoked_at(6, 4))
+    assert isinstance(result, types.InlineCompletionList) and len(result.items) == 1
+    [item] = result.items
+    assert item.insert_text == "if (i < n) out[i] = 1.0f;"
+    assert item.range == types.Range(types.Position(6, 4), types.Position(6, 4))
+    assert item.command is not None and item.command.command == "dice.completionChecks"
+    assert list(item.command.arguments or []) == [{"parses": True, "names": True, "compiles": None}]
+    assert fake_calls() == ["generation 1 started"]
+    assert not fake_client.error, "the server survived"
+
+
+async def test_no_region_in_a_broken_signature_is_an_empty_list_and_no_model_call(fake_client: LanguageClient) -> None:
+    """An unclosed parameter list leaves no function around the cursor, so no region to fill: the answer is
+    an empty list at once, the model is never asked, and nothing is logged as withheld (nothing was)."""
+    fake_fills(["x[threadIdx.x] = 1.0f;"])
+    statuses = await start(fake_client)
+    await ready(statuses, fake_client)
+    open_document(fake_client, "__global__ void k(float* x {\n    x[threadIdx.x] = ;\n    \n")
+    result = await fake_client.text_document_inline_completion_async(invoked_at(2, 4))
+    assert isinstance(result, types.InlineCompletionList) and list(result.items) == []
+    assert fake_calls() == [], "no region, no model call"
+    assert not [m.message for m in fake_client.log_messages if "no completion" in m.message]
+    assert not fake_client.error, "the server survived"

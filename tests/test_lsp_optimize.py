@@ -5,6 +5,7 @@ by nvcc's resource report and said to be unverified)."""
 from __future__ import annotations
 
 import asyncio
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -15,7 +16,17 @@ import torch
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from .lsp_client import FAST, diagnostics_for, open_document, read_code_actions_as_vscode_does, ready, start
+from .lsp_client import (
+    FAST,
+    diagnostics_for,
+    fake_calls,
+    fake_fills,
+    open_document,
+    read_code_actions_as_vscode_does,
+    ready,
+    start,
+)
+from .test_cli_optimize import FMAF, GRID_STRIDE, RETURNS, UNDECLARED
 
 pytestmark = pytest.mark.asyncio
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "saxpy.cu"
@@ -72,37 +83,59 @@ async def test_each_kernel_under_the_cursor_gets_an_optimize_action(client: Lang
     assert [a.title for a in both] == ["Optimize kernel `saxpy` with DICE", "Optimize kernel `saxpy_vec4` with DICE"]
 
 
+# The fake model's four rewrites (tests/test_cli_optimize.py): the best, the signature's fmaf, changes one call.
+FAKE_REWRITES = [GRID_STRIDE, UNDECLARED, RETURNS, FMAF]
+FAKE_QUICK = {**QUICK, "repairRounds": 0}
+FMAF_EDIT = types.TextEdit(range=types.Range(types.Position(17, 22), types.Position(17, 37)),
+                           new_text="fmaf(a, x[i], y[i])")
+
+
+def fake_summary(report: dict[str, Any]) -> str:
+    registers = report["best"]["resources"]["registers"]
+    return (f"saxpy: unverified rewrite (signature), ranked by nvcc's resource report ({registers} registers, 0 spill "
+            "bytes, 0 B stack); 4 distinct candidates of 4, 3 compiled, none verified (no GPU), 1 doing less work "
+            "than the original (never offered unverified)")
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the answer of a machine without a GPU (unverified)")
-async def test_optimize_reports_progress_and_applies_only_what_the_user_accepts(client: LanguageClient,
+async def test_optimize_reports_progress_and_applies_only_what_the_user_accepts(fake_client: LanguageClient,
                                                                               tmp_path: Path) -> None:
-    path, uri = await opened(client, tmp_path, {**QUICK, "optimizeCandidates": 6})
+    client = fake_client
+    fake_fills(FAKE_REWRITES)
+    path, uri = await opened(client, tmp_path, FAKE_QUICK)
     original = path.read_text()
     asked: list[str] = []
     applied = user_says_apply(client, lambda question: asked.append(question.message))
     result = await optimize(client, uri)
-    messages = [getattr(v, "message", "") or "" for values in client.progress_reports.values() for v in values]
-    assert any("generated" in m for m in messages) and any("compiled" in m for m in messages), messages
+    [(begin, *reports, end)] = [v for v in client.progress_reports.values()
+                                if isinstance(v[0], types.WorkDoneProgressBegin) and v[0].title == "DICE optimize"]
+    assert (begin.message, begin.cancellable, getattr(end, "message", None)) == ("saxpy.cu", True, "done")
+    assert [re.sub(r"compiled \d+/", "compiled ?/", r.message or "") for r in reports] == [
+        "generated 4 candidates, 4 distinct", "compiled ?/1 of 4", "compiled ?/2 of 4", "compiled ?/3 of 4",
+        "compiled ?/4 of 4"]  # compiles run side by side: which of them is done first varies
+    assert reports[-1].message == "compiled 3/4 of 4"
     report = result["report"]
-    assert report["gpu"] is False and report["verified"] == 0 and "no GPU" in result["summary"]
-    assert [c["rank"] for c in report["candidates"]] == list(range(1, len(report["candidates"]) + 1))
-    compiled = [c["compiled"] for c in report["candidates"]]
-    assert compiled == sorted(compiled, reverse=True), "compiled rewrites rank above the others"
-    if report["best"] is None:
-        assert not asked and not applied and result["edit"] is None
-        return
-    assert asked and "unverified" in asked[0]
+    assert [(c["rank"], c["origin"], c["compiled"], c["less_work"] is not None) for c in report["candidates"]] == [
+        (1, "signature", True, False), (2, "re-noise 30%", True, False), (3, "re-noise 60%", False, False),
+        (4, "re-noise 100%", True, True)]
+    assert (report["gpu"], report["verified"], result["summary"]) == (False, 0, fake_summary(report))
+    assert asked == ["DICE: " + fake_summary(report)]
     [params] = applied
+    assert params.label == "DICE: optimize saxpy"
     [change] = params.edit.document_changes
-    assert change.text_document.version == 1, "the edit is for the version it was made from"
+    assert (change.text_document.uri, change.text_document.version, list(change.edits)) == (uri, 1, [FMAF_EDIT])
     assert result["applied"] is True
     assert path.read_text() == original, "the server never writes the file itself"
     asked.clear()
     unasked = await optimize(client, uri, False)  # a client that previews the edit itself (VS Code's)
     assert not asked and unasked["applied"] is False and unasked["edit"] == result["edit"]
+    assert fake_calls() == [f"generation {n} started" for n in range(1, 9)], "four model calls per optimize"
 
 
-async def test_an_edit_for_a_changed_document_is_refused(client: LanguageClient, tmp_path: Path) -> None:
-    path, uri = await opened(client, tmp_path, {**QUICK, "optimizeCandidates": 6})
+async def test_an_edit_for_a_changed_document_is_refused(fake_client: LanguageClient, tmp_path: Path) -> None:
+    client = fake_client
+    fake_fills(FAKE_REWRITES)
+    path, uri = await opened(client, tmp_path, FAKE_QUICK)
 
     def type_meanwhile(_question: types.ShowMessageRequestParams) -> None:
         client.text_document_did_change(types.DidChangeTextDocumentParams(
@@ -112,8 +145,7 @@ async def test_an_edit_for_a_changed_document_is_refused(client: LanguageClient,
     applied = user_says_apply(client, type_meanwhile)
     result = await optimize(client, uri)
     assert not applied and result["applied"] is False
-    if result["report"]["best"] is not None:
-        assert "changed" in result["summary"]
+    assert result["summary"] == "not applied: the document changed while the kernel was being optimized"
     stale = await optimize(client, uri)
     assert stale["report"] is None and "changed since" in stale["summary"], "an action offered for version 1"
 

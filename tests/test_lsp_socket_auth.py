@@ -186,7 +186,7 @@ def test_a_silent_connection_is_closed_after_the_admission_time(monkeypatch: pyt
     from dice_lsp.remote.server import TokenFile
 
     monkeypatch.setattr(transport, "ADMISSION_SECONDS", 0.2)
-    gate = transport.Gate(TokenFile(None))
+    gate = transport.LspGate(TokenFile(None))
 
     async def silent() -> None:
         await asyncio.sleep(60)
@@ -200,7 +200,7 @@ def test_connections_waiting_for_admission_are_bounded() -> None:
     from dice_lsp.lsp import transport
     from dice_lsp.remote.server import TokenFile
 
-    gate = transport.Gate(TokenFile(None))
+    gate = transport.LspGate(TokenFile(None))
 
     async def scenario() -> transport.Admission:
         never = asyncio.Event()
@@ -223,6 +223,6 @@ def test_wrong_tokens_from_one_host_wait_longer_each_time() -> None:
     from dice_lsp.lsp import transport
     from dice_lsp.remote.server import TokenFile
 
-    gate = transport.Gate(TokenFile(None))
+    gate = transport.LspGate(TokenFile(None))
     assert [gate.backoff("10.0.0.1") for _ in range(8)] == [0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 5.0, 5.0]
     assert gate.backoff("10.0.0.2") == 0.1

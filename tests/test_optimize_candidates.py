@@ -12,7 +12,7 @@ from dice_lsp.engine.infill import draft_rows
 from dice_lsp.errors import DiceError, InputError
 from dice_lsp.optimize import candidates as gen
 from dice_lsp.optimize.candidates import (
-    Candidate,
+    BodyCandidate,
     body_in_answer,
     body_of,
     distinct,
@@ -77,12 +77,12 @@ def test_normalized_ignores_comments_and_whitespace() -> None:
 def test_distinct_drops_copies_of_the_original_empties_and_repeats_in_order() -> None:
     original = "\n    if (i < n) x[i] = a * x[i];\n"
     made = [
-        Candidate("\n  if (i < n)   x[i] = a * x[i];  // unchanged\n", "re-noise 30%"),
-        Candidate("", "re-noise 60%"),
-        Candidate("\n    /* nothing */\n", "re-noise 100%"),
-        Candidate("\n    if (i < n) x[i] *= a;\n", "signature"),
-        Candidate("\n    for (; i < n; i += gridDim.x * blockDim.x) x[i] *= a;\n", "prompted"),
-        Candidate("\n\tif (i < n)\n\t\tx[i] *= a; // the same again\n", "re-noise 30%"),
+        BodyCandidate("\n  if (i < n)   x[i] = a * x[i];  // unchanged\n", "re-noise 30%"),
+        BodyCandidate("", "re-noise 60%"),
+        BodyCandidate("\n    /* nothing */\n", "re-noise 100%"),
+        BodyCandidate("\n    if (i < n) x[i] *= a;\n", "signature"),
+        BodyCandidate("\n    for (; i < n; i += gridDim.x * blockDim.x) x[i] *= a;\n", "prompted"),
+        BodyCandidate("\n\tif (i < n)\n\t\tx[i] *= a; // the same again\n", "re-noise 30%"),
     ]
     assert distinct(made, original) == [made[3], made[4]]
 
@@ -162,7 +162,7 @@ def test_causal_model_refuses_a_draft(native_dir: Path, tmp_path: Path) -> None:
         fill(model, FillRequest(prefix, suffix, draft=Draft(body, noise=0.3)))
 
 
-def generated(model: LoadedModel, count: int) -> tuple[list[Candidate], list[str]]:
+def generated(model: LoadedModel, count: int) -> tuple[list[BodyCandidate], list[str]]:
     said: list[str] = []
     made = gen.generate(model, SCALE, find_kernel(SCALE, "scale"), count, SamplerConfig(steps=4), said=said.append)
     assert all(isinstance(c.body, str) for c in made)

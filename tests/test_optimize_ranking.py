@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 
 from dice_lsp.optimize import loop
-from dice_lsp.optimize.candidates import Candidate, dropped_work, find_kernel, pointer_parameters, reachable, written
+from dice_lsp.optimize.candidates import (
+    BodyCandidate,
+    dropped_work,
+    find_kernel,
+    pointer_parameters,
+    reachable,
+    written,
+)
 from dice_lsp.optimize.loop import OptimizeReport, OptimizeRequest, Rewrite, optimize, ranked
 from dice_lsp.toolchain.report import CheckReport, KernelResources
 
@@ -91,7 +98,8 @@ def test_without_a_gpu_a_do_nothing_body_never_ranks_first_nor_is_offered() -> N
 def test_optimize_without_a_gpu_never_offers_a_do_nothing_body(monkeypatch: pytest.MonkeyPatch) -> None:
     """The loop end to end with a fake model and compiler: `return;` compiles with the fewest registers."""
     monkeypatch.setattr(loop, "gpu_arch", lambda: None)
-    made = [Candidate("\n    return;\n", "re-noise 100%"), Candidate("\n    float v = a * x[0];\n", "signature")]
+    made = [BodyCandidate("\n    return;\n", "re-noise 100%"),
+            BodyCandidate("\n    float v = a * x[0];\n", "signature")]
 
     def check(text: str) -> CheckReport:
         registers = 2 if "return;" in text else 4

@@ -318,11 +318,14 @@ def test_cli_check_bench_repair_and_optimize_through_the_server(server: tuple[st
     assert report["compile"]["ok"], "the server built the file it was sent"
     assert bench.returncode == (0 if report["gpu"] else 3)
 
-    optimized = run_cli("optimize", str(saxpy), "--kernel", "saxpy", "--candidates", "4", "--rounds", "0", "--json",
-                        *remote)
-    result = json.loads(optimized.stdout)
+    there, here = (run_cli("optimize", str(saxpy), "--kernel", "saxpy", "--candidates", "4", "--rounds", "0",
+                           "--json", *more) for more in (remote, []))
+    result, local = json.loads(there.stdout), json.loads(here.stdout)
     assert result["kernel"] == "saxpy" and result["generated"] == 4
     assert [c["rank"] for c in result["candidates"]] == list(range(1, len(result["candidates"]) + 1))
-    assert optimized.returncode == (0 if result["best"] else 1)
+    same = ("origin", "compiled", "failure", "less_work", "diff")  # the server's answer is the local one, exactly
+    assert [{k: c[k] for k in same} for c in result["candidates"]] == [{k: c[k] for k in same}
+                                                                       for c in local["candidates"]]
+    assert (there.returncode, result["text"], result["summary"]) == (here.returncode, local["text"], local["summary"])
     refused = run_cli("check", str(broken), "-I", str(tmp_path), *remote)
     assert refused.returncode == 2 and "-I does not reach a team server" in refused.stderr

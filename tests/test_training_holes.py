@@ -11,8 +11,8 @@ import pytest
 
 from dice_lsp.engine.tokenizer import Tokenizer
 from dice_lsp.training.holes import (
+    cut_hole,
     fim_example,
-    find_hole,
     hole_example,
     make_example,
     mode_weights,
@@ -41,7 +41,7 @@ def test_line_holes_are_whole_lines(kind: str, setup: tuple[Tokenizer, np.ndarra
     tables = token_tables(tok)
     rng = np.random.default_rng(0)
     for _ in range(50):
-        span = find_hole(stream[:400], kind, tables, rng, margin=16)
+        span = cut_hole(stream[:400], kind, tables, rng, margin=16)
         if span is None:
             continue
         start, end = span
@@ -60,7 +60,7 @@ def test_block_holes_are_the_inside_of_a_brace_pair(setup: tuple[Tokenizer, np.n
     rng = np.random.default_rng(1)
     found = 0
     for _ in range(50):
-        span = find_hole(stream[:400], "block", tables, rng, margin=16)
+        span = cut_hole(stream[:400], "block", tables, rng, margin=16)
         if span is None:
             continue
         found += 1
@@ -141,7 +141,7 @@ def test_fim_examples_hold_the_hole_the_diffusion_canvas_gets(setup: tuple[Token
     tok, stream = setup
     tables = token_tables(tok)
     window = stream[:600]
-    span = find_hole(window, "line", tables, np.random.default_rng(9), margin=16)
+    span = cut_hole(window, "line", tables, np.random.default_rng(9), margin=16)
     ar = fim_example(window, "line", 256, tables, np.random.default_rng(9))
     assert span is not None and ar is not None
     hole = window[span[0]:span[1]]
@@ -160,7 +160,7 @@ def test_midline_holes_are_the_rest_of_a_half_typed_line(setup: tuple[Tokenizer,
     rng = np.random.default_rng(5)
     found = 0
     for _ in range(60):
-        span = find_hole(stream[:400], "midline", tables, rng, margin=16)
+        span = cut_hole(stream[:400], "midline", tables, rng, margin=16)
         if span is None:
             continue
         found += 1
@@ -180,7 +180,7 @@ def test_one_line_holes_start_at_the_line_or_after_its_indentation(setup: tuple[
     rng = np.random.default_rng(6)
     starts = set()
     for _ in range(200):
-        span = find_hole(stream[:400], "line", tables, rng, margin=16)
+        span = cut_hole(stream[:400], "line", tables, rng, margin=16)
         if span is None:
             continue
         hole = tok.decode(stream[span[0]:span[1]].tolist())

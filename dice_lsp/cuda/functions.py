@@ -29,7 +29,7 @@ def parser() -> Parser:
 
 
 @dataclass(frozen=True)
-class Source:
+class ParsedSource:
     """A parsed text; tree-sitter speaks UTF-8 byte offsets, callers speak string indices."""
 
     text: str
@@ -48,10 +48,10 @@ class Source:
 
 
 @lru_cache(maxsize=8)
-def parse(text: str) -> Source:
+def parse(text: str) -> ParsedSource:
     """Parse once per text: finding a hole and building its context ask about the same file."""
     data = text.encode("utf-8")
-    return Source(text, data, parser().parse(data).root_node)
+    return ParsedSource(text, data, parser().parse(data).root_node)
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,7 @@ def _closed(body: Node) -> bool:
     return last is not None and last.type == "}" and not last.is_missing
 
 
-def _function(src: Source, definition: Node, body: Node, close: int) -> Function:
+def _function(src: ParsedSource, definition: Node, body: Node, close: int) -> Function:
     qualifiers = tuple(c.type for c in definition.children if c.type in QUALIFIERS)
     parent = definition.parent
     head = parent if parent is not None and parent.type == "template_declaration" else definition
@@ -114,7 +114,7 @@ def parse_functions(text: str) -> list[Function]:
     return functions
 
 
-def _reach(src: Source, body: Node) -> int:
+def _reach(src: ParsedSource, body: Node) -> int:
     """Byte offset just past a body: after its '}', or after the whitespace that follows an unclosed one."""
     if _closed(body):
         return body.end_byte
@@ -122,7 +122,7 @@ def _reach(src: Source, body: Node) -> int:
     return body.end_byte + len(rest) - len(rest.lstrip())
 
 
-def _path(src: Source, byte: int) -> Iterator[Node]:
+def _path(src: ParsedSource, byte: int) -> Iterator[Node]:
     """Nodes that may contain `byte`, outermost first; an unclosed node also owns the whitespace after it."""
     node = src.root
     while True:

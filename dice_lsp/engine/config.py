@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from dice_lsp.errors import ModelLoadError
 
-Attention = Literal["bidirectional", "block", "causal"]
+AttentionLayout = Literal["bidirectional", "block", "causal"]
 
 NATIVE_MODEL_TYPE = "dice"
 BLOCK_MODEL_TYPES = ("sdar", "qwen3")
@@ -36,7 +36,7 @@ class ModelConfig:
     rms_norm_eps: float = 1e-6
     rope_theta: float = 1_000_000.0
     tie_word_embeddings: bool = False
-    attention: Attention = "bidirectional"
+    attention: AttentionLayout = "bidirectional"
     block_size: int = SDAR_DEFAULT_BLOCK_SIZE
     model_type: str = NATIVE_MODEL_TYPE
 
@@ -71,7 +71,7 @@ class ModelConfig:
     def from_json(cls, data: dict[str, Any]) -> ModelConfig:
         model_type = data.get("model_type")
         if model_type == NATIVE_MODEL_TYPE:
-            attention: Attention = data.get("attention", "bidirectional")
+            attention: AttentionLayout = data.get("attention", "bidirectional")
         elif model_type in BLOCK_MODEL_TYPES:
             attention = "block"
         else:

@@ -23,7 +23,7 @@ from dice_lsp.engine.sampler_config import SamplerConfig
 from dice_lsp.engine.sampling import (
     CancelCheck,
     Denoiser,
-    Progress,
+    StepProgress,
     fill_in_place,
     generate_blocks,
     generate_causal,
@@ -207,7 +207,7 @@ def _canvases(model: LoadedModel, request: FillRequest) -> tuple[int, ...]:
 
 
 def fill_batch(model: LoadedModel, requests: list[FillRequest], cancel: CancelCheck | None = None,
-               progress: Progress | None = None) -> list[FillResult]:
+               progress: StepProgress | None = None) -> list[FillResult]:
     """Fill several regions (all with one `batch_key`) as one batch: each request's candidates (per canvas)
     are rows, left-padded so that every region starts at the same column; padding is never attended, so a
     row's fill is the one it gets alone (the same with greedy decoding; sampled rows draw from one
@@ -255,7 +255,7 @@ def fill_batch(model: LoadedModel, requests: list[FillRequest], cancel: CancelCh
 
 
 def fill(model: LoadedModel, request: FillRequest, cancel: CancelCheck | None = None,
-         progress: Progress | None = None) -> FillResult:
+         progress: StepProgress | None = None) -> FillResult:
     if batch_key(model, request) is not None:
         return fill_batch(model, [request], cancel, progress)[0]
     tok, special = model.tokenizer, model.special

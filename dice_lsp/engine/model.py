@@ -9,7 +9,7 @@ from typing import Any, Protocol
 import torch
 from torch import Tensor
 
-from dice_lsp.engine.config import Attention, ModelConfig
+from dice_lsp.engine.config import AttentionLayout, ModelConfig
 from dice_lsp.engine.tokenizer import SpecialTokens, Tokenizer
 
 
@@ -43,7 +43,7 @@ class LoadedModel:
         return self.tokenizer.special
 
     @property
-    def attention(self) -> Attention:
+    def attention(self) -> AttentionLayout:
         return self.lm.config.attention
 
     @property

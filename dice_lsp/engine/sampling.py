@@ -25,14 +25,14 @@ from dice_lsp.engine.tokenizer import SpecialTokens
 from dice_lsp.errors import Cancelled, DiceError
 
 CancelCheck = Callable[[], bool]
-Progress = Callable[[int], None]
+StepProgress = Callable[[int], None]
 
 
 class Denoiser:
     """State shared by the steps of one generation: RNG, banned ids, cancellation, step count."""
 
     def __init__(self, cfg: SamplerConfig, special: SpecialTokens, device: torch.device,
-                 cancel: CancelCheck | None = None, progress: Progress | None = None) -> None:
+                 cancel: CancelCheck | None = None, progress: StepProgress | None = None) -> None:
         self.cfg = cfg
         self.mask_id = special.mask_id
         self.banned = torch.tensor(special.never_generated, dtype=torch.long, device=device)
@@ -54,7 +54,7 @@ class Denoiser:
         window = self.logp[:, lo:hi]
         self.logp[:, lo:hi] = torch.where(chosen, confidence.float().clamp_min(1e-30).log(), window)
 
-    def checkpoint(self) -> None:
+    def raise_if_cancelled(self) -> None:
         """Called before every model call: stop here if the caller cancelled."""
         if self.cancel is not None and self.cancel():
             raise Cancelled(f"cancelled after {self.model_calls} model calls")
@@ -119,7 +119,7 @@ class Denoiser:
             masked = x[:, lo:hi] == self.mask_id
             if not bool(masked.any()):
                 return
-            self.checkpoint()
+            self.raise_if_cancelled()
             logits = logits_of(x)
             self.count_call()
             tokens, confidence = self.sample(logits)
@@ -264,7 +264,7 @@ def generate_causal(lm: DiffusionLM, prompt: list[int], candidates: int, max_new
     out = torch.empty((candidates, 0), dtype=torch.long, device=device)
     position = 0
     for _ in range(max_new_tokens):
-        denoiser.checkpoint()
+        denoiser.raise_if_cancelled()
         length = step_input.shape[1]
         logits = lm(step_input, position, cache, keep=length, only=slice(length - 1, length))
         denoiser.count_call()

@@ -115,7 +115,7 @@ class Pin:
     def url(self) -> str:
         if self.kind == "pypi":
             return f"https://pypi.org/project/{self.name}/{self.version}/#files"
-        return corpus.debian_url(corpus.Source(self.name, "debian", self.name, self.version, self.license, 0.0),
+        return corpus.debian_url(corpus.CorpusSource(self.name, "debian", self.name, self.version, self.license, 0.0),
                                  Path(self.archive))
 
 
@@ -275,7 +275,7 @@ def _manifest_entries() -> dict[str, dict[str, Any]]:
     return {e["name"]: e for e in corpus.load_manifest().get("sources", [])}
 
 
-def _corpus_locations(src: corpus.Source, downloads: Path) -> list[Path]:
+def _corpus_locations(src: corpus.CorpusSource, downloads: Path) -> list[Path]:
     """Where a corpus source already lies (never downloaded here); the manifest's version when unpinned.
     A source the corpus kept no CUDA file of may be missing (the C/C++-only libraries): nothing to read."""
     entry = _manifest_entries().get(src.name, {})
@@ -292,7 +292,7 @@ def _corpus_locations(src: corpus.Source, downloads: Path) -> list[Path]:
     return found
 
 
-def _digest_source(job: tuple[corpus.Source, Path, Path]) -> tuple[list[bytes], list[np.ndarray], np.ndarray]:
+def _digest_source(job: tuple[corpus.CorpusSource, Path, Path]) -> tuple[list[bytes], list[np.ndarray], np.ndarray]:
     """One corpus source's exact keys, signatures and windows, cached in its own file under `folder`."""
     src, downloads, folder = job
     cache = folder / f"{src.name}.npz"
@@ -339,7 +339,7 @@ _LONE = str.maketrans("", "", "{}();")
 
 
 @dataclass(frozen=True)
-class Hole:
+class HoleSite:
     """A candidate hole and the function that hosts it."""
 
     kind: suite.Kind
@@ -459,18 +459,18 @@ def midline_cuts(content: str) -> list[int]:
     return cuts
 
 
-def _function_holes(layout: _Layout, fn: Function, rng: random.Random) -> list[Hole]:
+def _function_holes(layout: _Layout, fn: Function, rng: random.Random) -> list[HoleSite]:
     text = layout.text
     template, kernel = fn.head != fn.start, fn.is_kernel
     first, last = layout.line_of(fn.body_open) + 1, layout.line_of(fn.body_close)
     statements = [n for n in range(first, last) if layout.is_statement(n)]
-    holes: list[Hole] = []
+    holes: list[HoleSite] = []
     for number in statements:
         start, end = layout.content(number)
-        holes.append(Hole("line", start, end, fn.name, template, kernel))
+        holes.append(HoleSite("line", start, end, fn.name, template, kernel))
         cuts = midline_cuts(text[start:end])
         if cuts:
-            holes.append(Hole("midline", start + rng.choice(cuts), end, fn.name, template, kernel))
+            holes.append(HoleSite("midline", start + rng.choice(cuts), end, fn.name, template, kernel))
         for other in range(number + 1, min(number + 5, last)):
             if not layout.is_code(other - 1):
                 break
@@ -480,14 +480,14 @@ def _function_holes(layout: _Layout, fn: Function, rng: random.Random) -> list[H
             span = text[start:span_end]
             outside = [ch for at, ch in enumerate(span, start) if layout.literal[at] == 0 and ch in "{}"]
             if span_end - start <= LINES_MAX and outside.count("{") == outside.count("}"):
-                holes.append(Hole("lines", start, span_end, fn.name, template, kernel))
+                holes.append(HoleSite("lines", start, span_end, fn.name, template, kernel))
     body = text[fn.body_open + 1:fn.body_close]
     if len(body.strip()) <= BODY_MAX and len(statements) >= 2:
-        holes.append(Hole("body", fn.body_open + 1, fn.body_close, fn.name, template, kernel))
+        holes.append(HoleSite("body", fn.body_open + 1, fn.body_close, fn.name, template, kernel))
     return holes
 
 
-def cut_functions(text: str, rng: random.Random) -> list[tuple[Function, list[Hole]]]:
+def cut_functions(text: str, rng: random.Random) -> list[tuple[Function, list[HoleSite]]]:
     """Every cleanly parsed `__global__` / `__device__` function with its candidate holes."""
     layout = _Layout.of(text)
     found = []
@@ -512,7 +512,7 @@ def cut_holes(text: str, rng: random.Random) -> list[tuple[str, int, int, str, b
 # ---------------------------------------------------------------- suite files
 
 @dataclass(frozen=True)
-class Candidate:
+class SuiteCandidate:
     source: str
     path: str
     text: str
@@ -520,7 +520,7 @@ class Candidate:
 
 
 @dataclass
-class SourceStats:
+class SuiteSourceStats:
     """What happened to one source's CUDA files, for sources.json and SOURCES.md."""
 
     cuda_files: int = 0
@@ -533,7 +533,7 @@ class SourceStats:
     compiles: Counter[str] = field(default_factory=Counter)
 
 
-def collect(pin: Pin, archive: Path, stats: SourceStats) -> list[Candidate]:
+def collect(pin: Pin, archive: Path, stats: SuiteSourceStats) -> list[SuiteCandidate]:
     """The source's CUDA files worth cutting holes from, in path order."""
     found = []
     for path, text in cuda_texts(archive):
@@ -542,14 +542,15 @@ def collect(pin: Pin, archive: Path, stats: SourceStats) -> list[Candidate]:
         if reason is not None:
             stats.dropped[reason] += 1
         else:
-            found.append(Candidate(pin.name, path, text, pin.license))
+            found.append(SuiteCandidate(pin.name, path, text, pin.license))
     return sorted(found, key=lambda c: c.path)
 
 
-def screen(candidates: Sequence[Candidate], index: CorpusIndex) -> tuple[list[Candidate], list[tuple[str, str]]]:
+def screen(candidates: Sequence[SuiteCandidate],
+           index: CorpusIndex) -> tuple[list[SuiteCandidate], list[tuple[str, str]]]:
     """Files that copy neither the corpus nor a suite file kept before them; and (source, why) for each
     other one: "corpus-exact", "corpus-near", "suite-exact" or "suite-near"."""
-    kept: list[Candidate] = []
+    kept: list[SuiteCandidate] = []
     reasons: list[tuple[str, str]] = []
     suite_exact: set[bytes] = set()
     for cand in candidates:
@@ -578,10 +579,10 @@ def _function_lines(text: str, fn: Function) -> str:
     return text[start:end if end >= 0 else len(text)]
 
 
-def file_holes(cand: Candidate, index: CorpusIndex, stats: SourceStats) -> dict[str, list[Hole]]:
+def file_holes(cand: SuiteCandidate, index: CorpusIndex, stats: SuiteSourceStats) -> dict[str, list[HoleSite]]:
     """The file's holes after the function-level corpus check and the per-function and per-file caps."""
     rng = random.Random(f"{SEED}:{cand.source}/{cand.path}")
-    chosen: dict[str, list[Hole]] = {kind: [] for kind in suite.KINDS}
+    chosen: dict[str, list[HoleSite]] = {kind: [] for kind in suite.KINDS}
     seen: set[tuple[str, int, int]] = set()
     for fn, holes in cut_functions(cand.text, rng):
         if not holes:
@@ -606,18 +607,18 @@ def file_holes(cand: Candidate, index: CorpusIndex, stats: SourceStats) -> dict[
 
 @dataclass
 class Pooled:
-    cand: Candidate
-    holes: dict[str, list[Hole]]
+    cand: SuiteCandidate
+    holes: dict[str, list[HoleSite]]
 
 
 def _order(pooled: Iterable[Pooled]) -> list[Pooled]:
     return sorted(pooled, key=lambda p: hashlib.sha256(f"{SEED}:{p.cand.source}/{p.cand.path}".encode()).digest())
 
 
-def select(pooled: Sequence[Pooled], quota: int) -> list[tuple[Candidate, Hole]]:
+def select(pooled: Sequence[Pooled], quota: int) -> list[tuple[SuiteCandidate, HoleSite]]:
     """Up to `quota` holes of each kind, taking all of a file's holes before visiting the next file;
     `__device__` bodies only where kernels' bodies fall short."""
-    taken: dict[str, list[tuple[Candidate, Hole]]] = {kind: [] for kind in suite.KINDS}
+    taken: dict[str, list[tuple[SuiteCandidate, HoleSite]]] = {kind: [] for kind in suite.KINDS}
     ordered = _order(pooled)
 
     def take(item: Pooled, kind: str, kernel: bool | None) -> None:
@@ -635,7 +636,7 @@ def select(pooled: Sequence[Pooled], quota: int) -> list[tuple[Candidate, Hole]]
     for item in sorted(ordered, key=lambda p: id(p.cand) not in used):
         take(item, "body", False)
     rng = random.Random(SEED)
-    chosen: list[tuple[Candidate, Hole]] = []
+    chosen: list[tuple[SuiteCandidate, HoleSite]] = []
     for kind in suite.KINDS:
         rng.shuffle(taken[kind])
         chosen += taken[kind]
@@ -646,12 +647,13 @@ def only_system_includes(text: str) -> bool:
     return all(quote == "<" for quote in re.findall(r'^[ \t]*#[ \t]*include[ \t]*([<"])', text, re.MULTILINE))
 
 
-def compile_verdicts(cands: Sequence[Candidate], cache: Path = COMPILE_CACHE) -> dict[tuple[str, str], bool | None]:
+def compile_verdicts(cands: Sequence[SuiteCandidate],
+                     cache: Path = COMPILE_CACHE) -> dict[tuple[str, str], bool | None]:
     """nvcc compile-only verdict (2 at a time) for each file that includes system headers only, None for the
     others; verdicts are kept in `cache` by the text's sha256, for reruns."""
     known: dict[str, bool] = json.loads(cache.read_text()) if cache.is_file() else {}
 
-    def verdict(cand: Candidate) -> bool | None:
+    def verdict(cand: SuiteCandidate) -> bool | None:
         if not only_system_includes(cand.text):
             return None
         key = hashlib.sha256(cand.text.encode("utf-8")).hexdigest()
@@ -666,7 +668,8 @@ def compile_verdicts(cands: Sequence[Candidate], cache: Path = COMPILE_CACHE) ->
     return {(c.source, c.path): v for c, v in zip(cands, verdicts, strict=True)}
 
 
-def write_split(split: str, chosen: Sequence[tuple[Candidate, Hole]], verdicts: dict[tuple[str, str], bool | None],
+def write_split(split: str, chosen: Sequence[tuple[SuiteCandidate, HoleSite]],
+                verdicts: dict[tuple[str, str], bool | None],
                 root: Path) -> tuple[list[suite.SuiteFile], list[suite.SuiteHole]]:
     """Number the files (per source, in path order) and holes (per kind), and write the library part."""
     cands = sorted({(c.source, c.path): c for c, _ in chosen}.values(), key=lambda c: (c.source, c.path))
@@ -697,7 +700,7 @@ def _gz_bytes(root: Path) -> int:
     return sum(path.stat().st_size for split in suite.SPLITS for path in suite.part_paths(split, "library", root))
 
 
-def sources_json(pins: Sequence[Pin], stats: dict[str, SourceStats]) -> dict[str, Any]:
+def sources_json(pins: Sequence[Pin], stats: dict[str, SuiteSourceStats]) -> dict[str, Any]:
     entries = []
     for pin in pins:
         st = stats[pin.name]
@@ -747,7 +750,7 @@ def build(pins: Sequence[Pin], per_kind: int, downloads: Path, corpus_downloads:
     """Fetch, screen, cut, sample, compile and write both splits; returns the totals."""
     started = time.perf_counter()
     index = load_corpus_index(corpus_downloads)
-    stats = {pin.name: SourceStats() for pin in pins}
+    stats = {pin.name: SuiteSourceStats() for pin in pins}
     candidates = [c for pin in pins for c in collect(pin, fetch(pin, downloads), stats[pin.name])]
     kept, reasons = screen(candidates, index)
     for source, reason in reasons:

@@ -46,6 +46,7 @@ from typing import Any
 
 from dice_lsp.evals import build, suite
 from dice_lsp.sandbox import run_tool
+from dice_lsp.toolchain.flags import CompileFlags
 from dice_lsp.training import corpus
 
 LOG = logging.getLogger("dice_lsp.evals.executable")
@@ -451,7 +452,7 @@ def standalone(text: str, kernel_start: int, tables: FileTables, origin: str, li
 
 # ---------------------------------------------------------------- holes
 
-Hole = tuple[suite.Kind, int, int, str, bool]
+ExecutableHole = tuple[suite.Kind, int, int, str, bool]
 _LONE = re.compile(r"^[{}\s;]*(?:else)?[{}\s;]*$")
 
 
@@ -488,10 +489,10 @@ def _midline_starts(text: str, first: int, last: int) -> list[int]:
     return starts
 
 
-def _cut_holes(text: str, rng: random.Random) -> list[Hole]:
+def _cut_holes(text: str, rng: random.Random) -> list[ExecutableHole]:
     """Holes of the four kinds in each kernel body of `text`, up to HOLES_PER_KIND of each per kernel."""
     from dice_lsp.cuda.functions import parse_functions
-    holes: list[Hole] = []
+    holes: list[ExecutableHole] = []
     for fn in (f for f in parse_functions(text) if f.is_kernel):
         template = bool(text[fn.head:fn.start].strip())
         lines = _statement_lines(text, fn.body_open, fn.body_close)
@@ -513,7 +514,7 @@ def _cut_holes(text: str, rng: random.Random) -> list[Hole]:
 # ---------------------------------------------------------------- extract (CPU)
 
 @dataclass
-class Candidate:
+class StandaloneKernel:
     key: str  # "source:path:kernel"
     source: str
     path: str
@@ -543,7 +544,7 @@ def source_trees(downloads: Path = build.DOWNLOADS, root: Path = TREES) -> Itera
         yield pin.name, pin.license, inside[0] if len(inside) == 1 and inside[0].is_dir() else folder
 
 
-def compile_cubin(text: str, nvcc: str = "nvcc", arch: str = "sm_90") -> tuple[bool, str, str]:
+def compile_cubin(text: str, nvcc: str = "nvcc", arch: str = CompileFlags.arch) -> tuple[bool, str, str]:
     """(ok, nvcc's messages, the kernel's symbol) for a cubin of `text`."""
     with tempfile.TemporaryDirectory(prefix="dice-exec-") as scratch:
         path = Path(scratch) / "kernel.cu"
@@ -559,10 +560,10 @@ def compile_cubin(text: str, nvcc: str = "nvcc", arch: str = "sm_90") -> tuple[b
 
 
 def extract(known: set[int], rng: random.Random, stats: dict[str, Counter[str]],
-            downloads: Path = build.DOWNLOADS) -> list[Candidate]:
+            downloads: Path = build.DOWNLOADS) -> list[StandaloneKernel]:
     """Standalone, novel, compiling kernels of every source, with their candidate specs and holes."""
     from dice_lsp.cuda.functions import parse_functions
-    made: list[tuple[Candidate, Standalone]] = []
+    made: list[tuple[StandaloneKernel, Standalone]] = []
     seen: set[str] = set()
     origins: set[str] = set()
     for name, license_, folder in source_trees(downloads):
@@ -592,7 +593,7 @@ def extract(known: set[int], rng: random.Random, stats: dict[str, Counter[str]],
                     stats[name]["in corpus"] += 1
                     continue
                 stats[name]["standalone"] += 1
-                made.append((Candidate(origin, name, relative, license_, suite.split_of(name, relative), fn.name,
+                made.append((StandaloneKernel(origin, name, relative, license_, suite.split_of(name, relative), fn.name,
                                        "", made_one.text, candidate_specs(fn.name, made_one.params, made_one.body),
                                        []), made_one))
     with ThreadPoolExecutor(2) as pool:
@@ -610,16 +611,16 @@ def extract(known: set[int], rng: random.Random, stats: dict[str, Counter[str]],
     return kept
 
 
-def write_candidates(path: Path, candidates: Iterable[Candidate]) -> None:
+def write_candidates(path: Path, candidates: Iterable[StandaloneKernel]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with gzip.open(path, "wt", encoding="utf-8") as handle:
         for candidate in candidates:
             handle.write(json.dumps(asdict(candidate)) + "\n")
 
 
-def read_candidates(path: Path) -> list[Candidate]:
+def read_candidates(path: Path) -> list[StandaloneKernel]:
     with gzip.open(path, "rt", encoding="utf-8") as handle:
-        return [Candidate(**json.loads(line)) for line in handle if line.strip()]
+        return [StandaloneKernel(**json.loads(line)) for line in handle if line.strip()]
 
 
 # ---------------------------------------------------------------- verify (GPU)
@@ -741,7 +742,7 @@ def _build_all(texts: dict[str, str], scratch: Path, workers: int = 16) -> dict[
         return dict(pool.map(build, texts.items()))
 
 
-def verify(candidates: list[Candidate], out: Path) -> dict[str, Any]:
+def verify(candidates: list[StandaloneKernel], out: Path) -> dict[str, Any]:
     """Verdicts for every candidate: the accepted spec's index (or None, with each spec's failure), and for
     each hole whether deleting it breaks the kernel (kept) or not."""
     scratch = Path(tempfile.mkdtemp(prefix="dice-exec-gpu-"))
@@ -786,13 +787,13 @@ def verify(candidates: list[Candidate], out: Path) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- write
 
-def kept_holes(candidate: Candidate, verdict: dict[str, Any]) -> list[tuple[str, int, int]]:
+def kept_holes(candidate: StandaloneKernel, verdict: dict[str, Any]) -> list[tuple[str, int, int]]:
     """The load-bearing holes: deleting their text breaks the build or the verification."""
     return [(kind, start, end) for h, (kind, start, end) in enumerate(candidate.holes)
             if verdict["holes"].get(str(h), "passes") != "passes"]
 
 
-def write_part(candidates: list[Candidate], verdicts: dict[str, Any], root: Path = suite.SUITE_ROOT,
+def write_part(candidates: list[StandaloneKernel], verdicts: dict[str, Any], root: Path = suite.SUITE_ROOT,
                seed: int = 17) -> dict[str, Counter[str]]:
     """Write the executable part of both splits; per split, the count of files and of holes per kind."""
     counts: dict[str, Counter[str]] = {split: Counter() for split in suite.SPLITS}
@@ -824,7 +825,7 @@ def write_part(candidates: list[Candidate], verdicts: dict[str, Any], root: Path
 LEFT_OUT = ("refused", "in corpus", "duplicate", "compile fails")
 
 
-def report(stats: dict[str, dict[str, int]], candidates: list[Candidate], verdicts: dict[str, Any],
+def report(stats: dict[str, dict[str, int]], candidates: list[StandaloneKernel], verdicts: dict[str, Any],
            counts: dict[str, Counter[str]], gpu_command: str) -> str:
     """EXECUTABLE.md: what was tried, compiled and verified per source, and the holes kept per split."""
     verified: Counter[str] = Counter(c.source for c in candidates if verdicts.get(c.key, {}).get("spec") is not None)

@@ -34,9 +34,10 @@ from typing import Any
 from dice_lsp.errors import DiceError
 from dice_lsp.evals.score import is_substantive
 from dice_lsp.evals.suite import SuiteFile, SuiteHole
-from dice_lsp.harness.bench import Limits, gpu_arch
+from dice_lsp.harness.bench import gpu_arch
 from dice_lsp.harness.build import Build, build_cubin
 from dice_lsp.harness.isolate import run_isolated
+from dice_lsp.harness.limits import Limits
 from dice_lsp.harness.spec import find_specs, parse_spec
 from dice_lsp.toolchain.flags import CompileFlags
 
@@ -45,10 +46,10 @@ CHUNK = 48  # pairs verified in one child (one CUDA context)
 CHILDREN = 2  # children verifying at once
 ITEM_SECONDS = 20.0  # one pair's verification, all sizes and trials
 START_SECONDS = 120.0  # a fresh child: importing torch, creating the context
-TRIALS = 3
+TRIALS = Limits.trials  # the harness's random-input trials per size
 Item = tuple[SuiteFile, SuiteHole, str]
 Job = dict[str, Any]  # {"spec": TOML text, "candidate": {cubin, symbol}, "reference": {cubin, symbol}}
-Progress = Callable[[int], None]
+ItemProgress = Callable[[int], object]  # told how many items are done so far
 
 
 def gpu_available() -> bool:
@@ -63,7 +64,7 @@ def require_gpu() -> None:
         raise DiceError("--execute needs a CUDA GPU (none found)")
 
 
-def execute(items: list[Item], workers: int = 16, progress: Progress | None = None) -> list[bool]:
+def execute(items: list[Item], workers: int = 16, progress: ItemProgress | None = None) -> list[bool]:
     """Whether each fill passes (see the module's docstring); `progress(n)` after every n fills settled."""
     require_gpu()
     arch = gpu_arch()
@@ -115,7 +116,7 @@ def _job(file: SuiteFile, hole: SuiteHole, build: Build, original: Build) -> Job
             "reference": {"cubin": str(original.cubin), "symbol": original.mangled(kernel)}}
 
 
-def verify(jobs: list[Job | None], progress: Progress | None = None) -> list[bool]:
+def verify(jobs: list[Job | None], progress: ItemProgress | None = None) -> list[bool]:
     """Run the jobs in children, `CHUNK` to a child and `CHILDREN` at once; None is a failure."""
     passed = [False] * len(jobs)
     ready = {index: job for index, job in enumerate(jobs) if job is not None}

@@ -10,21 +10,19 @@ The report keeps every fill, so that a table can be re-made and a fill looked at
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, replace
 from typing import Any
 
+from dice_lsp.evals.execute import ItemProgress
 from dice_lsp.evals.execute import execute as execute_fills
 from dice_lsp.evals.score import FillScore, score_fill
 from dice_lsp.evals.stats import summarise
 from dice_lsp.evals.suite import Suite, SuiteHole
 from dice_lsp.evals.systems import Answer, System, document_for
 
-Progress = Callable[[int], object]
 
-
-def ask(suite: Suite, holes: list[SuiteHole], system: System, progress: Progress | None = None) -> list[Answer]:
+def ask(suite: Suite, holes: list[SuiteHole], system: System, progress: ItemProgress | None = None) -> list[Answer]:
     """The system's answer at every hole, in order."""
     answers = []
     for hole in holes:
@@ -40,7 +38,7 @@ def compile_checked(suite: Suite, hole: SuiteHole) -> bool:
 
 
 def score(suite: Suite, holes: list[SuiteHole], answers: list[Answer], workers: int | None = None,
-          progress: Progress | None = None) -> list[FillScore]:
+          progress: ItemProgress | None = None) -> list[FillScore]:
     def one(index: int) -> FillScore:
         hole = holes[index]
         result = score_fill(suite.text(hole), hole, answers[index].fill, compile_check=compile_checked(suite, hole))
@@ -65,7 +63,7 @@ def run_execution(suite: Suite, holes: list[SuiteHole], answers: list[Answer],
 
 
 def evaluate(suite: Suite, holes: list[SuiteHole], system: System, execute: bool = False,
-             settings: dict[str, Any] | None = None, progress: Progress | None = None) -> dict[str, Any]:
+             settings: dict[str, Any] | None = None, progress: ItemProgress | None = None) -> dict[str, Any]:
     """The JSON report of `system` on `holes`: per-kind summary with intervals, and every fill."""
     answers = ask(suite, holes, system, progress)
     scores = score(suite, holes, answers)

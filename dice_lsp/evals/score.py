@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 from tree_sitter import Node
 
-from dice_lsp.cuda.functions import Source, parse
+from dice_lsp.cuda.functions import ParsedSource, parse
 from dice_lsp.evals.suite import SuiteHole
 from dice_lsp.toolchain.cache import cache_key, cache_root
 from dice_lsp.toolchain.flags import DEFAULT_FLAGS
@@ -123,7 +123,7 @@ def similarity(fill: str, truth: str) -> float:
     return 1.0 if longest == 0 else 1.0 - levenshtein(fill, truth) / longest
 
 
-def _outer_function(src: Source, offset: int) -> tuple[int, int] | None:
+def _outer_function(src: ParsedSource, offset: int) -> tuple[int, int] | None:
     """Byte span of the outermost function definition covering the string offset `offset`."""
     byte = src.byte(offset)
     node: Node | None = src.root.descendant_for_byte_range(byte, byte)

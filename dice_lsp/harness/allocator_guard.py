@@ -22,14 +22,14 @@ import torch
 
 from dice_lsp.harness.verify import POISON_BYTE, guard_bytes
 
-Interval = tuple[int, int]  # [start, end) in device addresses
+AddressRange = tuple[int, int]  # [start, end) in device addresses
 
 
-def subtract(pieces: Iterable[Interval], holes: Iterable[Interval]) -> list[Interval]:
+def subtract(pieces: Iterable[AddressRange], holes: Iterable[AddressRange]) -> list[AddressRange]:
     """`pieces` without any address covered by `holes` (all half-open intervals), sorted."""
     result = sorted(p for p in pieces if p[0] < p[1])
     for lo, hi in sorted(holes):
-        kept: list[Interval] = []
+        kept: list[AddressRange] = []
         for start, end in result:
             if hi <= start or end <= lo:
                 kept.append((start, end))
@@ -42,8 +42,8 @@ def subtract(pieces: Iterable[Interval], holes: Iterable[Interval]) -> list[Inte
     return result
 
 
-def must_hold_poison(window: Interval, free_before: Iterable[Interval],
-                     allocated: Iterable[Interval]) -> list[Interval]:
+def must_hold_poison(window: AddressRange, free_before: Iterable[AddressRange],
+                     allocated: Iterable[AddressRange]) -> list[AddressRange]:
     """The parts of `window` that were free (so poisoned) before the call and that nothing allocated
     during it: any change there is a write the kernel had no buffer for."""
     inside = [(max(window[0], lo), min(window[1], hi)) for lo, hi in free_before]
@@ -73,8 +73,8 @@ class AllocatorGuard:
 
     def __init__(self, output_bytes: list[int]) -> None:
         self.output_bytes = output_bytes
-        self.free_before: list[Interval] = []
-        self.allocated: list[Interval] = []
+        self.free_before: list[AddressRange] = []
+        self.allocated: list[AddressRange] = []
         self.seen = 0
 
     def __enter__(self) -> AllocatorGuard:

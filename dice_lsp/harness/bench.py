@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import re
 import shutil
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -22,18 +21,19 @@ from typing import Any
 from dice_lsp.errors import DiceError
 from dice_lsp.harness.build import Build, build_cubin
 from dice_lsp.harness.isolate import Outcome, run_isolated
+from dice_lsp.harness.limits import Limits
 from dice_lsp.harness.spec import LaunchSpec, find_specs
 from dice_lsp.toolchain.cache import cache_root
 from dice_lsp.toolchain.flags import CompileFlags
 from dice_lsp.toolchain.nvcc import SOURCE_NAME, linked_folders
 from dice_lsp.toolchain.report import parse_diagnostics
+from dice_lsp.wording import Said
 
 _REFERENCE_COMMENT = re.compile(r"//\s*dice:reference\s+(\S+)")
 _STREAMS = re.compile(r"\b(cudaStreamCreate\w*|cuStreamCreate\w*|getStreamFromPool|cudaStreamBeginCapture)\b")
 _SANITIZER_SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) errors?")
 _SANITIZER_ERROR = re.compile(r"=+ (Invalid __\w+__ \w+ of size \d+ bytes|Program hit \S+.*|\w+ error.*)")
 MEMCHECK_EXIT = 86  # compute-sanitizer's exit status when it found errors
-Progress = Callable[[str], None]
 
 
 @dataclass
@@ -74,15 +74,6 @@ class BenchReport:
                    [KernelResult(**kernel) for kernel in data["kernels"]], data["reason"])
 
 
-@dataclass(frozen=True)
-class Limits:
-    timeout: float = 60.0  # seconds per kernel's verify-and-time run
-    build_timeout: float = 600.0  # a torch extension's build
-    memory_mb: int = 16384  # resident host memory of the child
-    trials: int = 3
-    memcheck: bool = True  # the compute-sanitizer pass, where the tool is on PATH
-
-
 def gpu_arch() -> str | None:
     """`sm_XY` of the first GPU, or None without one (or without a CUDA build of torch)."""
     import torch
@@ -112,7 +103,7 @@ def has_benchmark(path: Path, text: str) -> bool:
 
 
 def bench_file(path: Path, ref: Path | None = None, limits: Limits = Limits(), flags: CompileFlags | None = None,
-               progress: Progress | None = None) -> BenchReport:
+               progress: Said | None = None) -> BenchReport:
     say = progress or (lambda _message: None)
     text = path.read_text(encoding="utf-8")
     python_ref = kernelbench_reference(path, text, ref)
@@ -199,7 +190,7 @@ def _bench_kernel(spec: LaunchSpec, spec_text: str, ref_spec_text: str | None, t
                      cubins)
 
 
-def _bench_extension(path: Path, text: str, reference: Path, limits: Limits, say: Progress) -> BenchReport:
+def _bench_extension(path: Path, text: str, reference: Path, limits: Limits, say: Said) -> BenchReport:
     """The KernelBench path: build the torch extension in one child, verify and time it in another."""
     import torch
 

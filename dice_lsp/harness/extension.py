@@ -29,6 +29,7 @@ from typing import Any
 import torch
 
 from dice_lsp.harness.allocator_guard import AllocatorGuard
+from dice_lsp.harness.limits import Limits
 from dice_lsp.harness.timing import Timer, copy_bandwidth, floor_ms
 from dice_lsp.harness.verify import Guarded, compare, fail, guarded_copy, random_tensor, record
 
@@ -176,7 +177,7 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
     extension = _load_built(payload)
     generator = torch.Generator(device="cuda").manual_seed(int(payload.get("seed", 0)))
     checker = _Checker(model, extension.forward, extras, generator, guard_outputs=not payload.get("check_only"))
-    for trial in range(int(payload.get("trials", 3))):
+    for trial in range(int(payload.get("trials", Limits.trials))):
         checker.check(_inputs(reference.get_inputs, trial, generator), f"trial {trial}")
     first = _inputs(reference.get_inputs, 0, generator)
     shapes = [shapes_text(first)]

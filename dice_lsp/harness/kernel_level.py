@@ -18,6 +18,7 @@ import torch
 
 from dice_lsp.errors import DiceError
 from dice_lsp.harness.cuda_driver import Driver
+from dice_lsp.harness.limits import Limits
 from dice_lsp.harness.spec import Arg, LaunchSpec, evaluate, parse_spec
 from dice_lsp.harness.timing import Timer, copy_bandwidth, floor_ms
 from dice_lsp.harness.verify import TORCH_DTYPES, Guarded, compare, fail, never_written, poison_, random_tensor, record
@@ -59,7 +60,7 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
     ref = payload.get("reference")
     reference = Kernel(driver, spec, ref["cubin"], ref["symbol"], ref.get("spec")) if ref else None
     generator = torch.Generator(device="cuda").manual_seed(int(payload.get("seed", 0)))
-    errors = verify(driver, spec, candidate, reference, generator, int(payload.get("trials", 3)))
+    errors = verify(driver, spec, candidate, reference, generator, int(payload.get("trials", Limits.trials)))
     shapes = [_shape_text(sizes) for sizes in spec.verification_sizes()]
     result: dict[str, Any] = {"verified": reference is not None, **errors, "flags": [], "shapes": shapes}
     if payload.get("check_only"):

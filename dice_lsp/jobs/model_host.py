@@ -26,11 +26,11 @@ from typing import Any, TypeVar
 
 from dice_lsp.engine import FillRequest, FillResult, LoadedModel, batch_key, fill, fill_batch, load_model
 from dice_lsp.errors import Cancelled, DiceError
+from dice_lsp.jobs import MAX_BATCH_ROWS
 from dice_lsp.settings import Settings
 
 T = TypeVar("T")
 StatusListener = Callable[[dict[str, Any]], None]
-MAX_BATCH_ROWS = 32  # rows of one denoising batch: past this a small model's step time grows linearly
 GATHER_S = 0.05  # longest wait for fills still being prepared (preparing one takes 30-50 ms)
 
 
@@ -45,6 +45,10 @@ class Ticket:
 
     def __call__(self) -> bool:
         return self._event.is_set()
+
+    def wait(self, timeout: float) -> bool:
+        """Block until the ticket is cancelled or `timeout` seconds pass; whether it was cancelled."""
+        return self._event.wait(timeout)
 
 
 @dataclass

@@ -28,7 +28,8 @@ from dice_lsp.cuda.checks import Checks
 from dice_lsp.cuda.holes import find_markers
 from dice_lsp.engine import LoadedModel
 from dice_lsp.errors import Cancelled, DiceError
-from dice_lsp.harness.bench import BenchReport, Limits, bench_file, gpu_arch, has_benchmark, kernelbench_reference
+from dice_lsp.harness.bench import BenchReport, bench_file, gpu_arch, has_benchmark, kernelbench_reference
+from dice_lsp.harness.limits import Limits
 from dice_lsp.jobs.model_host import ModelHost, Ticket
 from dice_lsp.lsp.bench_lenses import bench_lenses
 from dice_lsp.lsp.compile_checks import IDLE_SECONDS, CheckRequest, CompileChecks

@@ -356,7 +356,7 @@ class Admission:
     refusal: dict[str, Any] | None = None
 
 
-class Gate:
+class LspGate:
     """Who may talk to the language server over a socket (see the module's docstring)."""
 
     def __init__(self, tokens: TokenFile) -> None:
@@ -426,7 +426,7 @@ class SocketServer:
     def __init__(self, protocol: JsonRPCProtocol, tokens: TokenFile) -> None:
         self.protocol = protocol
         self.tokens = tokens
-        self.gate = Gate(tokens)
+        self.gate = LspGate(tokens)
         self.ended = asyncio.Event()
         self.exit_code: int | None = None  # from the session's `exit`
         self._bearers: set[ServerConnection] = set()  # upgrade requests that carried the right token

@@ -22,6 +22,7 @@ from dice_lsp.cuda.functions import Function, parse_functions
 from dice_lsp.engine import Draft, FillRequest, LoadedModel, SamplerConfig, answer, fill
 from dice_lsp.engine.sampling import CancelCheck
 from dice_lsp.errors import DiceError, InputError
+from dice_lsp.settings import SAMPLED_TEMPERATURE
 from dice_lsp.wording import counted
 
 T = TypeVar("T")
@@ -41,7 +42,7 @@ _WORD = re.compile(r"[A-Za-z_]\w*")
 
 
 @dataclass(frozen=True)
-class Candidate:
+class BodyCandidate:
     body: str  # the text between the kernel's braces
     origin: str  # how it was made: "re-noise 30%", "signature", "prompted", "repaired ..."
 
@@ -127,25 +128,25 @@ def dropped_work(original: str, candidate: str, pointers: set[str]) -> str | Non
     return f"never writes {', '.join(missing)}, which the original writes" if missing else None
 
 
-def distinct(candidates: list[Candidate], original: str) -> list[Candidate]:
+def distinct(candidates: list[BodyCandidate], original: str) -> list[BodyCandidate]:
     """Drop empty bodies, copies of the original and repeats (keeping the first of each)."""
     return first_of_each(candidates, lambda c: normalized(c.body), ("", normalized(original)))
 
 
 def generate(model: LoadedModel, text: str, kernel: Function, count: int, sampler: SamplerConfig,
-             cancel: CancelCheck | None = None, said: Callable[[str], None] | None = None) -> list[Candidate]:
+             cancel: CancelCheck | None = None, said: Callable[[str], None] | None = None) -> list[BodyCandidate]:
     """About `count` candidate bodies, spread over the strategies the model supports (before dedup)."""
     body = body_of(text, kernel)
-    ways: list[Callable[[int, SamplerConfig], list[Candidate]]] = []
+    ways: list[Callable[[int, SamplerConfig], list[BodyCandidate]]] = []
     if model.attention != "causal":
         ways += [partial(_renoise, model, text, kernel, body, noise, cancel=cancel) for noise in STRENGTHS]
     ways.append(lambda n, s: _from_signature(model, text, kernel, body, n, s, cancel))
     if model.attention != "bidirectional":
         ways.append(lambda n, s: _prompted(model, text, kernel, n, s, cancel))
     each = max(1, math.ceil(count / len(ways)))
-    found: list[Candidate] = []
+    found: list[BodyCandidate] = []
     for index, way in enumerate(ways):
-        diverse = replace(sampler, temperature=sampler.temperature or 0.8, seed=sampler.seed + index)
+        diverse = replace(sampler, temperature=sampler.temperature or SAMPLED_TEMPERATURE, seed=sampler.seed + index)
         found += way(each, diverse)
         if said is not None:
             said(f"generated {counted(len(found), 'candidate')}")
@@ -158,27 +159,28 @@ def _steps(sampler: SamplerConfig, tokens: int) -> SamplerConfig:
 
 
 def _renoise(model: LoadedModel, text: str, kernel: Function, body: str, noise: float, count: int,
-             sampler: SamplerConfig, cancel: CancelCheck | None = None) -> list[Candidate]:
+             sampler: SamplerConfig, cancel: CancelCheck | None = None) -> list[BodyCandidate]:
     tokens = len(model.tokenizer.encode(body))
     request = FillRequest(text[:kernel.body_open + 1], text[kernel.body_close:], tokens, count,
                           _steps(sampler, round(tokens * noise)), Draft(body, noise=noise))
-    return [Candidate(fill_text, f"re-noise {round(noise * 100)}%") for fill_text in fill(model, request, cancel).texts]
+    return [BodyCandidate(fill_text, f"re-noise {round(noise * 100)}%")
+            for fill_text in fill(model, request, cancel).texts]
 
 
 def _from_signature(model: LoadedModel, text: str, kernel: Function, body: str, count: int,
-                    sampler: SamplerConfig, cancel: CancelCheck | None) -> list[Candidate]:
+                    sampler: SamplerConfig, cancel: CancelCheck | None) -> list[BodyCandidate]:
     tokens = len(model.tokenizer.encode(body))
     prefix = text[:kernel.body_open + 1] + f"\n    // {INSTRUCTION}\n"
     request = FillRequest(prefix, text[kernel.body_close:], tokens, count, _steps(sampler, tokens))
-    return [Candidate("\n" + fill_text, "signature") for fill_text in fill(model, request, cancel).texts]
+    return [BodyCandidate("\n" + fill_text, "signature") for fill_text in fill(model, request, cancel).texts]
 
 
 def _prompted(model: LoadedModel, text: str, kernel: Function, count: int, sampler: SamplerConfig,
-              cancel: CancelCheck | None) -> list[Candidate]:
+              cancel: CancelCheck | None) -> list[BodyCandidate]:
     prompt = PROMPT.format(kernel=text[kernel.head:kernel.body_close + 1])
     answers = answer(model, prompt, min(ANSWER_TOKENS, model.window // 2), count, sampler, cancel).texts
     bodies = (body_in_answer(reply, kernel.name) for reply in answers)
-    return [Candidate(found, "prompted") for found in bodies if found is not None]
+    return [BodyCandidate(found, "prompted") for found in bodies if found is not None]
 
 
 def body_in_answer(reply: str, name: str) -> str | None:

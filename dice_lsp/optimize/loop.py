@@ -19,14 +19,14 @@ from typing import Any
 from dice_lsp.engine import LoadedModel, SamplerConfig
 from dice_lsp.engine.sampling import CancelCheck
 from dice_lsp.errors import Cancelled, DiceError
-from dice_lsp.harness.bench import Limits, bench_rewrite, gpu_arch
+from dice_lsp.harness.bench import bench_rewrite, gpu_arch
+from dice_lsp.harness.limits import Limits
 from dice_lsp.optimize import candidates as gen
 from dice_lsp.optimize.repair import Check, ModelRunner, repair
+from dice_lsp.settings import Settings
 from dice_lsp.toolchain.flags import CompileFlags
 from dice_lsp.toolchain.report import KernelResources, base_name
-from dice_lsp.wording import counted
-
-Said = Callable[[str], None]
+from dice_lsp.wording import Said, counted
 
 
 @dataclass
@@ -118,8 +118,8 @@ class OptimizeRequest:
     text: str  # its current content (an editor's buffer may be ahead of the disk)
     kernel: str
     ref: Path | None = None
-    candidates: int = 8
-    rounds: int = 3
+    candidates: int = Settings.optimize_candidates
+    rounds: int = Settings.repair_rounds
     sampler: SamplerConfig = field(default_factory=SamplerConfig)
     flags: CompileFlags = field(default_factory=CompileFlags)
     limits: Limits = field(default_factory=Limits)

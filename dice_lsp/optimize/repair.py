@@ -33,6 +33,7 @@ from dice_lsp.engine import Draft, FillRequest, LoadedModel, SamplerConfig, fill
 from dice_lsp.engine.sampling import CancelCheck
 from dice_lsp.errors import Cancelled
 from dice_lsp.optimize.candidates import first_of_each, normalized
+from dice_lsp.settings import REPAIR_CANDIDATES, Settings
 from dice_lsp.toolchain.flags import CompileFlags
 from dice_lsp.toolchain.report import CheckReport, Diagnostic, check_source
 from dice_lsp.wording import counted
@@ -97,9 +98,10 @@ def errors_of(report: CheckReport) -> list[Diagnostic]:
     return [d for d in report.diagnostics if d.severity == "error"]
 
 
-def repair(run_model: ModelRunner, text: str, check: Check, rounds: int = 3, candidates: int = 4,
-           sampler: SamplerConfig = DEFAULT_SAMPLER, cancel: CancelCheck | None = None,
-           said: Callable[[str], None] | None = None, budget_s: float | None = None) -> RepairResult:
+def repair(run_model: ModelRunner, text: str, check: Check, rounds: int = Settings.repair_rounds,
+           candidates: int = REPAIR_CANDIDATES, sampler: SamplerConfig = DEFAULT_SAMPLER,
+           cancel: CancelCheck | None = None, said: Callable[[str], None] | None = None,
+           budget_s: float | None = None) -> RepairResult:
     """Up to `rounds` rounds of re-writing the rejected lines of `text`, none started after `budget_s`
     seconds; the best text found, its state and the changes made."""
     started = time.monotonic()

@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 from dice_lsp.errors import DiceError
 from dice_lsp.remote.protocol import ProtocolError, RemoteError, encode, read_frame
 
+DEFAULT_HOST = "127.0.0.1"  # loopback: a team server listens, and a client connects, here unless told otherwise
 DEFAULT_PORT = 7077
 CONNECT_TIMEOUT_S = 5.0
 AUTH_TIMEOUT_S = 60.0  # a wrong token is answered after the server's back-off (at most 30 s by default)
@@ -32,7 +33,7 @@ ProgressListener = Callable[[dict[str, Any]], None]
 
 @dataclass(frozen=True)
 class Address:
-    host: str = "127.0.0.1"
+    host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
     socket: str | None = None  # a Unix socket path instead of host:port
 

@@ -26,13 +26,15 @@ from ray.serve.handle import DeploymentHandle, DeploymentResponseGenerator
 
 from dice_lsp import sandbox
 from dice_lsp.errors import DiceError
+from dice_lsp.jobs import MAX_BATCH_ROWS
 from dice_lsp.jobs.model_host import Ticket
-from dice_lsp.remote.client import Address
+from dice_lsp.remote.client import DEFAULT_HOST, DEFAULT_PORT, Address
 from dice_lsp.remote.limits import ConnectionLimits, RequestLimits, limits_from
 from dice_lsp.remote.protocol import RemoteError
 from dice_lsp.remote.server import TokenFile, check_bind, confine, listen
-from dice_lsp.remote.service import Progress, Service, ServiceConfig
+from dice_lsp.remote.service import Service, ServiceConfig
 from dice_lsp.settings import Settings
+from dice_lsp.wording import Said
 
 
 @serve.deployment(max_ongoing_requests=64, ray_actor_options={"num_cpus": 1})
@@ -40,7 +42,7 @@ class DiceReplica:
     """One copy of the service; the model loads on construction (Ray waits for it before routing here)."""
 
     def __init__(self, model: str | None = None, device: str = "auto", dtype: str = "auto",
-                 max_batch_rows: int = 32, limits: dict[str, Any] | None = None,
+                 max_batch_rows: int = MAX_BATCH_ROWS, limits: dict[str, Any] | None = None,
                  unsafe_no_sandbox: bool = False) -> None:
         settings, errors = Settings().updated({"model": model, "device": device, "dtype": dtype})
         if errors:
@@ -90,7 +92,7 @@ class ReplicaBackend:
     def __init__(self, replicas: DeploymentHandle[Any]) -> None:
         self.replicas = replicas.options(stream=True)
 
-    async def call(self, method: str, params: dict[str, Any], ticket: Ticket, progress: Progress) -> Any:
+    async def call(self, method: str, params: dict[str, Any], ticket: Ticket, progress: Said) -> Any:
         stream = cast(DeploymentResponseGenerator[dict[str, Any]], self.replicas.call.remote(method, params))
         try:
             async for event in stream:
@@ -111,7 +113,7 @@ class ReplicaBackend:
 class Gateway:
     """Listens for editors on `host:port` (a thread with its own event loop) and forwards to the replicas."""
 
-    def __init__(self, replicas: DeploymentHandle[Any], host: str = "127.0.0.1", port: int = 7077,
+    def __init__(self, replicas: DeploymentHandle[Any], host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
                  token_file: str | None = None, limits: dict[str, Any] | None = None) -> None:
         address, tokens = Address(host, port), TokenFile(Path(token_file) if token_file else None)
         connection_limits = limits_from(ConnectionLimits, limits or {})

@@ -49,8 +49,8 @@ from dice_lsp.remote.protocol import (
     error,
     read_frame,
 )
-from dice_lsp.remote.service import Progress, Service
-from dice_lsp.wording import counted
+from dice_lsp.remote.service import Service
+from dice_lsp.wording import Said, counted
 
 LOG = logging.getLogger("dice_lsp.serve")
 MIN_TOKEN_LENGTH = 8  # characters of a token file; `openssl rand -hex 32` gives 64
@@ -63,7 +63,7 @@ LOG_EVERY_S = 10.0  # at most one refusal line per address in this time (a flood
 class Backend(Protocol):
     """What answers requests: a `Service` here, or the replicas of a Ray Serve deployment."""
 
-    async def call(self, method: str, params: dict[str, Any], ticket: Ticket, progress: Progress) -> Any: ...
+    async def call(self, method: str, params: dict[str, Any], ticket: Ticket, progress: Said) -> Any: ...
 
 
 class ShortToken(DiceError):

@@ -35,12 +35,14 @@ from dice_lsp.complete import PreparedFill, no_completion, prepare
 from dice_lsp.engine import FillRequest, FillResult, LoadedModel
 from dice_lsp.engine.tokenizer import Tokenizer
 from dice_lsp.errors import Cancelled
-from dice_lsp.harness.bench import Limits, bench_file
+from dice_lsp.harness.bench import bench_file
+from dice_lsp.harness.limits import Limits
+from dice_lsp.jobs import MAX_BATCH_ROWS
 from dice_lsp.jobs.model_host import ModelHost, Ticket
 from dice_lsp.lifetime import watch_parent
 from dice_lsp.optimize import OptimizeRequest, checker, optimize, repair
 from dice_lsp.optimize.repair import Check
-from dice_lsp.remote.limits import RequestLimits, check_params, check_settings
+from dice_lsp.remote.limits import MAX_PENDING, RequestLimits, check_params, check_settings
 from dice_lsp.remote.protocol import RemoteError
 from dice_lsp.remote.sources import check_reference, check_sources
 from dice_lsp.settings import SERVER_OWNED, UNTRUSTED, Settings, editor_key
@@ -49,17 +51,17 @@ from dice_lsp.toolchain.cache import CompileCache
 from dice_lsp.toolchain.flags import CompileFlags, flags_for
 from dice_lsp.toolchain.nvcc import find_nvcc
 from dice_lsp.toolchain.report import check_source
+from dice_lsp.wording import Said
 
 T = TypeVar("T")
 LOG = logging.getLogger("dice_lsp.serve")
-Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True)
 class ServiceConfig:
     settings: Settings  # the model and defaults requests start from
-    max_pending: int = 64  # requests in flight at once; more are answered "busy"
-    max_batch_rows: int = 32  # rows of one denoising batch (1: no batching)
+    max_pending: int = MAX_PENDING  # requests in flight at once; more are answered "busy"
+    max_batch_rows: int = MAX_BATCH_ROWS  # rows of one denoising batch (1: no batching)
     limits: RequestLimits = field(default_factory=RequestLimits)  # the most one request may ask for
 
 
@@ -99,7 +101,7 @@ class Service:
             if pool is not None:
                 pool.shutdown(wait=False, cancel_futures=True)
 
-    async def call(self, method: str, params: dict[str, Any], ticket: Ticket, progress: Progress) -> Any:
+    async def call(self, method: str, params: dict[str, Any], ticket: Ticket, progress: Said) -> Any:
         """Answer one request; RemoteError for what the client did wrong or when the server is full."""
         if method == "status":
             return self.status()
@@ -149,7 +151,7 @@ class Service:
     def _run_model(self, job: Callable[[LoadedModel], T]) -> T:
         return self.host.submit(job).result()
 
-    def _complete(self, params: dict[str, Any], ticket: Ticket, _progress: Progress) -> dict[str, Any]:
+    def _complete(self, params: dict[str, Any], ticket: Ticket, _progress: Said) -> dict[str, Any]:
         started = time.perf_counter()
         settings = self.settings_for(params)
         model = self.host.model()
@@ -168,7 +170,7 @@ class Service:
 
         return replace(prepared, started=started).completion(filled.result(), filler).to_json(model)
 
-    def _fill(self, params: dict[str, Any], ticket: Ticket, _progress: Progress) -> dict[str, Any]:
+    def _fill(self, params: dict[str, Any], ticket: Ticket, _progress: Said) -> dict[str, Any]:
         settings = self.settings_for(params)
         max_tokens = int(params.get("max_tokens", settings.max_canvas))
         request = FillRequest(str(params["prefix"]), str(params.get("suffix", "")), max_tokens,
@@ -176,17 +178,17 @@ class Service:
         result = self.host.fill(request, ticket).result()
         return {"texts": result.texts, "model_calls": result.model_calls}
 
-    def _check(self, params: dict[str, Any], _ticket: Ticket, _progress: Progress) -> dict[str, Any]:
+    def _check(self, params: dict[str, Any], _ticket: Ticket, _progress: Said) -> dict[str, Any]:
         settings = self.settings_for(params)
         with workspace(params, settings) as sent:
             return check_source(sent.text, sent.path.parent, sent.flags, cache=self.cache, nvcc=sent.nvcc).to_json()
 
-    def _bench(self, params: dict[str, Any], _ticket: Ticket, progress: Progress) -> dict[str, Any]:
+    def _bench(self, params: dict[str, Any], _ticket: Ticket, progress: Said) -> dict[str, Any]:
         limits = Limits(timeout=self.config.limits.timeout(params), trials=self.config.limits.trials(params))
         with workspace(params, self.settings_for(params)) as sent:
             return bench_file(sent.path, sent.ref, limits, sent.flags, progress).to_json()
 
-    def _optimize(self, params: dict[str, Any], ticket: Ticket, progress: Progress) -> dict[str, Any]:
+    def _optimize(self, params: dict[str, Any], ticket: Ticket, progress: Said) -> dict[str, Any]:
         settings = self.settings_for(params)
         with workspace(params, settings) as sent:
             request = OptimizeRequest(sent.path, sent.text, str(params["kernel"]), sent.ref,
@@ -195,7 +197,7 @@ class Service:
                                       None if params.get("trusted") is not False else UNTRUSTED)
             return optimize(self._run_model, request, sent.check, ticket, progress).to_json()
 
-    def _repair(self, params: dict[str, Any], ticket: Ticket, progress: Progress) -> dict[str, Any]:
+    def _repair(self, params: dict[str, Any], ticket: Ticket, progress: Said) -> dict[str, Any]:
         settings = self.settings_for(params)
         with workspace(params, settings) as sent:
             return repair(self._run_model, sent.text, sent.check, settings.repair_rounds,

@@ -75,7 +75,7 @@ _CODE = re.compile(r"code=\[?(sm_\d+[a-z]?)")
 
 @dataclass(frozen=True)
 class CompileFlags:
-    arch: str = "sm_90"
+    arch: str = "sm_90"  # the one home of the default architecture and standard (Settings.arch/std read them)
     std: str = "c++17"
     include_dirs: tuple[Path, ...] = ()
     defines: tuple[str, ...] = ()  # NAME or NAME=VALUE

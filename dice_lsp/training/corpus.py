@@ -64,7 +64,7 @@ KERNEL_DEF = re.compile(
 
 
 @dataclass(frozen=True)
-class Source:
+class CorpusSource:
     """One upstream package; `cpp_cap_mb` bounds its plain C/C++ share so CUDA is not drowned."""
 
     name: str
@@ -81,16 +81,16 @@ class Source:
 
 
 def _pypi(name: str, version: str | None, lic: str, cap: float, *exclude: str, binary: bool = False,
-          note: str = "") -> Source:
-    return Source(name, "pypi", name, version, lic, cap, exclude, binary, (), note)
+          note: str = "") -> CorpusSource:
+    return CorpusSource(name, "pypi", name, version, lic, cap, exclude, binary, (), note)
 
 
 def _deb(name: str, version: str, lic: str, cap: float, *exclude: str, skip: tuple[str, ...] = (),
-         note: str = "", package: str = "", hip: bool = False) -> Source:
-    return Source(name, "debian", package or name, version, lic, cap, exclude, False, skip, note, hip)
+         note: str = "", package: str = "", hip: bool = False) -> CorpusSource:
+    return CorpusSource(name, "debian", package or name, version, lic, cap, exclude, False, skip, note, hip)
 
 
-def _rocm(name: str, version: str, lic: str, cap: float, *exclude: str, note: str = "") -> Source:
+def _rocm(name: str, version: str, lic: str, cap: float, *exclude: str, note: str = "") -> CorpusSource:
     """A Debian (trixie) ROCm library: HIP kernels, mapped to CUDA spellings where the mapping is exact."""
     return _deb(name, version, lic, cap, TESTS, *exclude, note=note, hip=True)
 
@@ -100,8 +100,8 @@ COMPOSABLE_KERNEL = r"(?:^|/)composable_kernel/"
 TESTS = r"(?:^|/)(?:tests?|unittests?|testsuite|clients)/"
 CK_DEVICE = re.compile(r"\bCK(?:_TILE)?_(?:HOST_)?DEVICE\b")
 # Order matters: the first source that holds a file keeps it through dedup, so upstream libraries go first.
-SOURCES: tuple[Source, ...] = (
-    Source("cuda-include", "local", "cuda-toolkit-include", None,
+SOURCES: tuple[CorpusSource, ...] = (
+    CorpusSource("cuda-include", "local", "cuda-toolkit-include", None,
            "Apache-2.0 WITH LLVM-exception (cccl/); LicenseRef-NVIDIA-CUDA-EULA (rest)", 2.0,
            note="this machine's CUDA toolkit include folder"),
     _pypi("nvidia-cutlass", "4.2.0.0", "BSD-3-Clause", 2.0, binary=True, note="wheel: CUTLASS/CuTe headers"),
@@ -120,7 +120,7 @@ SOURCES: tuple[Source, ...] = (
     _pypi("aphrodite-engine", "0.10.0", "AGPL-3.0-only", 2.0, VENDORED_CUTLASS, note="vLLM fork"),
     _pypi("colossalai", "0.5.0", "Apache-2.0", 1.0),
     _pypi("lightgbm", "4.7.0", "MIT", 3.0, r"(?:^|/)external_libs/"),
-    Source("xgboost-pypi", "pypi", "xgboost", "3.2.0", "Apache-2.0", 2.0, note="newer than the Debian one"),
+    CorpusSource("xgboost-pypi", "pypi", "xgboost", "3.2.0", "Apache-2.0", 2.0, note="newer than the Debian one"),
     _pypi("mmcv-full", "1.7.2", "Apache-2.0", 1.0),
     _pypi("horovod", "0.28.1", "Apache-2.0", 2.0, r"(?:^|/)third_party/"),
     _pypi("pytorch-fast-transformers", "0.4.0", "MIT", 1.0),
@@ -617,14 +617,14 @@ def _run(cmd: Sequence[str], cwd: Path,
     return subprocess.run(list(cmd), cwd=cwd, env=env, capture_output=True, text=True, check=False)
 
 
-def _dist_stems(src: Source) -> list[str]:
+def _dist_stems(src: CorpusSource) -> list[str]:
     """File-name stems pip uses for this distribution (it normalises - and _ both ways)."""
     base = src.package.lower()
     names = {base, base.replace("-", "_"), base.replace("_", "-")}
     return [f"{n}-{src.version}" if src.version else f"{n}-" for n in names]
 
 
-def _find_pypi(src: Source, folder: Path) -> list[Path]:
+def _find_pypi(src: CorpusSource, folder: Path) -> list[Path]:
     if not folder.is_dir():
         return []
     stems = _dist_stems(src)
@@ -633,7 +633,7 @@ def _find_pypi(src: Source, folder: Path) -> list[Path]:
     return sorted(exact)[-1:]
 
 
-def fetch_pypi(src: Source, folder: Path) -> list[Path]:
+def fetch_pypi(src: CorpusSource, folder: Path) -> list[Path]:
     """pip-download the sdist (or wheel); when pip cannot build the sdist's metadata here (no CUDA,
     missing build deps) keep the tree pip had already unpacked, via --no-clean."""
     found = _find_pypi(src, folder)
@@ -677,13 +677,13 @@ def _debian_upstream(version: str) -> str:
     return without_epoch.rsplit("-", 1)[0] if "-" in without_epoch else without_epoch
 
 
-def _find_debian(src: Source, folder: Path) -> list[Path]:
+def _find_debian(src: CorpusSource, folder: Path) -> list[Path]:
     stem = f"{src.package}_{_debian_upstream(src.version or '')}.orig"
     hits = sorted(p for p in folder.glob(f"{stem}*.tar.*") if not p.name.endswith(".asc"))
     return [p for p in hits if not any(part in p.name for part in src.skip_parts)]
 
 
-def fetch_debian(src: Source, folder: Path) -> list[Path]:
+def fetch_debian(src: CorpusSource, folder: Path) -> list[Path]:
     """apt-get source --download-only; only the upstream .orig tarballs are read."""
     found = _find_debian(src, folder)
     if found:
@@ -696,7 +696,7 @@ def fetch_debian(src: Source, folder: Path) -> list[Path]:
     return found
 
 
-def fetch(src: Source) -> list[Path]:
+def fetch(src: CorpusSource) -> list[Path]:
     """Local paths holding this source's code, downloading when missing."""
     if src.kind == "local":
         return [CUDA_INCLUDE.resolve()]
@@ -705,7 +705,7 @@ def fetch(src: Source) -> list[Path]:
     return fetch_debian(src, DOWNLOADS / "debian")
 
 
-def debian_url(src: Source, file: Path) -> str:
+def debian_url(src: CorpusSource, file: Path) -> str:
     """Pool URL of a Debian source file."""
     prefix = src.package[:4] if src.package.startswith("lib") else src.package[0]
     return f"{DEBIAN_POOL}/{prefix}/{src.package}/{file.name}"
@@ -772,7 +772,7 @@ class SourceStats:
 
 
 @dataclass
-class Candidate:
+class CorpusFile:
     path: str
     text: str
     lang: str
@@ -780,7 +780,7 @@ class Candidate:
     dialect: str = "cpp"  # "cuda" | "hip" (mapped to CUDA spellings) | "opencl" | "cpp"
 
 
-def _file_license(src: Source, path: str) -> str:
+def _file_license(src: CorpusSource, path: str) -> str:
     """Per-file license; only the CUDA include folder mixes two (cccl/ is Apache-2.0 WITH LLVM-exception,
     everything else there is under NVIDIA's CUDA EULA and never trained on)."""
     if src.kind == "local":
@@ -812,10 +812,10 @@ def python_cuda_strings(python_source: str) -> Iterator[tuple[int, str]]:
             yield node.lineno, node.value
 
 
-def collect(src: Source, locations: list[Path], stats: SourceStats) -> list[Candidate]:
+def collect(src: CorpusSource, locations: list[Path], stats: SourceStats) -> list[CorpusFile]:
     """Decode and filter one source's files; order by content hash so the C/C++ cap samples evenly."""
     excludes = [re.compile(p) for p in src.exclude]
-    out: list[Candidate] = []
+    out: list[CorpusFile] = []
     strings = src.kind == "pypi" and src.package not in STANDALONE_PACKAGES
     for location in locations:
         for path, raw in iter_files(location, _wanted_with_python if strings else _wanted_v3):
@@ -847,25 +847,25 @@ def collect(src: Source, locations: list[Path], stats: SourceStats) -> list[Cand
                     if dialect == "hip":
                         text = mapped
                 lic = "MIT" if vendored_ck else _file_license(src, path)  # AMD composable_kernel is MIT
-                out.append(Candidate(path, text, lang, lic, dialect))
+                out.append(CorpusFile(path, text, lang, lic, dialect))
             else:
                 stats.dropped[reason or "ext"] += 1
     out.sort(key=lambda c: (c.lang != "cuda", hashlib.sha1(c.path.encode()).digest()))
     return out
 
 
-def _string_candidates(src: Source, path: str, text: str, stats: SourceStats) -> Iterator[Candidate]:
+def _string_candidates(src: CorpusSource, path: str, text: str, stats: SourceStats) -> Iterator[CorpusFile]:
     """CUDA kernels kept in a Python file's string literals, one candidate per literal."""
     for line, literal in python_cuda_strings(text):
         stats.seen += 1
         reason = drop_reason(path, literal)
         if reason is None:
-            yield Candidate(f"{path}:{line}.cu", literal, "cuda", src.license, "cuda-pystring")
+            yield CorpusFile(f"{path}:{line}.cu", literal, "cuda", src.license, "cuda-pystring")
         else:
             stats.dropped[reason] += 1
 
 
-def _prepare(src: Source, offline: bool) -> tuple[Source, list[Path] | str, SourceStats, list[Candidate],
+def _prepare(src: CorpusSource, offline: bool) -> tuple[CorpusSource, list[Path] | str, SourceStats, list[CorpusFile],
                                                   list[np.ndarray]]:
     """Worker side of build: locate, collect, pre-cap C/C++ (with slack for dedup) and MinHash the rest."""
     stats = SourceStats()
@@ -875,7 +875,7 @@ def _prepare(src: Source, offline: bool) -> tuple[Source, list[Path] | str, Sour
         return src, str(exc), stats, [], []
     cands = collect(src, locations, stats)
     cap, slack, kept = src.cpp_cap_mb * MiB, 1.25, 0
-    chosen: list[Candidate] = []
+    chosen: list[CorpusFile] = []
     for cand in cands:
         if cand.lang == "cpp":
             size = len(cand.text.encode("utf-8"))
@@ -888,7 +888,7 @@ def _prepare(src: Source, offline: bool) -> tuple[Source, list[Path] | str, Sour
     return src, locations, stats, chosen, [near.signature(c.text) for c in chosen]
 
 
-def build(sources: Sequence[Source], out_dir: Path, offline: bool, jobs: int = 2) -> dict[str, Any]:
+def build(sources: Sequence[CorpusSource], out_dir: Path, offline: bool, jobs: int = 2) -> dict[str, Any]:
     """Fetch, filter, dedup and split every source; write the jsonl splits, stats.json and manifest.
     Workers read and MinHash the sources; dedup runs here, in SOURCES order, so the result does not depend
     on `jobs`. Files that copy a CUDA-Infill suite/dev or held-out file never reach train or valid."""
@@ -961,12 +961,12 @@ def build(sources: Sequence[Source], out_dir: Path, offline: bool, jobs: int = 2
     return summary
 
 
-def _prepare_star(args: tuple[Source, bool]) -> tuple[Source, list[Path] | str, SourceStats, list[Candidate],
-                                                      list[np.ndarray]]:
+def _prepare_star(args: tuple[CorpusSource, bool]) -> tuple[CorpusSource, list[Path] | str, SourceStats,
+                                                            list[CorpusFile], list[np.ndarray]]:
     return _prepare(*args)
 
 
-def _locate(src: Source, offline: bool) -> list[Path]:
+def _locate(src: CorpusSource, offline: bool) -> list[Path]:
     if not offline:
         return fetch(src)
     if src.kind == "local":
@@ -990,7 +990,7 @@ def _totals(all_stats: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return {k: dict(v) if isinstance(v, defaultdict) else v for k, v in totals.items()}
 
 
-def _manifest_entry(src: Source, locations: list[Path], stats: SourceStats) -> dict[str, Any]:
+def _manifest_entry(src: CorpusSource, locations: list[Path], stats: SourceStats) -> dict[str, Any]:
     """Provenance of one source: where it came from, its license, and what was kept."""
     entry: dict[str, Any] = {"name": src.name, "kind": src.kind, "package": src.package,
                              "license": src.license, "cpp_cap_mb": src.cpp_cap_mb}
@@ -1007,13 +1007,13 @@ def _manifest_entry(src: Source, locations: list[Path], stats: SourceStats) -> d
     return entry
 
 
-def _version_from_name(src: Source, location: Path) -> str:
+def _version_from_name(src: CorpusSource, location: Path) -> str:
     match = re.match(rf"{re.escape(src.package.replace('-', '_'))}-(.+?)(?:\.tar\.gz|\.src|\.zip|-py)",
                      location.name.replace(src.package, src.package.replace("-", "_")))
     return match.group(1) if match else location.name
 
 
-def _file_entry(src: Source, location: Path) -> dict[str, str]:
+def _file_entry(src: CorpusSource, location: Path) -> dict[str, str]:
     if src.kind == "debian":
         return {"name": location.name, "url": debian_url(src, location), "sha256": _sha256(location)}
     version = src.version or _version_from_name(src, location)
@@ -1346,7 +1346,7 @@ def compress_pack(pack_dir: Path, out: Path, limit_mb: float = 52.0, ratio: floa
 
 # ---------------------------------------------------------------- CLI
 
-def _select(names: Sequence[str] | None) -> list[Source]:
+def _select(names: Sequence[str] | None) -> list[CorpusSource]:
     if not names:
         return list(SOURCES)
     known = {s.name: s for s in SOURCES}

@@ -83,7 +83,7 @@ def random_example(window: np.ndarray, tables: TokenTables, rng: np.random.Gener
     return Example(ids, targets, weights, "random")
 
 
-def find_hole(window: np.ndarray, kind: str, tables: TokenTables, rng: np.random.Generator,
+def cut_hole(window: np.ndarray, kind: str, tables: TokenTables, rng: np.random.Generator,
               margin: int) -> tuple[int, int] | None:
     """A [start, end) span of tokens to cut out: whole lines, or the inside of a brace pair."""
     if kind == "block":
@@ -136,7 +136,7 @@ def _context_split(window: np.ndarray, start: int, end: int, context: int,
 def hole_example(window: np.ndarray, kind: str, length: int, tables: TokenTables,
                  rng: np.random.Generator) -> Example | None:
     """Cut a hole from `window` (longer than `length`) and lay out prefix + canvas + suffix."""
-    span = find_hole(window, kind, tables, rng, margin=16)
+    span = cut_hole(window, kind, tables, rng, margin=16)
     if span is None:
         return None
     start, end = span
@@ -168,7 +168,7 @@ def fim_example(window: np.ndarray, kind: str, length: int, tables: TokenTables,
 
     `ids[i]` is the input and `targets[i]` the token after it; every real position carries loss.
     """
-    span = find_hole(window, kind, tables, rng, margin=16)
+    span = cut_hole(window, kind, tables, rng, margin=16)
     if span is None:
         return None
     start, end = span

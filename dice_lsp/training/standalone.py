@@ -24,7 +24,7 @@ from tqdm import tqdm
 
 from dice_lsp.cuda.functions import parse_functions
 from dice_lsp.toolchain.nvcc import compile_source
-from dice_lsp.training.corpus import SOURCES, Source, fetch, iter_files
+from dice_lsp.training.corpus import SOURCES, CorpusSource, fetch, iter_files
 
 LOG = logging.getLogger("dice_lsp.standalone")
 PACKAGES = ("cupy", "pycuda", "tilelang", "flash-attn", "vllm")
@@ -51,7 +51,7 @@ def usable(text: str) -> bool:
                for f in parse_functions(text))
 
 
-def candidates(source: Source) -> Iterator[tuple[str, str]]:
+def candidates(source: CorpusSource) -> Iterator[tuple[str, str]]:
     for location in fetch(source):
         for path, raw in iter_files(location, lambda name: name.endswith(".py")):
             for text in cuda_strings(raw.decode("utf-8", errors="replace")):

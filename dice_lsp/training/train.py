@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from safetensors.torch import save_file
 
 from dice_lsp.engine.checkpoint import build_transformer, load_state, weights
-from dice_lsp.engine.config import Attention, read_config
+from dice_lsp.engine.config import AttentionLayout, read_config
 from dice_lsp.engine.presets import DICE_TINY
 from dice_lsp.engine.quant import dequantize_state
 from dice_lsp.engine.tokenizer import Tokenizer
@@ -209,7 +209,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     tok = Tokenizer(Path(args.tokenizer))
     tables = token_tables(tok)
     state: dict[str, Any] = {"minutes_done": 0.0, "step": 0, "tokens": 0, "log": [], "args": _settings(args)}
-    attention: Attention = "causal" if args.objective == "ar" else "bidirectional"
+    attention: AttentionLayout = "causal" if args.objective == "ar" else "bidirectional"
     if args.resume:
         folder = Path(args.resume)
         cfg, _ = read_config(folder)

@@ -1,0 +1,18 @@
+"""How long, how large and how often the harness runs a kernel: the one home of these defaults.
+
+A module of its own, with no imports, so the command line (`dice-lsp bench --help`, which must not load
+tree-sitter or torch), the team server's request limits and the child processes read the same values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Limits:
+    timeout: float = 60.0  # seconds per kernel's verify-and-time run
+    build_timeout: float = 600.0  # a torch extension's build
+    memory_mb: int = 16384  # resident host memory of the child
+    trials: int = 3  # random-input trials per verification size
+    memcheck: bool = True  # the compute-sanitizer pass, where the tool is on PATH

@@ -418,3 +418,13 @@ def test_calls_to_the_documents_functions_take_a_number_of_arguments_they_declar
     context = CheckContext(SCAN, at, at, HeaderIndex.from_lines(["max"]))
     assert [name for _, name in context.wrong_arity(fill)] == wrong
     assert context.check(fill).names is (not wrong)
+
+
+def test_a_name_the_headers_declare_only_in_a_namespace_is_demanded_of_the_fill() -> None:
+    text = "__global__ void k(int* out) {\n    \n    out[0] = count;\n}\n"
+    at = text.index("    \n") + 4
+    headers = HeaderIndex(globals=frozenset({"printf"}), scoped=frozenset({"count"}))  # std::count
+    assert CheckContext(text, at, at, headers).undeclared("__syncthreads();") == ["count"]
+    with_using = "using namespace std;\n" + text
+    at = with_using.index("    \n") + 4
+    assert CheckContext(with_using, at, at, headers).undeclared("__syncthreads();") == []

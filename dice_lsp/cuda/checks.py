@@ -552,7 +552,8 @@ class CheckContext:
 
         Provided: a name written outside functions or in this function before the hole (code, not comments or
         strings), declared in this function after the hole, written in another function without being declared
-        there (a global from a header the document does not show), from the headers or the local headers. A
+        there (a global from a header the document does not show), a global of the headers (any of their names
+        after a `using namespace`), a name of the local headers. A
         name another function declares for itself (its `idx`) provides nothing here."""
         function = self._enclosing
         if function is None:  # no function, or tree-sitter's recovery hides declarations: too unsure
@@ -566,8 +567,9 @@ class CheckContext:
                 continue
             if node.type == "identifier" and node.start_byte >= self._hole and _local_like(node):
                 name = (node.text or b"").decode("utf-8", "replace")
-                if not (name in scopes.visible or name in scopes.declared_after or name in self.headers
-                        or name in BUILTINS or name in self._local_names
+                if not (name in scopes.visible or name in scopes.declared_after or name in self.headers.globals
+                        or (self._uses_namespace and name in self.headers) or name in BUILTINS
+                        or name in self._local_names
                         or (name in scopes.elsewhere and name not in scopes.declared_elsewhere)):
                     needed.add(name)
             stack.extend(node.children)

@@ -125,6 +125,16 @@ class OptimizeRequest:
     limits: Limits = field(default_factory=Limits)
     unverified: str | None = None  # set: never run the candidates (this says why); ranked as without a GPU
 
+    @classmethod
+    def from_settings(cls, path: Path, text: str, kernel: str, settings: Settings, flags: CompileFlags, *,
+                      ref: Path | None = None, limits: Limits | None = None,
+                      unverified: str | None = None) -> OptimizeRequest:
+        """The request the `dice.*` settings make: their `optimize_candidates`, `repair_rounds` and sampler
+        (the CLI, the language server and the team server all build it here)."""
+        return cls(path=path, text=text, kernel=kernel, ref=ref, candidates=settings.optimize_candidates,
+                   rounds=settings.repair_rounds, sampler=settings.sampler_config(), flags=flags,
+                   limits=limits if limits is not None else Limits(), unverified=unverified)
+
 
 def optimize(run_model: Callable[[Callable[[LoadedModel], Any]], Any], request: OptimizeRequest, check: Check,
              cancel: CancelCheck | None = None, said: Said | None = None) -> OptimizeReport:

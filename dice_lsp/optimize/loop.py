@@ -52,6 +52,13 @@ class Rewrite:
         found["resources"] = vars(self.resources) if self.resources is not None else None
         return found
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any], text: str = "") -> Rewrite:
+        """A candidate a team server sent (`to_json`); its whole text travels only for the best one."""
+        kept = {k: v for k, v in data.items() if k not in ("text", "resources")}
+        resources = data.get("resources")
+        return cls(**kept, text=text, resources=KernelResources(**resources) if resources is not None else None)
+
 
 @dataclass
 class OptimizeReport:
@@ -110,6 +117,15 @@ class OptimizeReport:
                 "candidates": [r.to_json() for r in self.rewrites], "best": best.to_json() if best else None,
                 "text": best.text if best else None,
                 "summary": self.summary()}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> OptimizeReport:
+        """A report a team server sent (`to_json`); `to_json` gives it back as it came."""
+        rewrites = [Rewrite.from_json(r) for r in data["candidates"]]
+        if data["best"] is not None and rewrites:
+            rewrites[0].text = data["text"]  # the best is the first ranked; only its text is sent
+        return cls(data["kernel"], data["gpu"], rewrites, data["generated"], data["wall_s"],
+                   data["unverified"] or cls.unverified)
 
 
 @dataclass(frozen=True)

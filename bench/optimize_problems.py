@@ -45,8 +45,8 @@ def main() -> int:
         kernel = find_specs(text)[0][0].kernel
         flags = CompileFlags()
         started = time.perf_counter()
-        request = OptimizeRequest(reference, text, kernel, None, args.candidates, args.rounds, sampler, flags,
-                                  Limits())
+        request = OptimizeRequest(path=reference, text=text, kernel=kernel, candidates=args.candidates,
+                                  rounds=args.rounds, sampler=sampler, flags=flags, limits=Limits())
         report = optimize(lambda job: job(model), request, checker(reference.parent, flags),
                           said=lambda message, name=reference.parent.name: print(f"{name}: {message}", file=sys.stderr))
         best = max((r.speedup or 0.0 for r in report.rewrites if r.verified), default=None)

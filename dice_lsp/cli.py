@@ -11,10 +11,11 @@ import json
 import logging
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import fields, replace
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from dice_lsp.backends import FlagOptions, RewriteOptions, backend_for
 from dice_lsp.errors import DiceError
 from dice_lsp.harness.limits import Limits
 from dice_lsp.settings import REPAIR_CANDIDATES, SAMPLED_TEMPERATURE, SAMPLERS, Settings, check_value
@@ -119,60 +120,14 @@ def settings_from_args(args: argparse.Namespace) -> Any:
     return settings
 
 
-def step_bar(description: str) -> Any:
-    """A progress bar on stderr over denoising steps (silent when stderr is not a terminal)."""
-    from tqdm import tqdm
-
-    return tqdm(desc=description, unit="step", file=sys.stderr, disable=None, leave=False)
-
-
-def remote_call(args: argparse.Namespace, method: str, params: dict[str, Any]) -> Any:
-    """One request to the team server named by `--server` (with the token of `--token-file`)."""
-    import asyncio
-
-    from dice_lsp.remote.client import RemoteClient, parse_address, read_token
-
-    client = RemoteClient(parse_address(args.server), lambda: read_token(None, args.token_file))
-
-    async def call() -> Any:
-        try:
-            with status_bar(f"{method} on {args.server}") as bar:
-                return await client.call(method, params, lambda update: bar.set_description_str(update["message"]))
-        finally:
-            await client.close()
-
-    return asyncio.run(call())
-
-
-def remote_file(args: argparse.Namespace, text: str, ref: str | None = None) -> dict[str, Any]:
-    from dice_lsp.remote.client import file_request
-
-    return file_request(Path(args.file), text, Path(ref) if ref is not None else None)
-
-
 def cmd_complete(args: argparse.Namespace) -> int:
-    from dice_lsp.complete import complete_at, nvcc_compiler
-    from dice_lsp.cuda.checks import header_names
-    from dice_lsp.engine import load_model
     from dice_lsp.textdoc import Position, read_source
 
     text = read_source(args.file)
     position = Position(args.line, args.character)
     settings = settings_from_args(args)
-    if args.server:
-        result = remote_call(args, "complete", {"text": text, "line": args.line, "character": args.character,
-                                                "settings": settings.per_request()})
-        texts, where = [item["text"] for item in result["items"]], args.server
-    else:
-        model = load_model(args.model, args.device, args.dtype, args.trust_remote_code)
-        header_names()  # the names check's index: built once per nvcc (a few seconds), then read from disk
-        folder = Path(args.file).resolve().parent
-        compiler = nvcc_compiler(text, folder, settings.compile_flags(folder)) if args.compile_check else None
-        with step_bar("denoising") as bar:
-            completion = complete_at(model, text, position, settings, progress=lambda _calls: bar.update(1),
-                                     compiler=compiler)
-        result, texts = completion.to_json(model), completion.texts
-        where = f"{completion.model_calls} model calls"
+    completed = backend_for(args).complete(args.file, text, position, settings, args.compile_check)
+    result, texts, where = completed.result, completed.texts, completed.where
     if args.json:
         print(json.dumps(result))
         return 0
@@ -201,7 +156,7 @@ def checks_line(checks: dict[str, bool | None]) -> str:
 
 def cmd_status(args: argparse.Namespace) -> int:
     """A team server's health: exit 0 when its model is ready (a probe for systemd or a load balancer)."""
-    status = remote_call(args, "status", {})
+    status = backend_for(args).status()
     if args.json:
         print(json.dumps(status))
     else:
@@ -253,16 +208,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     from dice_lsp.textdoc import read_source
-    from dice_lsp.toolchain.cache import CompileCache
-    from dice_lsp.toolchain.report import CheckReport, check_source
 
-    path = Path(args.file)
     text = read_source(args.file)
-    if args.server:
-        found = remote_call(args, "check", {**remote_file(args, text), "settings": _remote_flags(args)})
-        report = replace(CheckReport.from_json(found, found["elapsed_ms"]), cached=found["cached"])
-    else:
-        report = check_source(text, path.resolve().parent, command_line_flags(args), cache=CompileCache())
+    report = backend_for(args).check(args.file, text, FlagOptions.from_args(args))
     if args.json:
         print(json.dumps(report.to_json()))
     else:
@@ -281,22 +229,12 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from dice_lsp.harness.bench import BenchReport, bench_file
     from dice_lsp.textdoc import read_source
-    from dice_lsp.toolchain.flags import CompileFlags, flags_for
 
-    path = Path(args.file)
     text = read_source(args.file)  # a missing or unreadable file: one line, exit 2
     if args.ref is not None and not Path(args.ref).is_file():
         raise DiceError(f"reference {args.ref} not found")
-    if args.server:
-        report = BenchReport.from_json(remote_call(args, "bench", {
-            **remote_file(args, text, args.ref), "timeout": args.timeout, "trials": args.trials}))
-    else:
-        with status_bar("bench") as bar:
-            report = bench_file(path, Path(args.ref) if args.ref else None,
-                                Limits(timeout=args.timeout, trials=args.trials),
-                                flags_for(path.resolve(), CompileFlags()), bar.set_description_str)
+    report = backend_for(args).bench(args.file, text, args.ref, Limits(timeout=args.timeout, trials=args.trials))
     if args.json:
         print(json.dumps(report.to_json()))
     else:
@@ -325,26 +263,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0 if report.compile_ok and report.kernels and all(k.verified for k in report.kernels) else 1
 
 
-def _remote_flags(args: argparse.Namespace) -> dict[str, Any]:
-    """The command line's `--arch`, `--std` and `-D` as a team server's settings (`-I` cannot reach it)."""
-    if args.include:
-        raise DiceError("-I does not reach a team server (it has its own file system): the headers "
-                        "beside FILE and below its folder are sent with it")
-    wanted = {"arch": args.arch, "std": args.std, "defines": args.define or None}
-    return {k: v for k, v in wanted.items() if v is not None}
-
-
-def command_line_flags(args: argparse.Namespace) -> Any:
-    """The file's compile flags (`flags_for`: compile_commands.json, settings) with the command line's `--arch`,
-    `--std`, `-I` and `-D` on top: `check`, `repair` and `optimize` compile alike."""
-    from dice_lsp.toolchain.flags import CompileFlags, flags_for
-
-    flags = flags_for(Path(args.file).resolve(), CompileFlags())
-    return replace(flags, arch=args.arch or flags.arch, std=args.std or flags.std,
-                   include_dirs=(*flags.include_dirs, *(Path(d).resolve() for d in args.include)),
-                   defines=(*flags.defines, *args.define))
-
-
 def _output_path(args: argparse.Namespace) -> Path | None:
     """`--out`, refused when it is the input: the input file is never edited in place."""
     if args.out is None:
@@ -355,47 +273,20 @@ def _output_path(args: argparse.Namespace) -> Path | None:
     return out
 
 
-def _rewrite_setup(args: argparse.Namespace) -> tuple[Any, Any, Any, Any]:
-    """The model runner, the compile check, the sampler and the file's flags for `optimize` and `repair`."""
-    from dice_lsp.engine import load_model
-    from dice_lsp.optimize import checker
-
-    path = Path(args.file).resolve()
-    flags = command_line_flags(args)
-    model = load_model(args.model, args.device, args.dtype, args.trust_remote_code)
-    settings, errors = Settings().updated({"steps": args.steps, "seed": args.seed, "candidates": 2})
-    if errors:
-        raise DiceError(errors[0])
-    return (lambda job: job(model)), checker(path.parent, flags), settings.sampler_config(), flags
-
-
-def status_bar(description: str) -> Any:
-    """A one-line status on stderr that long jobs rewrite as they go (silent when stderr is not a terminal)."""
-    from tqdm import tqdm
-
-    return tqdm(desc=description, bar_format="{desc} [{elapsed}]", file=sys.stderr, disable=None, leave=False)
+def _rewrite_options(args: argparse.Namespace) -> RewriteOptions:
+    """`--rounds`, `--steps`, `--seed` and the compile flags of `optimize` and `repair`."""
+    return RewriteOptions(args.rounds, args.steps, args.seed, FlagOptions.from_args(args))
 
 
 def cmd_optimize(args: argparse.Namespace) -> int:
-    from dice_lsp.optimize import OptimizeRequest, optimize
     from dice_lsp.textdoc import read_source
 
     text = read_source(args.file)
     out = _output_path(args)
     if args.ref is not None and not Path(args.ref).is_file():
         raise DiceError(f"reference {args.ref} not found")
-    if args.server:
-        report = remote_call(args, "optimize", {
-            **remote_file(args, text, args.ref), "kernel": args.kernel, "timeout": args.timeout,
-            "settings": {"optimize_candidates": args.candidates, "repair_rounds": args.rounds, "steps": args.steps,
-                         "seed": args.seed, **_remote_flags(args)}})
-    else:
-        run_model, check, sampler, flags = _rewrite_setup(args)
-        request = OptimizeRequest(Path(args.file).resolve(), text, args.kernel,
-                                  Path(args.ref).resolve() if args.ref else None, args.candidates, args.rounds,
-                                  sampler, flags, Limits(timeout=args.timeout))
-        with status_bar("optimize") as bar:
-            report = optimize(run_model, request, check, said=bar.set_description_str).to_json()
+    report = backend_for(args).optimize(args.file, text, args.kernel, args.ref, args.candidates, args.timeout,
+                                        _rewrite_options(args)).to_json()
     best = report["best"]
     if out is not None and best is not None:
         out.write_text(report["text"], encoding="utf-8")
@@ -423,20 +314,12 @@ def cmd_optimize(args: argparse.Namespace) -> int:
 
 
 def cmd_repair(args: argparse.Namespace) -> int:
-    from dice_lsp.optimize import repair, unified_diff
+    from dice_lsp.optimize import unified_diff
     from dice_lsp.textdoc import read_source
 
     text = read_source(args.file)
     out = _output_path(args)
-    if args.server:
-        result = remote_call(args, "repair", {**remote_file(args, text), "candidates": args.candidates,
-                                              "settings": {"repair_rounds": args.rounds, "steps": args.steps,
-                                                           "seed": args.seed, **_remote_flags(args)}})
-    else:
-        run_model, check, sampler, _flags = _rewrite_setup(args)
-        with status_bar("repair") as bar:
-            result = repair(run_model, text, check, args.rounds, args.candidates, sampler,
-                            said=bar.set_description_str, budget_s=Settings().repair_seconds).to_json()
+    result = backend_for(args).repair(args.file, text, args.candidates, _rewrite_options(args)).to_json()
     diff = unified_diff(Path(args.file), text, result["text"])
     if out is not None and result["compiles"]:  # a file that still fails is not worth a new copy
         out.write_text(result["text"], encoding="utf-8")

@@ -324,8 +324,7 @@ class DiceServer(LanguageServer):
 
         def work(path: Path, text: str, ticket: Ticket, said: Callable[[str], None]) -> dict[str, Any]:
             flags = self.flags_of(path, settings)
-            request = OptimizeRequest(path, text, kernel, None, settings.optimize_candidates, settings.repair_rounds,
-                                      settings.sampler_config(), flags, unverified=unverified)
+            request = OptimizeRequest.from_settings(path, text, kernel, settings, flags, unverified=unverified)
             return optimize(self.on_model_thread, request, checker(path.parent, flags, find_nvcc(settings.nvcc)),
                             ticket, said).to_json()
 

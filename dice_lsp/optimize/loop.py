@@ -52,6 +52,13 @@ class Rewrite:
         found["resources"] = vars(self.resources) if self.resources is not None else None
         return found
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any], text: str = "") -> Rewrite:
+        """A candidate a team server sent (`to_json`); its whole text travels only for the best one."""
+        kept = {k: v for k, v in data.items() if k not in ("text", "resources")}
+        resources = data.get("resources")
+        return cls(**kept, text=text, resources=KernelResources(**resources) if resources is not None else None)
+
 
 @dataclass
 class OptimizeReport:
@@ -111,6 +118,15 @@ class OptimizeReport:
                 "text": best.text if best else None,
                 "summary": self.summary()}
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> OptimizeReport:
+        """A report a team server sent (`to_json`); `to_json` gives it back as it came."""
+        rewrites = [Rewrite.from_json(r) for r in data["candidates"]]
+        if data["best"] is not None and rewrites:
+            rewrites[0].text = data["text"]  # the best is the first ranked; only its text is sent
+        return cls(data["kernel"], data["gpu"], rewrites, data["generated"], data["wall_s"],
+                   data["unverified"] or cls.unverified)
+
 
 @dataclass(frozen=True)
 class OptimizeRequest:
@@ -124,6 +140,16 @@ class OptimizeRequest:
     flags: CompileFlags = field(default_factory=CompileFlags)
     limits: Limits = field(default_factory=Limits)
     unverified: str | None = None  # set: never run the candidates (this says why); ranked as without a GPU
+
+    @classmethod
+    def from_settings(cls, path: Path, text: str, kernel: str, settings: Settings, flags: CompileFlags, *,
+                      ref: Path | None = None, limits: Limits | None = None,
+                      unverified: str | None = None) -> OptimizeRequest:
+        """The request the `dice.*` settings make: their `optimize_candidates`, `repair_rounds` and sampler
+        (the CLI, the language server and the team server all build it here)."""
+        return cls(path=path, text=text, kernel=kernel, ref=ref, candidates=settings.optimize_candidates,
+                   rounds=settings.repair_rounds, sampler=settings.sampler_config(), flags=flags,
+                   limits=limits if limits is not None else Limits(), unverified=unverified)
 
 
 def optimize(run_model: Callable[[Callable[[LoadedModel], Any]], Any], request: OptimizeRequest, check: Check,

@@ -89,6 +89,13 @@ class RepairResult:
         """One line per change (what the CLI prints and the editor's message shows)."""
         return "; ".join(c.describe() for c in self.changes) or "no change"
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RepairResult:
+        """A result a team server sent (`to_json`): its errors become the report (no kernels, no time)."""
+        report = CheckReport.from_json({"diagnostics": data["errors"], "kernels": []}, 0.0)
+        return cls(data["text"], data["rounds"], replace(report, cached=False),
+                   [Change(**c) for c in data["changes"]], data.get("stopped"))
+
 
 def checker(folder: Path, flags: CompileFlags, nvcc: Path | None = None) -> Check:
     return lambda text: check_source(text, folder, flags, nvcc=nvcc)

@@ -191,10 +191,10 @@ class Service:
     def _optimize(self, params: dict[str, Any], ticket: Ticket, progress: Said) -> dict[str, Any]:
         settings = self.settings_for(params)
         with workspace(params, settings) as sent:
-            request = OptimizeRequest(sent.path, sent.text, str(params["kernel"]), sent.ref,
-                                      settings.optimize_candidates, settings.repair_rounds, settings.sampler_config(),
-                                      sent.flags, Limits(timeout=self.config.limits.timeout(params)),
-                                      None if params.get("trusted") is not False else UNTRUSTED)
+            request = OptimizeRequest.from_settings(
+                sent.path, sent.text, str(params["kernel"]), settings, sent.flags, ref=sent.ref,
+                limits=Limits(timeout=self.config.limits.timeout(params)),
+                unverified=None if params.get("trusted") is not False else UNTRUSTED)
             return optimize(self._run_model, request, sent.check, ticket, progress).to_json()
 
     def _repair(self, params: dict[str, Any], ticket: Ticket, progress: Said) -> dict[str, Any]:

@@ -1,0 +1,68 @@
+"""The CLI's two backends give the same typed results: what a team server sends (`to_json`) is rebuilt with
+`from_json` and gives back the very same JSON; the request the settings make is the one the sites built."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from dice_lsp.backends import FlagOptions, LocalBackend, TeamBackend, backend_for
+from dice_lsp.harness.limits import Limits
+from dice_lsp.optimize import OptimizeReport, OptimizeRequest, RepairResult, Rewrite
+from dice_lsp.optimize.repair import Change
+from dice_lsp.settings import Settings
+from dice_lsp.toolchain.flags import CompileFlags
+from dice_lsp.toolchain.report import CheckReport, Diagnostic, KernelResources, Related
+
+
+def wire(data: dict) -> dict:
+    """As it arrives: through JSON (tuples become lists)."""
+    return json.loads(json.dumps(data))
+
+
+def test_an_optimize_report_round_trips_on_a_gpu_and_without_one() -> None:
+    fast = Rewrite("re-noise 0.5", "__global__ void k() {}\n", compiled=True, verified=True, speedup=1.8,
+                   median_ms=0.2, reference_ms=0.36, resources=KernelResources("k()", "_Z1kv", 3, registers=20),
+                   rank=1, diff="--- a\n+++ b\n")
+    slow = Rewrite("regenerate", "x", compiled=False, failure="nvcc: 1 error", rank=2, diff="-\n+\n")
+    for gpu, unverified in ((True, "no GPU"), (False, "no GPU"), (False, "workspace not trusted")):
+        sent = wire(OptimizeReport("k", gpu, [fast, slow], generated=5, wall_s=1.234, unverified=unverified).to_json())
+        rebuilt = OptimizeReport.from_json(sent)
+        assert rebuilt.to_json() == sent
+        assert rebuilt.summary() == sent["summary"]
+    nothing = wire(OptimizeReport("k", False, [slow], generated=1).to_json())
+    assert nothing["best"] is None and OptimizeReport.from_json(nothing).to_json() == nothing
+
+
+def test_a_repair_result_round_trips() -> None:
+    error = Diagnostic(4, 2, 4, 9, "error", "identifier \"y\" is undefined", "20",
+                       (Related("k.cu", 3, "in kernel"),))
+    warning = Diagnostic(1, 0, 1, 3, "warning", "unused", None)
+    for report, changes, stopped in ((CheckReport([error, warning], [], 12.0), [], None),
+                                     (CheckReport([], [], 3.0), [Change(4, "y = 1;", "x = 1;", "undefined")],
+                                      "out of time")):
+        sent = wire(RepairResult("int x;\n", 2, report, changes, stopped).to_json())
+        assert RepairResult.from_json(sent).to_json() == sent
+
+
+def test_the_request_from_settings_is_the_one_built_by_hand() -> None:
+    settings = Settings(optimize_candidates=3, repair_rounds=0, steps=4, seed=7, candidates=2)
+    flags = CompileFlags(arch="sm_80")
+    built = OptimizeRequest.from_settings(Path("k.cu"), "text", "k", settings, flags, ref=Path("r.py"),
+                                          limits=Limits(timeout=5.0), unverified="workspace not trusted")
+    assert built == OptimizeRequest(Path("k.cu"), "text", "k", Path("r.py"), 3, 0, settings.sampler_config(), flags,
+                                    Limits(timeout=5.0), "workspace not trusted")
+    assert OptimizeRequest.from_settings(Path("k.cu"), "t", "k", Settings(), CompileFlags()).limits == Limits()
+
+
+def test_the_backend_is_picked_once_from_server() -> None:
+    local = argparse.Namespace(server=None, model=None, device="cpu", dtype="auto", trust_remote_code=False)
+    assert isinstance(backend_for(local), LocalBackend)
+    team = backend_for(argparse.Namespace(server="tcp://127.0.0.1:1", token_file="t"))
+    assert isinstance(team, TeamBackend) and (team.server, team.token_file) == ("tcp://127.0.0.1:1", "t")
+
+
+def test_flags_for_a_team_server_leave_out_what_is_unset() -> None:
+    assert FlagOptions().as_settings() == {}
+    assert FlagOptions("sm_80", None, (), ("N=4",)).as_settings() == {"arch": "sm_80", "defines": ["N=4"]}

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from dice_lsp import __version__
 from dice_lsp.errors import DiceError
 from dice_lsp.harness.limits import Limits
 from dice_lsp.settings import Settings
@@ -24,6 +26,8 @@ if TYPE_CHECKING:
     from dice_lsp.textdoc import Position
     from dice_lsp.toolchain.flags import CompileFlags
     from dice_lsp.toolchain.report import CheckReport
+
+T = TypeVar("T")
 
 
 def step_bar(description: str) -> Any:
@@ -224,6 +228,16 @@ class TeamBackend:
 
         return asyncio.run(call())
 
+    def ask(self, method: str, params: dict[str, Any], read: Callable[[Any], T]) -> T:
+        """One request, its reply read into a typed result; a reply this version cannot read (a server of
+        another version) is one line naming the server, not a traceback."""
+        reply = self.call(method, params)
+        try:
+            return read(reply)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise DiceError(f"{self.server}: its {method} reply does not read as this dice-lsp's ({__version__}): "
+                            f"{type(exc).__name__}: {exc} (is the server another version?)") from exc
+
     @staticmethod
     def _files(file: str, text: str, ref: str | None = None) -> dict[str, Any]:
         from dice_lsp.remote.client import file_request
@@ -232,38 +246,39 @@ class TeamBackend:
 
     def complete(self, file: str, text: str, position: Position, settings: Settings,
                  compile_check: bool) -> Completed:
-        result = self.call("complete", {"text": text, "line": position.line, "character": position.character,
-                                        "settings": settings.per_request()})
-        return Completed(result, [item["text"] for item in result["items"]], self.server)
+        return self.ask("complete", {"text": text, "line": position.line, "character": position.character,
+                                     "settings": settings.per_request()},
+                        lambda result: Completed(result, [item["text"] for item in result["items"]], self.server))
 
     def check(self, file: str, text: str, flags: FlagOptions) -> CheckReport:
         from dice_lsp.toolchain.report import CheckReport
 
-        found = self.call("check", {**self._files(file, text), "settings": flags.as_settings()})
-        return replace(CheckReport.from_json(found, found["elapsed_ms"]), cached=found["cached"])
+        return self.ask("check", {**self._files(file, text), "settings": flags.as_settings()},
+                        lambda found: replace(CheckReport.from_json(found, found["elapsed_ms"]),
+                                              cached=found["cached"]))
 
     def bench(self, file: str, text: str, ref: str | None, limits: Limits) -> BenchReport:
         from dice_lsp.harness.bench import BenchReport
 
-        return BenchReport.from_json(self.call("bench", {
-            **self._files(file, text, ref), "timeout": limits.timeout, "trials": limits.trials}))
+        return self.ask("bench", {**self._files(file, text, ref), "timeout": limits.timeout, "trials": limits.trials},
+                        BenchReport.from_json)
 
     def optimize(self, file: str, text: str, kernel: str, ref: str | None, candidates: int, timeout: float,
                  options: RewriteOptions) -> OptimizeReport:
         from dice_lsp.optimize import OptimizeReport
 
-        return OptimizeReport.from_json(self.call("optimize", {
+        return self.ask("optimize", {
             **self._files(file, text, ref), "kernel": kernel, "timeout": timeout,
             "settings": {"optimize_candidates": candidates, "repair_rounds": options.rounds, "steps": options.steps,
-                         "seed": options.seed, **options.flags.as_settings()}}))
+                         "seed": options.seed, **options.flags.as_settings()}}, OptimizeReport.from_json)
 
     def repair(self, file: str, text: str, candidates: int, options: RewriteOptions) -> RepairResult:
         from dice_lsp.optimize import RepairResult
 
-        return RepairResult.from_json(self.call("repair", {
+        return self.ask("repair", {
             **self._files(file, text), "candidates": candidates,
             "settings": {"repair_rounds": options.rounds, "steps": options.steps, "seed": options.seed,
-                         **options.flags.as_settings()}}))
+                         **options.flags.as_settings()}}, RepairResult.from_json)
 
     def status(self) -> dict[str, Any]:
         return dict(self.call("status", {}))

@@ -6,8 +6,12 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from dice_lsp.backends import FlagOptions, LocalBackend, TeamBackend, backend_for
+from dice_lsp.errors import DiceError
 from dice_lsp.harness.limits import Limits
 from dice_lsp.optimize import OptimizeReport, OptimizeRequest, RepairResult, Rewrite
 from dice_lsp.optimize.repair import Change
@@ -66,3 +70,15 @@ def test_the_backend_is_picked_once_from_server() -> None:
 def test_flags_for_a_team_server_leave_out_what_is_unset() -> None:
     assert FlagOptions().as_settings() == {}
     assert FlagOptions("sm_80", None, (), ("N=4",)).as_settings() == {"arch": "sm_80", "defines": ["N=4"]}
+
+
+def test_a_team_reply_this_version_cannot_read_is_one_line_naming_the_server() -> None:
+    class OtherVersion(TeamBackend):
+        def call(self, method: str, params: dict[str, Any]) -> Any:
+            return {"candidates": [{"unknown_field": 1}], "best": None}  # what a server of another version might send
+
+    with pytest.raises(DiceError) as raised:
+        OtherVersion("tcp://gpu-host:7077").ask("optimize", {}, OptimizeReport.from_json)
+    message = str(raised.value)
+    assert message.startswith("tcp://gpu-host:7077: its optimize reply does not read as this dice-lsp's (")
+    assert "\n" not in message and message.endswith("(is the server another version?)")

@@ -35,16 +35,25 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Tokenizer, np.ndarr
     return tok, np.array(ids, dtype=np.uint16)
 
 
+def cut_spans(tok: Tokenizer, stream: np.ndarray, kind: str, seed: int, tries: int) -> list[tuple[int, int]]:
+    """The holes of `kind` that `tries` cuts from the first 400 tokens find (a cut may find none)."""
+    tables, rng = token_tables(tok), np.random.default_rng(seed)
+    return [span for span in (cut_hole(stream[:400], kind, tables, rng, margin=16) for _ in range(tries)) if span]
+
+
+def write_pack(tmp_path: Path, stream: np.ndarray) -> Path:
+    """A training pack of one train shard and the validation stream, both `stream`."""
+    data = tmp_path / "pack"
+    data.mkdir()
+    stream.tofile(data / "train-00.bin")
+    stream.tofile(data / "valid.bin")
+    return data
+
+
 @pytest.mark.parametrize("kind", ["line", "lines"])
 def test_line_holes_are_whole_lines(kind: str, setup: tuple[Tokenizer, np.ndarray]) -> None:
     tok, stream = setup
-    tables = token_tables(tok)
-    rng = np.random.default_rng(0)
-    for _ in range(50):
-        span = cut_hole(stream[:400], kind, tables, rng, margin=16)
-        if span is None:
-            continue
-        start, end = span
+    for start, end in cut_spans(tok, stream, kind, 0, 50):
         before, hole, after = (tok.decode(stream[a:b].tolist()) for a, b in ((0, start), (start, end), (end, 400)))
         assert before.endswith(("\n", " ")), "a hole starts at the beginning of a line (after its indentation)"
         assert after.startswith("\n")
@@ -56,18 +65,12 @@ def test_line_holes_are_whole_lines(kind: str, setup: tuple[Tokenizer, np.ndarra
 
 def test_block_holes_are_the_inside_of_a_brace_pair(setup: tuple[Tokenizer, np.ndarray]) -> None:
     tok, stream = setup
-    tables = token_tables(tok)
-    rng = np.random.default_rng(1)
-    found = 0
-    for _ in range(50):
-        span = cut_hole(stream[:400], "block", tables, rng, margin=16)
-        if span is None:
-            continue
-        found += 1
+    found = cut_spans(tok, stream, "block", 1, 50)
+    for span in found:
         hole = tok.decode(stream[span[0]:span[1]].tolist())
         assert hole.count("{") == hole.count("}")
         assert tok.decode(stream[span[1]:span[1] + 1].tolist()).lstrip().startswith("}")
-    assert found > 10
+    assert len(found) > 10
 
 
 def test_hole_example_lays_out_prefix_canvas_suffix(setup: tuple[Tokenizer, np.ndarray]) -> None:
@@ -113,10 +116,7 @@ def test_a_short_training_run_learns_and_its_checkpoint_completes(setup: tuple[T
     from dice_lsp.engine import FillRequest, SamplerConfig, fill, load_model
 
     tok, stream = setup
-    data = tmp_path / "pack"
-    data.mkdir()
-    stream.tofile(data / "train-00.bin")
-    stream.tofile(data / "valid.bin")
+    data = write_pack(tmp_path, stream)
     out = tmp_path / "run"
     args = ["train", "--data", str(data), "--tokenizer", str(tok.folder), "--out", str(out), "--minutes", "5",
             "--steps", "80", "--batch", "16", "--length", "128", "--hidden", "64", "--layers", "2",
@@ -156,33 +156,21 @@ def test_fim_examples_hold_the_hole_the_diffusion_canvas_gets(setup: tuple[Token
 
 def test_midline_holes_are_the_rest_of_a_half_typed_line(setup: tuple[Tokenizer, np.ndarray]) -> None:
     tok, stream = setup
-    tables = token_tables(tok)
-    rng = np.random.default_rng(5)
-    found = 0
-    for _ in range(60):
-        span = cut_hole(stream[:400], "midline", tables, rng, margin=16)
-        if span is None:
-            continue
-        found += 1
-        start, end = span
+    found = cut_spans(tok, stream, "midline", 5, 60)
+    for start, end in found:
         before = tok.decode(stream[:start].tolist())
         typed = before[before.rfind("\n") + 1:]
         assert typed.strip(), "the line already holds some of its content"
         hole = tok.decode(stream[start:end].tolist())
         assert hole and "\n" not in hole
         assert tok.decode(stream[end:end + 1].tolist()).startswith("\n"), "the hole runs to the end of the line"
-    assert found > 20
+    assert len(found) > 20
 
 
 def test_one_line_holes_start_at_the_line_or_after_its_indentation(setup: tuple[Tokenizer, np.ndarray]) -> None:
     tok, stream = setup
-    tables = token_tables(tok)
-    rng = np.random.default_rng(6)
     starts = set()
-    for _ in range(200):
-        span = cut_hole(stream[:400], "line", tables, rng, margin=16)
-        if span is None:
-            continue
+    for span in cut_spans(tok, stream, "line", 6, 200):
         hole = tok.decode(stream[span[0]:span[1]].tolist())
         if hole.strip() and hole != hole.lstrip():
             starts.add("indent")
@@ -197,10 +185,7 @@ def test_a_grown_model_trains_on_the_wall_clock_schedule(setup: tuple[Tokenizer,
     from dice_lsp.engine import load_model
 
     _, stream = setup
-    data = tmp_path / "pack"
-    data.mkdir()
-    stream.tofile(data / "train-00.bin")
-    stream.tofile(data / "valid.bin")
+    data = write_pack(tmp_path, stream)
     out = tmp_path / "grown"
     args = ["train", "--data", str(data), "--tokenizer", str(native_dir), "--out", str(out), "--init",
             str(native_dir), "--layers", "4", "--run-minutes", "0.15", "--minutes", "5", "--batch", "8",

@@ -398,6 +398,12 @@ def _point_after(point: Point, data: bytes) -> Point:
     return Point(point.row + lines, len(data) - data.rfind(b"\n") - 1)
 
 
+def _fill_offset(data: bytes, first: int, byte: int) -> int:
+    """The character offset in the fill (its UTF-8 bytes `data`, starting at byte `first` of the new text) of
+    the new text's byte `byte`, clamped to the fill."""
+    return len(data[:max(0, min(len(data), byte - first))].decode("utf-8", "replace"))
+
+
 def _overlapping(root: Node, low: int, high: int) -> Iterator[Node]:
     """Every node that overlaps the bytes [low, high) (a zero-length span: none), outermost first."""
     if high <= low:
@@ -475,6 +481,11 @@ class CheckContext:
         new = parser().parse(self._prefix + data + self._suffix, tree)
         self._last = (fill, new, data)
         return new, data
+
+    def _placed(self, fill: str) -> tuple[Node, bytes, int, int]:
+        """The new text's root, the fill's bytes, and the byte range [first, last) the fill takes in it."""
+        tree, data = self._parse(fill)
+        return tree.root_node, data, self._hole, self._hole + len(data)
 
     def _shift(self, byte: int, size: int, end: bool) -> int:
         """A base byte offset in the new text: after the hole it moves by the fill's size (an end offset at
@@ -604,10 +615,9 @@ class CheckContext:
         as (offset in the fill, name): `int n = ...` in a kernel that takes `n`."""
         if not self._block_names:
             return []
-        tree, data = self._parse(fill)
-        first, last = self._hole, self._hole + len(data)
+        root, data, first, last = self._placed(fill)
         found = []
-        for node in _overlapping(tree.root_node, first, last):
+        for node in _overlapping(root, first, last):
             parent = node.parent
             if node.type != "declaration" or parent is None or (
                     parent.type != "compound_statement" or parent.start_byte >= first):
@@ -615,17 +625,16 @@ class CheckContext:
             for name in _declared_by(node):  # names the fill writes (`int ` typed before a mid-line fill too)
                 text = (name.text or b"").decode("utf-8", "replace")
                 if first <= name.start_byte < last and text in self._block_names:
-                    found.append((len(data[:name.start_byte - first].decode("utf-8", "replace")), text))
+                    found.append((_fill_offset(data, first, name.start_byte), text))
         return found
 
     def undeclared(self, fill: str) -> list[str]:
         """Names the code after the hole needs declared that the fill does not declare (see `_needed`)."""
         if not self._needed:
             return []
-        tree, data = self._parse(fill)
-        first, last = self._hole, self._hole + len(data)
+        root, _, first, last = self._placed(fill)
         declared: set[str] = set()
-        for node in _overlapping(tree.root_node, first, last):
+        for node in _overlapping(root, first, last):
             declared.update((name.text or b"").decode("utf-8", "replace") for name in _declared_by(node))
             if node.type == "identifier" and _macro_argument(node):  # a macro may declare it
                 declared.add((node.text or b"").decode("utf-8", "replace"))
@@ -722,8 +731,7 @@ class CheckContext:
 
     def unknown_names(self, fill: str) -> list[tuple[int, str]]:
         """Names the fill uses that resolve nowhere, as (offset in the fill, name); empty: all resolve."""
-        tree, data = self._parse(fill)
-        first, last = self._hole, self._hole + len(data)
+        root, data, first, last = self._placed(fill)
         new_data = self._prefix + data + self._suffix
 
         def text(node: Node) -> str:
@@ -732,7 +740,7 @@ class CheckContext:
         declared: set[str] = set()
         used: list[Node] = []
         attributes: list[Node] = []
-        for node in _overlapping(tree.root_node, first, last):  # parents before their children
+        for node in _overlapping(root, first, last):  # parents before their children
             if node.type in _ATTRIBUTES:
                 attributes.append(node)
             declared.update(text(name) for name in _declared_by(node))
@@ -744,19 +752,16 @@ class CheckContext:
             name = text(node)
             if name in declared or (self._known_field(name) if node.type == _FIELD else self._known(node, name)):
                 continue
-            unknown.append((len(data[:max(0, node.start_byte - first)].decode("utf-8", "replace")), name))
+            unknown.append((_fill_offset(data, first, node.start_byte), name))
         return unknown
 
     def error_spans(self, fill: str) -> list[tuple[int, int]]:
         """Character ranges of the fill that parse errors touch (what re-masking denoises again)."""
-        tree, data = self._parse(fill)
-        first, last = self._hole, self._hole + len(data)
+        root, data, first, last = self._placed(fill)
 
-        def at(byte: int) -> int:
-            return len(data[:max(0, min(len(data), byte - first))].decode("utf-8", "replace"))
-
-        spans = [(e.start, e.end) for e in _errors(tree.root_node) if e.end >= first and e.start <= last]
-        return [(at(low), at(high)) for low, high in spans + _ill_formed(tree.root_node, first, last)]
+        spans = [(e.start, e.end) for e in _errors(root) if e.end >= first and e.start <= last]
+        return [(_fill_offset(data, first, low), _fill_offset(data, first, high))
+                for low, high in spans + _ill_formed(root, first, last)]
 
     @cached_property
     def _arities(self) -> dict[str, list[tuple[int, float]]]:
@@ -786,10 +791,9 @@ class CheckContext:
         the fill, name)."""
         if not self._arities:
             return []
-        tree, data = self._parse(fill)
-        first, last = self._hole, self._hole + len(data)
+        root, data, first, last = self._placed(fill)
         found = []
-        for node in _overlapping(tree.root_node, first, last):
+        for node in _overlapping(root, first, last):
             callee = node.child_by_field_name("function") if node.type == "call_expression" else None
             if callee is not None and callee.type == "template_function":
                 callee = callee.child_by_field_name("name")
@@ -800,7 +804,7 @@ class CheckContext:
             name = (callee.text or b"").decode("utf-8", "replace")
             count = sum(1 for child in arguments.named_children if child.type != "comment")
             if name in self._arities and not any(low <= count <= high for low, high in self._arities[name]):
-                found.append((len(data[:max(0, callee.start_byte - first)].decode("utf-8", "replace")), name))
+                found.append((_fill_offset(data, first, callee.start_byte), name))
         return found
 
     def faults(self, fill: str) -> list[tuple[int, int]]:

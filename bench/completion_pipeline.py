@@ -12,7 +12,9 @@ Stages (each adds one mechanism to the one before; `dice_lsp.complete.Pipeline`)
 - `+checks`: parse and name checks rank the fills, and nothing is shown when none passes (suppression);
 - `+remask`: a failing best fill has its offending spans re-masked and denoised again;
   (these five decode as the product did before the pipeline: low-confidence, 4 steps per 32 tokens)
-- `+entropy decoding (product)`: the product's defaults, the entropy-bounded sampler with at most 8 steps;
+- `+entropy decoding`: the entropy-bounded sampler with at most 8 steps (the product's decoding);
+- `+clang front end (product)`: the best fills are read by clang's front end too (`dice.typeCheck`; with no
+  clang on the machine this stage equals the one before);
 - `checks off`: the product's decoding and filters without the checks (every cleaned fill is shown): the
   model's raw fills, as a model comparison wants them;
 - decoding variants of the full pipeline: more denoising steps per 32 canvas tokens, and the adaptive
@@ -47,25 +49,27 @@ from dice_lsp.settings import Settings
 
 ORIGINAL_FILTERS = FILTERS[:5]  # strip_special_tokens .. drop_degenerate: the filters before this pipeline
 OLD_DECODING: dict[str, Any] = {"sampler": "low-confidence", "steps": 4}  # the default before the pipeline
+NO_CLANG = replace(PRODUCT, front_end=False)  # the product without the clang front-end check
 STAGES: dict[str, tuple[Pipeline, dict[str, Any]]] = {
     "before": (Pipeline(ORIGINAL_FILTERS, lengths=False, checks=False, remask_rounds=0), OLD_DECODING),
     "+filters": (Pipeline(lengths=False, checks=False, remask_rounds=0), OLD_DECODING),
     "+lengths": (Pipeline(checks=False, remask_rounds=0), OLD_DECODING),
-    "+checks": (Pipeline(remask_rounds=0), OLD_DECODING),
-    "+remask": (PRODUCT, OLD_DECODING),
-    "+entropy decoding (product)": (PRODUCT, {}),
+    "+checks": (Pipeline(remask_rounds=0, front_end=False), OLD_DECODING),
+    "+remask": (NO_CLANG, OLD_DECODING),
+    "+entropy decoding": (NO_CLANG, {}),
+    "+clang front end (product)": (PRODUCT, {}),
     "checks off": (Pipeline(checks=False, remask_rounds=0), {}),
-    "steps 6": (PRODUCT, {"sampler": "low-confidence", "steps": 6}),
-    "steps 8": (PRODUCT, {"sampler": "low-confidence", "steps": 8}),
-    "steps 16": (PRODUCT, {"sampler": "low-confidence", "steps": 16}),
-    "threshold 0.9, ≤8 steps": (PRODUCT, {"steps": 8, "sampler": "threshold", "threshold": 0.9}),
-    "threshold 0.7, ≤8 steps": (PRODUCT, {"steps": 8, "sampler": "threshold", "threshold": 0.7}),
-    "entropy 0.3, ≤8 steps": (PRODUCT, {"steps": 8, "sampler": "entropy", "entropy_bound": 0.3}),
-    "entropy 1, ≤8 steps": (PRODUCT, {"steps": 8, "sampler": "entropy", "entropy_bound": 1.0}),
-    "entropy 3, ≤8 steps": (PRODUCT, {"steps": 8, "sampler": "entropy", "entropy_bound": 3.0}),
-    "entropy 1, ≤16 steps": (PRODUCT, {"steps": 16, "sampler": "entropy", "entropy_bound": 1.0}),
-    "4 sampled candidates": (PRODUCT, {**OLD_DECODING, "candidates": 4}),
-    "4 sampled candidates, entropy 1, ≤8 steps": (PRODUCT, {"candidates": 4}),
+    "steps 6": (NO_CLANG, {"sampler": "low-confidence", "steps": 6}),
+    "steps 8": (NO_CLANG, {"sampler": "low-confidence", "steps": 8}),
+    "steps 16": (NO_CLANG, {"sampler": "low-confidence", "steps": 16}),
+    "threshold 0.9, ≤8 steps": (NO_CLANG, {"steps": 8, "sampler": "threshold", "threshold": 0.9}),
+    "threshold 0.7, ≤8 steps": (NO_CLANG, {"steps": 8, "sampler": "threshold", "threshold": 0.7}),
+    "entropy 0.3, ≤8 steps": (NO_CLANG, {"steps": 8, "sampler": "entropy", "entropy_bound": 0.3}),
+    "entropy 1, ≤8 steps": (NO_CLANG, {"steps": 8, "sampler": "entropy", "entropy_bound": 1.0}),
+    "entropy 3, ≤8 steps": (NO_CLANG, {"steps": 8, "sampler": "entropy", "entropy_bound": 3.0}),
+    "entropy 1, ≤16 steps": (NO_CLANG, {"steps": 16, "sampler": "entropy", "entropy_bound": 1.0}),
+    "4 sampled candidates": (NO_CLANG, {**OLD_DECODING, "candidates": 4}),
+    "4 sampled candidates, entropy 1, ≤8 steps": (NO_CLANG, {"candidates": 4}),
 }
 
 

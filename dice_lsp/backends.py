@@ -139,16 +139,17 @@ class LocalBackend:
 
     def complete(self, file: str, text: str, position: Position, settings: Settings,
                  compile_check: bool) -> Completed:
-        from dice_lsp.complete import complete_at, nvcc_compiler
+        from dice_lsp.complete import complete_at, front_end_for, nvcc_compiler
         from dice_lsp.cuda.checks import header_names
 
         model = self.model()
         header_names()  # the names check's index: built once per nvcc (a few seconds), then read from disk
         folder = Path(file).resolve().parent
         compiler = nvcc_compiler(text, folder, settings.compile_flags(folder)) if compile_check else None
+        front_end = front_end_for(text, folder, settings.compile_flags(folder), settings)
         with step_bar("denoising") as bar:
             completion = complete_at(model, text, position, settings, progress=lambda _calls: bar.update(1),
-                                     compiler=compiler)
+                                     compiler=compiler, front_end=front_end)
         return Completed(completion.to_json(model), completion.texts, f"{completion.model_calls} model calls")
 
     def check(self, file: str, text: str, flags: FlagOptions) -> CheckReport:

@@ -125,7 +125,9 @@ def cmd_complete(args: argparse.Namespace) -> int:
 
     text = read_source(args.file)
     position = Position(args.line, args.character)
-    settings = settings_from_args(args)
+    settings, errors = settings_from_args(args).updated({"type_check": args.type_check, "clang": args.clang})
+    if errors:
+        raise DiceError(errors[0])
     completed = backend_for(args).complete(args.file, text, position, settings, args.compile_check)
     result, texts, where = completed.result, completed.texts, completed.where
     if args.json:
@@ -511,6 +513,11 @@ def build_parser() -> argparse.ArgumentParser:
     complete.add_argument("--compile-check", action=argparse.BooleanOptionalAction, default=True,
                           help="compile the best fills with nvcc and show only one that adds no error (default: on;"
                                " the editor does not wait for nvcc on a line)")
+    complete.add_argument("--type-check", action=argparse.BooleanOptionalAction, default=Settings.type_check,
+                          help="have clang's front end read the best fills first (~50 ms each; default: on when a "
+                               "clang++ is found)")
+    complete.add_argument("--clang", metavar="PATH", help="clang++ for --type-check (default: clang++ or "
+                          "clang++-N on PATH)")
     add_server_arguments(complete, SENDS_TEXT)
     add_model_arguments(complete)
     add_sampler_arguments(complete)

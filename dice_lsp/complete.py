@@ -13,6 +13,9 @@ The pipeline every caller shares (the CLI, the language server, the team server,
    what only a diffusion model can do (autoregressive checkpoints skip it);
 7. rank by checks passed, then by score; show the best that parses and whose names resolve, or nothing
    (silence over garbage), and log why at debug level.
+A caller that has clang (`front_end`, `dice_lsp.toolchain.clang`) has the best fills that passed the cheap
+checks read by clang's front end too, on the critical path (~50 ms): a fill that adds an error (a type, an
+overload, a member that does not exist) is re-masked where clang points and withdrawn when it still fails.
 A caller that can compile (`Compiler`) checks fills with nvcc too: a fill that adds an error is withdrawn
 when another passes, and ranked last otherwise. `dice-lsp complete --compile-check` waits for nvcc; the
 language server does not (`CompileVerdicts`: verdicts come in the background and rank the next request).
@@ -65,6 +68,7 @@ class Pipeline:
     lengths: bool = True  # line holes also try the shorter canvases (`canvas_lengths`)
     checks: bool = True  # False: every cleaned fill counts as passing (ranked by score alone)
     remask_rounds: int = REMASK_ROUNDS
+    front_end: bool = True  # clang's front end judges the best fills where a caller has it (`front_end_for`)
 
 
 PRODUCT = Pipeline()
@@ -80,8 +84,10 @@ class Suggestion:
 
     @property
     def shown(self) -> bool:
-        """Good enough to show: it parses and its names resolve (and, where compiled, it compiles)."""
-        return self.checks.parses and self.checks.names and self.checks.compiles is not False
+        """Good enough to show: it parses, its names resolve, and where clang or nvcc read it, neither found a
+        new error."""
+        checks = self.checks
+        return checks.parses and checks.names and checks.types is not False and checks.compiles is not False
 
     def rank(self) -> tuple[int, float]:
         score = self.score if not math.isnan(self.score) else -math.inf
@@ -135,10 +141,11 @@ class PreparedFill:
     newline: str = "\n"  # the document's line break: the fill is made on `\n` text and given back with this
 
     def completion(self, result: FillResult, filler: Filler | None = None, compiler: Compiler | None = None,
-                   document: str | None = None, pipeline: Pipeline = PRODUCT) -> Completion:
+                   document: str | None = None, pipeline: Pipeline = PRODUCT,
+                   front_end: Compiler | None = None) -> Completion:
         """The completion from the model's first `result`; `filler` runs re-masking rounds (None: none),
-        `compiler` checks fills in `document` (the full text the region is in)."""
-        ranked, calls = finish(self, result, filler, compiler, document, pipeline)
+        `front_end` (clang) and `compiler` (nvcc) check fills in `document` (the full text the region is in)."""
+        ranked, calls = finish(self, result, filler, compiler, document, pipeline, front_end)
         shown = [s for s in ranked if s.shown]
         elapsed = (time.perf_counter() - self.started) * 1000
         withheld = None if shown or not ranked else _why(ranked)
@@ -150,7 +157,8 @@ class PreparedFill:
 
 def _why(ranked: list[Suggestion]) -> str:
     best = ranked[0].checks
-    what = "does not parse" if not best.parses else "uses unknown names" if not best.names else "does not compile"
+    what = ("does not parse" if not best.parses else "uses unknown names" if not best.names
+            else "does not type-check" if best.types is False else "does not compile")
     return f"no fill passed the checks ({len(ranked)} tried; the best {what})"
 
 
@@ -205,7 +213,7 @@ def remask(prepared: PreparedFill, suggestion: Suggestion, checker: CheckContext
 
 def finish(prepared: PreparedFill, result: FillResult, filler: Filler | None = None,
            compiler: Compiler | None = None, document: str | None = None,
-           pipeline: Pipeline = PRODUCT) -> tuple[list[Suggestion], int]:
+           pipeline: Pipeline = PRODUCT, front_end: Compiler | None = None) -> tuple[list[Suggestion], int]:
     """Every candidate of `result` cleaned, checked, repaired where it fails and ranked (best first), and
     the model calls spent in all."""
     ctx = prepared.context
@@ -231,8 +239,11 @@ def finish(prepared: PreparedFill, result: FillResult, filler: Filler | None = N
             if repaired.shown:
                 break
         ranked.sort(key=Suggestion.rank, reverse=True)
+    if front_end is not None and pipeline.front_end and document is not None and ranked and checker is not None:
+        ranked, spent = _judged(prepared, ranked, front_end, "types", document, checker, filler, pipeline)
+        calls += spent
     if compiler is not None and document is not None and ranked and checker is not None:
-        ranked, spent = _compiled(prepared, ranked, compiler, document, checker, filler, pipeline)
+        ranked, spent = _judged(prepared, ranked, compiler, "compiles", document, checker, filler, pipeline)
         calls += spent
     return ranked, calls
 
@@ -273,6 +284,22 @@ def nvcc_compiler(base: str, folder: Path, flags: CompileFlags, cache: CompileCa
     except DiceError as exc:
         LOG.debug("no compile check: %s", exc)
         return lambda _text: None
+
+
+def front_end_for(base: str, folder: Path | None, flags: CompileFlags, settings: Settings,
+                  nvcc: Path | None = None) -> Compiler | None:
+    """clang's front-end judge of fills of `base` (`dice_lsp.toolchain.clang`); None when `dice.typeCheck` is
+    off, or there is no clang (or none that reads the CUDA toolkit's headers)."""
+    if not settings.type_check:
+        return None
+    from dice_lsp.toolchain.clang import clang_judge
+    from dice_lsp.toolchain.nvcc import find_nvcc
+
+    try:
+        return clang_judge(base, folder, flags, settings.clang, nvcc or find_nvcc(settings.nvcc))
+    except DiceError as exc:
+        LOG.debug("no clang check: %s", exc)
+        return None
 
 
 VERDICTS_KEPT = 512  # nvcc verdicts a language server remembers (least recently asked for dropped first)
@@ -325,32 +352,38 @@ class CompileVerdicts:
                 self.known[key] = result
 
 
-COMPILED_CANDIDATES = 2  # multi-line fills compiled per completion (the best that passed the cheap checks)
+COMPILED_CANDIDATES = 2  # fills judged per completion by clang and by nvcc (the best that passed the cheap checks)
 
 
-def _compiled(prepared: PreparedFill, ranked: list[Suggestion], compiler: Compiler, document: str,
-              checker: CheckContext, filler: Filler | None = None,
-              pipeline: Pipeline = PRODUCT) -> tuple[list[Suggestion], int]:
-    """The best cheap-checked fills compiled in the document: a fill that adds an nvcc error drops below
-    every fill that does not. When none compiles and nvcc says where (`NvccJudge`), the best one has the
-    tokens at nvcc's columns re-masked and denoised again (as the cheap checks' faults are), and the
-    repair is kept when it compiles. Returns the ranking and the model calls spent."""
+def _with(checks: Checks, check: str, verdict: bool | None) -> Checks:
+    return replace(checks, types=verdict) if check == "types" else replace(checks, compiles=verdict)
+
+
+def _judged(prepared: PreparedFill, ranked: list[Suggestion], judge: Compiler, check: str, document: str,
+            checker: CheckContext, filler: Filler | None = None,
+            pipeline: Pipeline = PRODUCT) -> tuple[list[Suggestion], int]:
+    """The best cheap-checked fills judged in the document (`check`: "types" for clang, "compiles" for nvcc):
+    a fill that adds an error drops below every fill that does not. When none passes and the judge says where
+    (`new_errors`: `NvccJudge`, `ClangJudge`), the best one has the tokens at those columns re-masked and
+    denoised again (as the cheap checks' faults are), and the repair is kept when it passes. Returns the
+    ranking and the model calls spent."""
     hole = prepared.context.hole
     checked = []
     for index, suggestion in enumerate(ranked):
         if index < COMPILED_CANDIDATES and suggestion.shown:
-            verdict = compiler(document[:hole.start] + suggestion.text + document[hole.end:])
-            suggestion = replace(suggestion, checks=replace(suggestion.checks, compiles=verdict))
+            verdict = judge(document[:hole.start] + suggestion.text + document[hole.end:])
+            suggestion = replace(suggestion, checks=_with(suggestion.checks, check, verdict))
         checked.append(suggestion)
     checked.sort(key=Suggestion.rank, reverse=True)
     calls = 0
-    failing = next((s for s in checked if s.checks.compiles is False), None)
-    if (failing is None or any(s.checks.compiles for s in checked) or filler is None
-            or not isinstance(compiler, NvccJudge) or not pipeline.remask_rounds):
+    failing = next((s for s in checked if getattr(s.checks, check) is False), None)
+    locate = getattr(judge, "new_errors", None)
+    if (failing is None or any(getattr(s.checks, check) for s in checked) or filler is None
+            or locate is None or not pipeline.remask_rounds):
         return checked, calls
     for _ in range(pipeline.remask_rounds):
         filled = document[:hole.start] + failing.text + document[hole.end:]
-        faults = _in_fill(filled, hole.start, failing.text, compiler.new_errors(filled))
+        faults = _in_fill(filled, hole.start, failing.text, locate(filled) or [])
         baseline = replace(failing, checks=Checks(False, False))  # any repair that passes the cheap checks
         try:
             repaired, spent = remask(prepared, baseline, checker, filler, pipeline.filters, faults)
@@ -360,8 +393,8 @@ def _compiled(prepared: PreparedFill, ranked: list[Suggestion], compiler: Compil
         calls += spent
         if repaired is None or not repaired.shown:
             break
-        verdict = compiler(document[:hole.start] + repaired.text + document[hole.end:])
-        failing = replace(repaired, checks=replace(repaired.checks, compiles=verdict))
+        verdict = judge(document[:hole.start] + repaired.text + document[hole.end:])
+        failing = replace(repaired, checks=_with(repaired.checks, check, verdict))
         checked.insert(0, failing)
         if verdict is not False:
             break
@@ -400,12 +433,13 @@ def fill_request(tokenizer: Tokenizer, window: int, text: str, hole: Hole, setti
 
 
 def fill_hole(model: LoadedModel, text: str, hole: Hole, settings: Settings, filler: Filler,
-              compiler: Compiler | None = None, pipeline: Pipeline = PRODUCT) -> Completion:
+              compiler: Compiler | None = None, pipeline: Pipeline = PRODUCT,
+              front_end: Compiler | None = None) -> Completion:
     """The completion for `hole` in `text` through the whole pipeline, the model run by `filler`."""
     request, context = fill_request(model.tokenizer, model.window, text, hole, settings, pipeline)
     prepared = PreparedFill(request, context, position_at(text, hole.start), position_at(text, hole.end),
                             time.perf_counter())
-    return prepared.completion(filler(request), filler, compiler, text, pipeline)
+    return prepared.completion(filler(request), filler, compiler, text, pipeline, front_end)
 
 
 def lf_text(text: str) -> tuple[str, str]:
@@ -435,7 +469,8 @@ def no_completion(position: Position, started: float) -> Completion:
 
 def complete_at(model: LoadedModel, text: str, position: Position, settings: Settings,
                 cancel: CancelCheck | None = None, progress: StepProgress | None = None,
-                selection: tuple[Position, Position] | None = None, compiler: Compiler | None = None) -> Completion:
+                selection: tuple[Position, Position] | None = None, compiler: Compiler | None = None,
+                front_end: Compiler | None = None) -> Completion:
     """The completion at `position`, filled here (with `cancel` checked and `progress` told between steps)."""
     started = time.perf_counter()
     prepared = prepare(model.tokenizer, model.window, text, position, settings, selection)
@@ -445,4 +480,4 @@ def complete_at(model: LoadedModel, text: str, position: Position, settings: Set
     def filler(request: FillRequest) -> FillResult:
         return fill(model, request, cancel, progress)
 
-    return prepared.completion(filler(prepared.request), filler, compiler, lf_text(text)[0])
+    return prepared.completion(filler(prepared.request), filler, compiler, lf_text(text)[0], front_end=front_end)

@@ -30,9 +30,9 @@ SAMPLERS = {"low-confidence": "low_confidence", "threshold": "threshold", "entro
 MODEL_KEYS = ("model", "device", "dtype", "trust_remote_code")
 SERVER_KEYS = ("server_url", "server_token", "server_token_file")
 BACKEND_KEYS = (*MODEL_KEYS, *SERVER_KEYS)  # a change of any of these means another model to talk to
-NULLABLE_TEXT = ("model", "nvcc", *SERVER_KEYS)
+NULLABLE_TEXT = ("model", "nvcc", "clang", *SERVER_KEYS)
 # a team server's, never per request (`trusted` is the editor's own: a request never sets it on a server)
-SERVER_OWNED = (*BACKEND_KEYS, "nvcc", "diagnostics", "bench_on_save", "trusted")
+SERVER_OWNED = (*BACKEND_KEYS, "nvcc", "clang", "diagnostics", "bench_on_save", "trusted")
 PATTERNS = {"arch": (r"(sm|compute)_\d+[a-z]?", "an architecture such as sm_90"),
             "std": (r"c\+\+\d\d", "a C++ standard such as c++17")}
 REPAIR_CANDIDATES = 4  # repair's rewrites tried per round (`dice-lsp repair --candidates`, a team server's repair)
@@ -71,6 +71,8 @@ class Settings:
     defines: tuple[str, ...] = ()  # -D NAME or NAME=VALUE
     std: str = CompileFlags.std  # C++ standard; a compile_commands.json in the workspace replaces these four
     nvcc: str | None = None  # path of nvcc; None: CUDA_HOME / CUDA_PATH, PATH, /usr/local/cuda
+    type_check: bool = True  # completions: clang's front end reads the best fills (dice_lsp.toolchain.clang)
+    clang: str | None = None  # path of clang++ for that check; None: clang++ or clang++-N on PATH
     context_tokens: int | None = 256  # tokens of code around the hole; None: as many as the model window holds
     optimize_candidates: int = 8  # rewrites of a kernel the optimize action generates
     repair_rounds: int = 3  # compile, re-mask the error lines, denoise: at most this many times
@@ -178,7 +180,7 @@ def check_value(name: str, value: Any) -> tuple[Any, str | None]:
         pattern, example = PATTERNS[name]
         valid = isinstance(value, str) and re.fullmatch(pattern, value) is not None
         return (value, None) if valid else (None, f"must be {example}")
-    if name in ("trust_remote_code", "diagnostics", "bench_on_save", "trusted"):
+    if name in ("trust_remote_code", "diagnostics", "type_check", "bench_on_save", "trusted"):
         return (value, None) if isinstance(value, bool) else (None, "must be true or false")
     if name in ("threshold", "temperature", "entropy_bound"):
         if name == "temperature" and value is None:

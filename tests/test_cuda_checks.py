@@ -226,7 +226,8 @@ def test_a_selection_region_is_replaced() -> None:
 def test_checks_result() -> None:
     result = Checks(parses=True, names=False, compiles=None)
     assert result.passed == 1
-    assert result.to_json() == {"parses": True, "names": False, "compiles": None}
+    assert result.to_json() == {"parses": True, "names": False, "types": None, "compiles": None}
+    assert Checks(True, True, None, True).passed == 3 and Checks(True, True, None, False).passed == 2
     assert Checks(True, True, True).passed == 3
 
 

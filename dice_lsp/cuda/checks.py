@@ -103,19 +103,21 @@ LOG = logging.getLogger("dice_lsp.checks")
 
 @dataclass(frozen=True)
 class Checks:
-    """What a shown completion passed: parses, names resolve, and (for larger fills) compiles; None: not run."""
+    """What a shown completion passed: parses, names resolve, clang's front end finds no new error (`types`,
+    `dice_lsp.toolchain.clang`) and, for larger fills, nvcc finds none (`compiles`); None: not run."""
 
     parses: bool
     names: bool
     compiles: bool | None = None
+    types: bool | None = None
 
     @property
     def passed(self) -> int:
         """How many checks passed (a check not run counts as not passed)."""
-        return sum(1 for value in (self.parses, self.names, self.compiles) if value is True)
+        return sum(1 for value in (self.parses, self.names, self.types, self.compiles) if value is True)
 
     def to_json(self) -> dict[str, bool | None]:
-        return {"parses": self.parses, "names": self.names, "compiles": self.compiles}
+        return {"parses": self.parses, "names": self.names, "types": self.types, "compiles": self.compiles}
 
 
 @dataclass(frozen=True)

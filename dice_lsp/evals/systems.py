@@ -27,12 +27,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from dice_lsp.complete import PRODUCT, Pipeline, fill_hole
+from dice_lsp.complete import PRODUCT, Pipeline, fill_hole, front_end_for
 from dice_lsp.cuda import holes as editor
 from dice_lsp.cuda.functions import enclosing_function
 from dice_lsp.engine import EMBEDDED_MODEL, LoadedModel, fill
 from dice_lsp.evals.suite import SuiteHole
 from dice_lsp.settings import Settings
+from dice_lsp.toolchain.flags import CompileFlags
 
 IDIOM = "int i = blockIdx.x * blockDim.x + threadIdx.x;"
 LINES_TOKENS = 64  # canvas for 2-5 lines (about 210 characters)
@@ -102,8 +103,9 @@ class ModelSystem:
         settings = self.settings
         if region.kind == "marker":  # an explicit canvas: let it be as large as the kind asks
             settings = replace(settings, max_canvas=max(settings.max_canvas, region.canvas_tokens))
+        front_end = front_end_for(document, None, CompileFlags(), settings) if self.pipeline.front_end else None
         completion = fill_hole(self.model, document, region, settings, lambda request: fill(self.model, request),
-                               pipeline=self.pipeline)
+                               pipeline=self.pipeline, front_end=front_end)
         elapsed = (time.perf_counter() - started) * 1000
         texts = completion.texts
         shown = texts[0] if texts and texts[0].strip() else None

@@ -23,7 +23,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from dice_lsp import __version__
-from dice_lsp.complete import Compiler, CompileVerdicts, Completion, complete_at, nvcc_compiler
+from dice_lsp.complete import Compiler, CompileVerdicts, Completion, complete_at, front_end_for, nvcc_compiler
 from dice_lsp.cuda.checks import Checks
 from dice_lsp.cuda.holes import find_markers
 from dice_lsp.engine import LoadedModel
@@ -468,9 +468,10 @@ class DiceServer(LanguageServer):
             return self.told_withheld(Completion.from_json(found, where), where)
 
         compiler = self.verdicts_for(Path(document.path), text, settings)
+        front_end = self.front_end_for(Path(document.path), text, settings)
 
         def job(model: LoadedModel, cancel: Callable[[], bool]) -> Completion:
-            return complete_at(model, text, where, settings, cancel=cancel, compiler=compiler)
+            return complete_at(model, text, where, settings, cancel=cancel, compiler=compiler, front_end=front_end)
 
         return self.told_withheld(await self.run_model(uri, job), where)
 
@@ -486,6 +487,17 @@ class DiceServer(LanguageServer):
             return None
         judge = nvcc_compiler(text, path.parent, flags, self.checks.cache, self.nvcc)
         return self.verdicts.compiler(judge, text, f"{path.parent}\0{flags}")
+
+    def front_end_for(self, path: Path, text: str, settings: Settings) -> Compiler | None:
+        """clang's front-end judge of fills of `text` (dice.typeCheck), with the file's compile flags; None
+        without a clang that reads the CUDA headers."""
+        folder = path.parent if path.is_file() else None
+        try:
+            flags = self.flags_of(path, settings) if folder is not None else settings.compile_flags(Path.cwd())
+        except FlagError as exc:
+            LOG.debug("no clang check for %s: %s", path.name, exc)
+            return None
+        return front_end_for(text, folder, flags, settings, self.nvcc)
 
     def told_withheld(self, completion: Completion | None, where: Position) -> Completion | None:
         """A completion that shows nothing although the model filled the hole says why in the client's log

@@ -31,7 +31,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
 from dice_lsp import __version__, sandbox
-from dice_lsp.complete import PreparedFill, no_completion, prepare
+from dice_lsp.complete import PreparedFill, front_end_for, lf_text, no_completion, prepare
 from dice_lsp.engine import FillRequest, FillResult, LoadedModel
 from dice_lsp.engine.tokenizer import Tokenizer
 from dice_lsp.errors import Cancelled
@@ -168,7 +168,13 @@ class Service:
         def filler(request: FillRequest) -> FillResult:  # re-masking rounds, batched like any fill
             return self.host.fill(request, ticket).result()
 
-        return replace(prepared, started=started).completion(filled.result(), filler).to_json(model)
+        # the client's folders are not here: clang reads the text with the server's CUDA headers and the request's
+        # defines (a local #include it cannot find means it cannot tell)
+        document = lf_text(str(params["text"]))[0]
+        flags = CompileFlags(arch=settings.arch, std=settings.std, defines=settings.defines)
+        front_end = front_end_for(document, None, flags, settings)
+        return replace(prepared, started=started).completion(filled.result(), filler, document=document,
+                                                             front_end=front_end).to_json(model)
 
     def _fill(self, params: dict[str, Any], ticket: Ticket, _progress: Said) -> dict[str, Any]:
         settings = self.settings_for(params)

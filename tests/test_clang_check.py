@@ -1,0 +1,158 @@
+"""clang's front end as a completion check (`dice_lsp.toolchain.clang`): the real clang and the real CUDA headers.
+
+A fill passes when clang reports no error the document without it lacks; a fatal error (a header that is not
+there) means clang cannot tell. The pipeline's side (a rejected fill re-masked where clang points, withdrawn
+when it still fails) is here too, with the real judge and fixed fills in place of the model.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from dice_lsp.complete import PreparedFill, front_end_for, prepare
+from dice_lsp.cuda.checks import Checks
+from dice_lsp.engine import EMBEDDED_MODEL, FillRequest, FillResult
+from dice_lsp.engine.infill import Draft
+from dice_lsp.engine.tokenizer import Tokenizer
+from dice_lsp.settings import Settings
+from dice_lsp.textdoc import Position
+from dice_lsp.toolchain.clang import ClangJudge, clang_judge, find_clang, preamble_lines
+from dice_lsp.toolchain.flags import CompileFlags
+
+BASE = ("#include <cstdio>\n"
+        "#include <cuda_fp16.h>\n"
+        "\n"
+        "struct Pair { float a; float b; };\n"
+        "\n"
+        "__global__ void scale(const float* x, float* y, Pair p, int n) {\n"
+        "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "    \n"
+        "}\n")
+LINE = 7  # the empty line of the kernel
+
+
+def filled(text: str) -> str:
+    lines = BASE.split("\n")
+    lines[LINE] = "    " + text
+    return "\n".join(lines)
+
+
+def _judge(base: str = BASE, folder: Path | None = None) -> ClangJudge:
+    judge = clang_judge(base, folder, CompileFlags())
+    if judge is None:
+        reason = "no clang that reads the CUDA headers (apt-get install clang)"
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return judge
+
+
+@pytest.fixture(scope="module")
+def judge() -> ClangJudge:
+    return _judge()
+
+
+@pytest.mark.parametrize("fill", ["if (i < n) y[i] = p.a * x[i] + p.b;", "__half h = __float2half(x[i]);",
+                                  "atomicAdd(y, __shfl_down_sync(0xffffffffu, x[i], 1));",
+                                  "printf(\"%d\\n\", i);", "float v = fmaxf(x[i], 0.0f);"])
+def test_fills_that_nvcc_accepts_pass(judge: ClangJudge, fill: str) -> None:
+    assert judge(filled(fill)) is True
+
+
+@pytest.mark.parametrize(("fill", "columns"), [
+    ("float *index = n;", [11]),  # an int is no pointer: at `index`
+    ("y[i] = p.c;", [13]),  # Pair has no member c: at `c`
+    ("y[i] = x[i][i];", [15]),  # a float cannot be indexed: at the second `[`
+    ("int v = __shfl_xor_sync(0xffffffffu, 1);", [12]),  # too few arguments: at the callee
+    ("n n2 = 0;", [5, 6]),  # a variable used as a type: `;` expected after `n`, `n2` undeclared
+])
+def test_fills_that_nvcc_rejects_fail_where_clang_points(judge: ClangJudge, fill: str, columns: list[int]) -> None:
+    assert judge(filled(fill)) is False
+    assert judge.new_errors(filled(fill)) == [(LINE, column) for column in columns]
+
+
+def test_errors_the_document_already_has_do_not_count() -> None:
+    broken = BASE + "__device__ float unfinished(float v) { return v + undefined_name; }\n"
+    judge = _judge(broken)
+    assert judge(broken.replace("    \n}", "    y[i] = x[i];\n}", 1)) is True
+    assert judge(broken.replace("    \n}", "    y[i] = x[i] + undefined_name;\n}", 1)) is True  # the same message
+    assert judge(broken.replace("    \n}", "    y[i] = x[i] + other_name;\n}", 1)) is False
+
+
+def test_a_header_clang_cannot_find_means_it_cannot_tell(tmp_path: Path) -> None:
+    base = '#include "not_there.cuh"\n' + BASE
+    judge = _judge(base, tmp_path)
+    assert judge(base.replace("    \n}", "    float *index = n;\n}", 1)) is None
+
+
+def test_local_headers_resolve_from_the_document_s_folder(tmp_path: Path) -> None:
+    (tmp_path / "pair.cuh").write_text("struct Local { int count; };\n")
+    base = '#include "pair.cuh"\n' + BASE
+    judge = _judge(base, tmp_path)
+    assert judge(base.replace("    \n}", "    Local l{n}; y[i] = l.count;\n}", 1)) is True
+    assert judge(base.replace("    \n}", "    Local l{n}; y[i] = l.total;\n}", 1)) is False
+
+
+@pytest.mark.parametrize(("text", "lines"), [
+    ("#include <a>\n#include <b>\nint x;\n", 2),
+    ("// c\n/* a\n   b */\n#define N 4 \\\n  + 1\n\nint x;\n", 6),
+    ("#ifndef G\n#define G\n#include <a>\nint x;\n#endif\n", 0),  # a guard around code: nothing precompiled
+    ("#include <a>\n#if X\n#include <b>\n#endif\nint y;\n", 4),
+    ("int x;\n", 0),
+])
+def test_the_preamble_ends_before_the_first_code_with_every_if_closed(text: str, lines: int) -> None:
+    assert preamble_lines(text) == lines
+
+
+def test_the_setting_switches_the_check_off() -> None:
+    assert front_end_for(BASE, None, CompileFlags(), Settings(type_check=False)) is None
+    if find_clang() is not None:
+        assert front_end_for(BASE, None, CompileFlags(), Settings()) is not None
+
+
+def test_a_missing_configured_clang_is_one_line() -> None:
+    assert front_end_for(BASE, None, CompileFlags(), Settings(clang="/nowhere/clang++")) is None
+
+
+@pytest.fixture(scope="module")
+def prepared() -> PreparedFill:
+    found = prepare(Tokenizer(EMBEDDED_MODEL), 512, BASE, Position(LINE, 4), Settings())
+    assert found is not None and found.context.hole.kind == "line"
+    return found
+
+
+def result(*fills: tuple[str, float]) -> FillResult:
+    return FillResult([text for text, _ in fills], 1, [score for _, score in fills], [24] * len(fills))
+
+
+def test_a_fill_clang_rejects_is_remasked_where_it_points_and_the_repair_shown(prepared: PreparedFill,
+                                                                               judge: ClangJudge) -> None:
+    asked: list[FillRequest] = []
+
+    def filler(request: FillRequest) -> FillResult:
+        asked.append(request)
+        return result(("y[i] = p.a * x[i];", -0.3))
+
+    completion = prepared.completion(result(("y[i] = p.c * x[i];", -0.1)), filler, document=BASE,
+                                     front_end=judge)
+    assert [r.draft for r in asked] == [Draft("y[i] = p.c * x[i];", spans=((7, 12),), grow=2)]
+    assert completion.texts == ["y[i] = p.a * x[i];"]
+    assert completion.checks == [Checks(True, True, None, True)]
+
+
+def test_a_fill_clang_still_rejects_is_withheld_and_says_why(prepared: PreparedFill, judge: ClangJudge) -> None:
+    completion = prepared.completion(result(("y[i] = p.c * x[i];", -0.1)),
+                                     lambda request: result(("y[i] = p.d * x[i];", -0.3)), document=BASE,
+                                     front_end=judge)
+    assert completion.texts == []
+    assert completion.withheld == "no fill passed the checks (1 tried; the best does not type-check)"
+
+
+def test_a_passing_fill_below_a_failing_one_is_shown(prepared: PreparedFill, judge: ClangJudge) -> None:
+    completion = prepared.completion(result(("float *index = n;", -0.1), ("y[i] = x[i];", -0.5)), None,
+                                     document=BASE, front_end=judge)
+    assert completion.texts == ["y[i] = x[i];"]
+    assert completion.checks == [Checks(True, True, None, True)]

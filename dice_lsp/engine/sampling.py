@@ -73,7 +73,7 @@ class Denoiser:
         """A token and its probability at every position of `logits` [B, T, V] (and, for the entropy-bounded
         strategy, each position's entropy in `self.entropy`)."""
         logits = logits.float()
-        logits[..., self.banned] = -math.inf
+        logits.index_fill_(-1, self.banned, -math.inf)  # a scalar fill: no host-to-device copy, no wait
         if self.cfg.strategy == "entropy":
             logp = torch.log_softmax(logits, dim=-1)
             self.entropy = -(logp.exp() * logp.nan_to_num(neginf=0.0)).sum(dim=-1)

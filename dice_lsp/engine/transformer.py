@@ -252,11 +252,12 @@ class Transformer(nn.Module):
         if ids.shape[0] != cache.rows:
             raise ValueError(f"{ids.shape[0]} rows for a static cache of {cache.rows}")
         cache.positions = positions
-        rope = rotary(positions, self.config.head_dim, self.config.rope_theta)
+        dtype = self.model.embed_tokens.weight.dtype  # the tables converted once, not in every layer
+        rope = tuple(t.to(dtype) for t in rotary(positions, self.config.head_dim, self.config.rope_theta))
         mask = cache.mask()
         x = self.model.embed_tokens(ids)
         for i, layer in enumerate(self.model.layers):
-            x = layer(x, rope, mask, cache, i, 0, None)
+            x = layer(x, (rope[0], rope[1]), mask, cache, i, 0, None)
         logits: Tensor = self.lm_head(self.model.norm(x)[:, only])
         return logits
 

@@ -14,11 +14,15 @@ its input alone and the same call can be captured once as a CUDA graph and repla
 
 from __future__ import annotations
 
+from contextvars import ContextVar
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from dice_lsp.engine.config import ModelConfig
+
+_FUSED_NORMS = ContextVar("fused_norms", default=False)  # set by `Transformer.static_forward` on CUDA
 
 
 class RMSNorm(nn.Module):
@@ -28,6 +32,8 @@ class RMSNorm(nn.Module):
         self.eps = eps
 
     def forward(self, x: Tensor) -> Tensor:
+        if _FUSED_NORMS.get():  # one kernel instead of eight (the weight is applied before rounding to bf16)
+            return F.rms_norm(x, (x.shape[-1],), self.weight, self.eps)
         x32 = x.float()
         x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
         return self.weight * x32.to(x.dtype)
@@ -248,6 +254,8 @@ class Transformer(nn.Module):
         Static shapes: everything here depends on the shapes of `ids` and `cache` alone (no host value of
         the positions), so one call can be captured as a CUDA graph and replayed with new ids/positions
         copied into the same tensors. Keys/values of every input position are written to the cache.
+        On CUDA the RMSNorms run fused (`F.rms_norm`: bf16 rounds once, after the weight, where the other
+        paths round before it, as Hugging Face's Qwen3 does); on a CPU this is the other paths' arithmetic.
         """
         if ids.shape[0] != cache.rows:
             raise ValueError(f"{ids.shape[0]} rows for a static cache of {cache.rows}")
@@ -255,10 +263,14 @@ class Transformer(nn.Module):
         dtype = self.model.embed_tokens.weight.dtype  # the tables converted once, not in every layer
         rope = tuple(t.to(dtype) for t in rotary(positions, self.config.head_dim, self.config.rope_theta))
         mask = cache.mask()
-        x = self.model.embed_tokens(ids)
-        for i, layer in enumerate(self.model.layers):
-            x = layer(x, (rope[0], rope[1]), mask, cache, i, 0, None)
-        logits: Tensor = self.lm_head(self.model.norm(x)[:, only])
+        token = _FUSED_NORMS.set(ids.device.type == "cuda")
+        try:
+            x = self.model.embed_tokens(ids)
+            for i, layer in enumerate(self.model.layers):
+                x = layer(x, (rope[0], rope[1]), mask, cache, i, 0, None)
+            logits: Tensor = self.lm_head(self.model.norm(x)[:, only])
+        finally:
+            _FUSED_NORMS.reset(token)
         return logits
 
     def hidden_states(self, ids: Tensor, start: int = 0, cache: KVCache | None = None, keep: int = 0,

@@ -1,8 +1,10 @@
 """Engine latency with random weights: the embedded model's shape on the CPU, SDAR-8B's shape on a GPU.
 
     python bench/engine_latency.py cpu            # one completion, 64-token canvas, per sampler
-    python bench/engine_latency.py gpu            # 128-token region, 1/2/4 tokens per step, cache on/off,
-                                                  # next to transformers' generate() of the same weights
+    python bench/engine_latency.py gpu            # 128-token region, 1/2/4 tokens per step: the dynamic
+                                                  # cache on/off and the CUDA-graph static step, next to
+                                                  # transformers' generate() of the same weights
+    python bench/engine_latency.py gpu --quick    # one timed run each, no uncached rows (< 3 min on an H200)
 
 Prints a Markdown table (the rows of docs/PERFORMANCE.md); `--json FILE` keeps the raw numbers.
 """
@@ -72,7 +74,16 @@ def cpu_rows(repeats: int, context: int, canvas: int) -> list[dict[str, Any]]:
     return rows
 
 
-def gpu_rows(repeats: int, prompt_len: int, region: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+ENGINE = "dice-lsp block diffusion"
+PATHS = {  # row label -> (kv_cache column, generate_blocks' use_cache and step)
+    ENGINE: ("yes", True, "dynamic"),
+    f"{ENGINE} (uncached)": ("no", False, "dynamic"),
+    f"{ENGINE}, CUDA graph": ("static", True, "graph"),
+}
+
+
+def gpu_rows(repeats: int, prompt_len: int, region: int,
+             quick: bool = False) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
     device = torch.device("cuda")
@@ -95,18 +106,21 @@ def gpu_rows(repeats: int, prompt_len: int, region: int) -> tuple[list[dict[str,
     prompt = torch.randint(10, cfg.vocab_size, (prompt_len,)).tolist()
     rows = []
     for per_step in (1, 2, 4):
-        for use_cache in (True, False):
+        for engine, (kv_cache, use_cache, step) in PATHS.items():
+            if quick and not use_cache:
+                continue
             steps = cfg.block_size // per_step
             calls: list[int] = []
 
-            def run(steps: int = steps, use_cache: bool = use_cache, calls: list[int] = calls) -> None:
+            def run(steps: int = steps, use_cache: bool = use_cache, step: Any = step,
+                    calls: list[int] = calls) -> None:
                 denoiser = Denoiser(SamplerConfig(steps=steps), SPECIAL, device)
-                generate_blocks(ours, prompt, 1, region, denoiser, stop_ids=set(), use_cache=use_cache)
+                generate_blocks(ours, prompt, 1, region, denoiser, stop_ids=set(), use_cache=use_cache, step=step)
                 calls.append(denoiser.model_calls)
 
-            seconds = statistics.median(timed(run, repeats, device))
-            rows.append({"engine": "dice-lsp block diffusion", "tokens_per_step": per_step,
-                         "kv_cache": use_cache, "denoising_steps": calls[-1],
+            seconds = statistics.median(timed(run, repeats, device))  # the warm-up call captures the graph
+            rows.append({"engine": engine, "tokens_per_step": per_step,
+                         "kv_cache": kv_cache, "denoising_steps": calls[-1],
                          "ms_per_step": seconds * 1e3 / calls[-1], "ms_per_token": seconds * 1e3 / region,
                          "total_ms": seconds * 1e3})
     ids = torch.tensor([prompt], device=device)
@@ -116,15 +130,25 @@ def gpu_rows(repeats: int, prompt_len: int, region: int) -> tuple[list[dict[str,
                            do_sample=False, pad_token_id=0)
 
     seconds = statistics.median(timed(generate, repeats, device))
-    rows.append({"engine": "transformers generate (autoregressive)", "tokens_per_step": 1, "kv_cache": True,
+    rows.append({"engine": "transformers generate (autoregressive)", "tokens_per_step": 1, "kv_cache": "yes",
                  "denoising_steps": region, "ms_per_step": seconds * 1e3 / region,
                  "ms_per_token": seconds * 1e3 / region, "total_ms": seconds * 1e3})
     props = torch.cuda.get_device_properties(device)
     copy_bw = measure_copy_bandwidth(device)
     meta = {"gpu": props.name, "weight_bytes": weight_bytes, "copy_bandwidth_GBps": copy_bw / 1e9,
             "floor_ms_per_forward": weight_bytes / copy_bw * 1e3, "prompt_tokens": prompt_len,
-            "region_tokens": region, "torch": torch.__version__}
+            "region_tokens": region, "torch": torch.__version__, "repeats": repeats}
+    meta.update(graph_targets(rows, meta["floor_ms_per_forward"]))
     return rows, meta
+
+
+def graph_targets(rows: list[dict[str, Any]], floor_ms: float) -> dict[str, float]:
+    """Issue 21's targets: a graph step at batch 1 within 1.5x the weight-read floor; 4 tokens per step
+    at least 6x faster per generated token than transformers' generate in the same run."""
+    graph = {row["tokens_per_step"]: row for row in rows if row["engine"] == f"{ENGINE}, CUDA graph"}
+    generate = next(row for row in rows if row["engine"].startswith("transformers"))
+    return {"graph_step_over_floor": max(row["ms_per_step"] for row in graph.values()) / floor_ms,
+            "graph_4_per_step_speedup_vs_generate": generate["ms_per_token"] / graph[4]["ms_per_token"]}
 
 
 def measure_copy_bandwidth(device: torch.device) -> float:
@@ -148,11 +172,13 @@ def main() -> None:
     parser.add_argument("target", choices=["cpu", "gpu"])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--json", help="write the raw numbers here")
+    parser.add_argument("--quick", action="store_true", help="one timed run per row, no uncached rows")
     args = parser.parse_args()
+    repeats = 1 if args.quick else args.repeats
     if args.target == "cpu":
-        rows, meta = cpu_rows(args.repeats, context=448, canvas=64), {"threads": torch.get_num_threads()}
+        rows, meta = cpu_rows(repeats, context=448, canvas=64), {"threads": torch.get_num_threads()}
     else:
-        rows, meta = gpu_rows(args.repeats, prompt_len=512, region=128)
+        rows, meta = gpu_rows(repeats, prompt_len=512, region=128, quick=args.quick)
     print(json.dumps(meta))
     print(markdown(rows))
     if args.json:

@@ -1,14 +1,20 @@
-"""The engine on a CUDA GPU: automatic device and dtype, both families, cache equivalence in bf16."""
+"""The engine on a CUDA GPU: automatic device and dtype, both families, cache equivalence, and the CUDA-graph
+block step (replayed tokens equal the uncaptured static step's, bf16 and fp32; no device wait per step)."""
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import pytest
 import torch
 
 from dice_lsp.engine import FillRequest, SamplerConfig, fill, load_model
+from dice_lsp.engine.block_graph import _STEPPERS
+from dice_lsp.engine.model import LoadedModel
 from dice_lsp.engine.sampling import Denoiser, generate_blocks
+
+from .test_engine import PREFIX
 
 pytestmark = pytest.mark.gpu
 
@@ -33,6 +39,61 @@ def test_sdar_cache_matches_recompute_on_gpu(sdar_dir: Path) -> None:
 
     def run(use_cache: bool) -> torch.Tensor:
         denoiser = Denoiser(SamplerConfig(steps=2), model.special, model.device)
-        return generate_blocks(model.lm, prompt, 2, 16, denoiser, set(), use_cache=use_cache)
+        return generate_blocks(model.lm, prompt, 2, 16, denoiser, set(), use_cache=use_cache, step="dynamic")
 
     assert torch.equal(run(True), run(False))
+
+
+def _blocks(model: LoadedModel, step: str, rows: int, sampler: SamplerConfig,
+            new: int = 24) -> tuple[torch.Tensor, int]:
+    denoiser = Denoiser(sampler, model.special, model.device)
+    prompt = model.tokenizer.encode(PREFIX)
+    out = generate_blocks(model.lm, prompt, rows, new, denoiser, set(), step=step)  # type: ignore[arg-type]
+    return out, denoiser.model_calls
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+@pytest.mark.parametrize("rows", [1, 4])
+def test_graph_replay_tokens_equal_the_uncaptured_static_step(sdar_dir: Path, dtype: str, rows: int) -> None:
+    model = load_model(sdar_dir, dtype=dtype)
+    assert model.device.type == "cuda"
+    for sampler in (SamplerConfig(steps=4, temperature=0.0), SamplerConfig(steps=1, temperature=0.0),
+                    SamplerConfig(strategy="threshold", threshold=0.3, steps=4, temperature=0.0),
+                    SamplerConfig(steps=2, temperature=0.8, seed=5)):
+        static, static_calls = _blocks(model, "static", rows, sampler)
+        graph, graph_calls = _blocks(model, "graph", rows, sampler)
+        again, _ = _blocks(model, "graph", rows, sampler)  # the captured graph replayed by a second generation
+        assert static.shape[0] == rows and not (static == model.special.mask_id).any()
+        assert torch.equal(graph, static), sampler
+        assert torch.equal(again, static) and graph_calls == static_calls
+    captured = [s for s in _STEPPERS[model.lm].values() if s.graph is not None]  # type: ignore[index]
+    assert captured, "the graph path ran uncaptured"
+
+
+def test_auto_on_cuda_is_the_graph_step(sdar_dir: Path) -> None:
+    model = load_model(sdar_dir, dtype="bfloat16")
+    greedy = SamplerConfig(steps=2, temperature=0.0)
+    auto, _ = _blocks(model, "auto", 2, greedy)
+    assert any(s.graph is not None for s in _STEPPERS[model.lm].values())  # type: ignore[index]
+    assert torch.equal(auto, _blocks(model, "graph", 2, greedy)[0])
+
+
+def test_graph_step_waits_for_the_device_once_per_block_not_per_step(sdar_dir: Path) -> None:
+    model = load_model(sdar_dir, dtype="bfloat16")
+    greedy = SamplerConfig(steps=4, temperature=0.0)
+    _blocks(model, "graph", 1, greedy)  # capture outside the count
+    denoiser = Denoiser(greedy, model.special, model.device)  # its constant tensors: outside the count too
+    prompt = model.tokenizer.encode(PREFIX)
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("warn")
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = generate_blocks(model.lm, prompt, 1, 24, denoiser, set(), step="graph")
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    waits = [w for w in caught if "synchroniz" in str(w.message)]
+    blocks = -(-out.shape[1] // 4)
+    assert denoiser.model_calls > 3 * blocks > blocks + 3  # one wait per step would exceed the bound below
+    # the prompt and the stop ids sent to the device, the masks counted once, one stop check per block
+    assert 1 <= len(waits) <= blocks + 3, [str(w.message) for w in waits]

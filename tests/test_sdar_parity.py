@@ -5,8 +5,9 @@ transformers 4.52.4 the official modeling file needs): it builds a tiny random c
 SDAR classes, saves it with `save_pretrained`, and decodes fixed token-id prompts with the official
 `block_diffusion_generate` (greedy, low_confidence_static, block 4, 4 steps, fp32, CPU). Here the engine loads
 that folder as the product does and decodes the same prompts with the same settings, through each of its
-block-diffusion paths (with the cache of finished blocks, and recomputing everything); the tokens must be
-identical. A faster engine has to keep passing this, so that it stays a DICE engine.
+block-diffusion paths (with the cache of finished blocks, with the static-shape window step that CUDA
+replays as a graph, and recomputing everything); the tokens must be identical. A faster engine has to
+keep passing this, so that it stays a DICE engine.
 
 One deliberate difference: the engine never generates the mask token (its probability is removed before
 the most confident tokens are ranked), the official loop does not exclude it. A trained SDAR model gives the
@@ -82,8 +83,9 @@ def test_the_official_side_decoded_what_was_asked(official: dict[str, Any]) -> N
     assert config["model_type"] == "sdar" and config["architectures"] == ["SDARForCausalLM"]
 
 
-@pytest.mark.parametrize("use_cache", [True, False], ids=["kv-cached-blocks", "uncached"])
-def test_engine_tokens_equal_the_official_generate(official: dict[str, Any], use_cache: bool) -> None:
+@pytest.mark.parametrize(("use_cache", "step"), [(True, "dynamic"), (False, "dynamic"), (True, "static")],
+                         ids=["kv-cached-blocks", "uncached", "static-step"])
+def test_engine_tokens_equal_the_official_generate(official: dict[str, Any], use_cache: bool, step: str) -> None:
     model = load_model(official["model"], device="cpu", dtype="float32")
     assert isinstance(model.lm, Transformer) and model.attention == "block"  # the native path, not remote code
     assert model.lm.config.block_size == official["block_length"]
@@ -92,7 +94,8 @@ def test_engine_tokens_equal_the_official_generate(official: dict[str, Any], use
         denoiser = Denoiser(GREEDY_STATIC, model.special, model.device)
         # the official run's stop tokens (`stopping_criteria_idx`); none: every block decodes
         stop_ids = set(case["stop_ids"])
-        ids = generate_blocks(model.lm, case["prompt"], 1, case["gen_length"], denoiser, stop_ids, use_cache=use_cache)
+        ids = generate_blocks(model.lm, case["prompt"], 1, case["gen_length"], denoiser, stop_ids, use_cache=use_cache,
+                              step=step)  # type: ignore[arg-type]
         tokens = ids[0].tolist()
         assert len(tokens) == _decoded_length(case, official["block_length"])
         assert tokens == case["tokens"], f"prompt of {len(case['prompt'])} tokens: engine {tokens} != official"

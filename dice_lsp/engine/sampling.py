@@ -13,19 +13,24 @@ cancellation check runs before every model call, so a cancelled request stops wi
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import partial
+from typing import Literal
 
 import torch
 from torch import Tensor
 
+from dice_lsp.engine.block_graph import BlockStepper, block_stepper
 from dice_lsp.engine.model import DiffusionLM
 from dice_lsp.engine.sampler_config import SamplerConfig
 from dice_lsp.engine.tokenizer import SpecialTokens
+from dice_lsp.engine.transformer import Transformer
 from dice_lsp.errors import Cancelled, DiceError
 
 CancelCheck = Callable[[], bool]
 StepProgress = Callable[[int], None]
+BlockStep = Literal["auto", "dynamic", "static", "graph"]
 
 
 class Denoiser:
@@ -68,7 +73,7 @@ class Denoiser:
         """A token and its probability at every position of `logits` [B, T, V] (and, for the entropy-bounded
         strategy, each position's entropy in `self.entropy`)."""
         logits = logits.float()
-        logits[..., self.banned] = -math.inf
+        logits.index_fill_(-1, self.banned, -math.inf)  # a scalar fill: no host-to-device copy, no wait
         if self.cfg.strategy == "entropy":
             logp = torch.log_softmax(logits, dim=-1)
             self.entropy = -(logp.exp() * logp.nan_to_num(neginf=0.0)).sum(dim=-1)
@@ -112,12 +117,20 @@ class Denoiser:
                 remaining + floor_left - 1, floor_left, rounding_mode="floor")))
         return (rank < count) & masked
 
-    def denoise(self, x: Tensor, lo: int, hi: int, logits_of: Callable[[Tensor], Tensor]) -> None:
-        """Fill the masks of x[:, lo:hi] in place; `logits_of(x)` returns logits for columns lo..hi."""
+    def denoise(self, x: Tensor, lo: int, hi: int, logits_of: Callable[[Tensor], Tensor],
+                calls: int | None = None) -> None:
+        """Fill the masks of x[:, lo:hi] in place; `logits_of(x)` returns logits for columns lo..hi.
+
+        `calls`: how many model calls the window needs, when the caller knows it (`planned_calls`); then
+        no step waits for the device to say whether masks are left.
+        """
         steps = self.cfg.steps
         for step in range(steps):
             masked = x[:, lo:hi] == self.mask_id
-            if not bool(masked.any()):
+            if calls is None:
+                if not bool(masked.any()):
+                    return
+            elif step == calls:
                 return
             self.raise_if_cancelled()
             logits = logits_of(x)
@@ -212,38 +225,109 @@ class _CachedBlocks:
         return out
 
 
+class _StaticBlocks:
+    """Logits of the block being denoised through the static window step (`block_graph.BlockStepper`).
+
+    The generation's first call runs positions 0..hi uncaptured (the prompt's blocks enter the cache);
+    every later call runs the window of the block before and the block itself, replayed on CUDA.
+    """
+
+    def __init__(self, lm: Transformer, stepper: BlockStepper) -> None:
+        self.lm = lm
+        self.stepper = stepper
+        self.fresh = True  # nothing of this generation is in the cache yet
+
+    def logits(self, lo: int, hi: int, ids: Tensor) -> Tensor:
+        if self.fresh or lo == 0:
+            self.fresh = False
+            return self.stepper.first(self.lm, ids, hi)
+        return self.stepper.step(self.lm, ids, lo)
+
+
+@contextmanager
+def _block_logits(lm: DiffusionLM, path: BlockStep | Literal["recompute"], rows: int,
+                  total: int) -> Iterator[Callable[[int, int], Callable[[Tensor], Tensor]]]:
+    """For each block lo..hi, the `logits_of` its denoising calls use, by path; the static ones hold their
+    stepper (its cache and graph) for the generation."""
+    if path == "recompute":
+        yield lambda lo, hi: partial(_window_logits, lm, lo, hi, None)
+    elif path == "dynamic":
+        cached = _CachedBlocks(lm)
+        yield lambda lo, hi: partial(cached.logits, lo, hi)
+    else:
+        assert isinstance(lm, Transformer)  # _block_path checked it
+        with block_stepper(lm, rows, total, capture=path == "graph") as stepper:
+            static = _StaticBlocks(lm, stepper)
+            yield lambda lo, hi: partial(static.logits, lo, hi)
+
+
+def planned_calls(masked: list[int], steps: int) -> int:
+    """Model calls the `low_confidence` strategy spends on a window whose rows hold `masked` masks.
+
+    Each call commits exactly min(ceil(left / calls left), left) of a row's masks (`Denoiser.choose`: the
+    quota, nothing more), so the count is known on the host and the loop need not ask the device.
+    """
+    left, calls = list(masked), 0
+    while any(left) and calls < steps:
+        left = [n - min(n, -(-n // (steps - calls))) for n in left]
+        calls += 1
+    return calls
+
+
+def _block_path(lm: DiffusionLM, step: BlockStep, device: torch.device) -> BlockStep:
+    """The cache a block generation uses: `auto` is the captured static step on CUDA, the dynamic cache
+    elsewhere (on a CPU the window step's second block is extra work, not free); asked for, the static
+    paths fail loudly where they cannot run."""
+    native = isinstance(lm, Transformer) and lm.config.attention == "block"
+    if step == "auto":
+        return "graph" if native and device.type == "cuda" else "dynamic"
+    if step in ("static", "graph") and not native:
+        raise DiceError(f"the {step} block step needs the native block transformer, not {type(lm).__name__}")
+    if step == "graph" and device.type != "cuda":
+        raise DiceError(f"CUDA-graph block steps need a CUDA device, the generation runs on {device}")
+    return step
+
+
 @torch.inference_mode()
 def generate_blocks(lm: DiffusionLM, prompt: list[int], candidates: int, max_new_tokens: int,
                     denoiser: Denoiser, stop_ids: set[int], use_cache: bool = True,
-                    initial: Tensor | None = None) -> Tensor:
+                    initial: Tensor | None = None, step: BlockStep = "auto") -> Tensor:
     """Block-diffusion models: decode block after block behind a prompt; returns the generated ids.
 
     The prompt's tail shares the first decoded block with masks (as SDAR does). Without the cache every
     step recomputes the whole sequence (the same logits; kept to check the cache and to measure it).
+    With it, `step` picks the cache (`_block_path`): `dynamic` grows a `KVCache`; `static` runs the
+    fixed-shape window step of `block_graph.py` over a preallocated cache, `graph` replays that step as a
+    CUDA graph. The static paths wait for the device once per block (the stop check), not per step: the
+    `low_confidence` strategy's calls per block are planned on the host (`planned_calls`, from the masks
+    counted once before decoding); the adaptive strategies still ask the device after each step whether
+    masks are left.
     Stops once every candidate has produced a stop token, unless `initial` ([candidates, region] ids, some
     of them masks) holds a draft: then every block of it is denoised.
     """
     size = lm.config.block_size
-    device = denoiser.banned.device
     n_prompt = len(prompt)
     total = -(-(n_prompt + max_new_tokens) // size) * size
     if total > lm.config.max_position_embeddings:
         raise DiceError(f"prompt and region ({total} tokens) exceed the model window")
+    device = denoiser.banned.device
+    path = _block_path(lm, step, device) if use_cache else "recompute"
     x = torch.full((candidates, total), denoiser.mask_id, dtype=torch.long, device=device)
     x[:, :n_prompt] = torch.tensor(prompt, dtype=torch.long, device=device)
     if initial is not None:
         x[:, n_prompt:n_prompt + initial.shape[1]] = initial
-    cached = _CachedBlocks(lm) if use_cache else None
+    planned: list[list[int]] | None = None
+    if path in ("static", "graph") and denoiser.cfg.strategy == "low_confidence":
+        planned = (x == denoiser.mask_id).view(candidates, total // size, size).sum(dim=2).T.tolist()
     stops = torch.tensor(sorted(stop_ids), device=device)
     end = n_prompt
-    for block in range(n_prompt // size, total // size):
-        lo, end = block * size, (block + 1) * size
-        if cached is not None:
-            denoiser.denoise(x, lo, end, partial(cached.logits, lo, end))
-        else:
-            denoiser.denoise(x, lo, end, partial(_window_logits, lm, lo, end, None))
-        if initial is None and bool(torch.isin(x[:, n_prompt:end], stops).any(dim=1).all()):
-            break
+    with _block_logits(lm, path, candidates, total) as logits_for:
+        for block in range(n_prompt // size, total // size):
+            lo, end = block * size, (block + 1) * size
+            calls = None if planned is None else planned_calls(planned[block], denoiser.cfg.steps)
+            denoiser.denoise(x, lo, end, logits_for(lo, end), calls)
+            if initial is None and bool(torch.isin(x[:, n_prompt:end], stops).any(dim=1).all()):
+                break
     return x[:, n_prompt:end] if initial is None else x[:, n_prompt:n_prompt + max_new_tokens]
 
 

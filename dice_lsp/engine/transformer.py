@@ -5,15 +5,24 @@ names identical to Hugging Face's Qwen3 so that SDAR/DICE safetensors load witho
 difference between the families is the attention layout: `bidirectional` (every position sees every
 other: in-place masked infilling), `block` (bidirectional inside a block, causal across blocks, with a
 cache of finished blocks' keys and values) or `causal` (blocks of one token: an autoregressive model).
+
+Two caches: `KVCache` grows by concatenation (any layout, any call shape); `StaticKVCache` (block models)
+is preallocated at a fixed length and written in place at the positions of each call, with attention over
+the whole buffer under a block-causal mask built from those positions, so that a call's shapes depend on
+its input alone and the same call can be captured once as a CUDA graph and replayed (`block_graph.py`).
 """
 
 from __future__ import annotations
+
+from contextvars import ContextVar
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from dice_lsp.engine.config import ModelConfig
+
+_FUSED_NORMS = ContextVar("fused_norms", default=False)  # set by `Transformer.static_forward` on CUDA
 
 
 class RMSNorm(nn.Module):
@@ -23,6 +32,8 @@ class RMSNorm(nn.Module):
         self.eps = eps
 
     def forward(self, x: Tensor) -> Tensor:
+        if _FUSED_NORMS.get():  # one kernel instead of eight (the weight is applied before rounding to bf16)
+            return F.rms_norm(x, (x.shape[-1],), self.weight, self.eps)
         x32 = x.float()
         x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
         return self.weight * x32.to(x.dtype)
@@ -79,6 +90,41 @@ class KVCache:
                 self.values[layer] = torch.cat((v[:, :, :lo], v[:, :, hi:]), dim=2)
 
 
+class StaticKVCache:
+    """Keys and values of a block model at fixed addresses: [layers, rows, kv heads, max_len, head dim] each.
+
+    Every call writes the keys/values of all its input positions at those positions (`index_copy_`, no
+    growth) and attends over the whole buffer; the block-causal mask hides the later blocks, so positions
+    that are not final yet (the block being denoised) or not written yet (beyond it) are never seen by an
+    earlier block, and a later call overwrites them with their final tokens. The buffer starts at zeros so
+    that hidden positions hold finite values (a masked key weighs exactly 0, a NaN value would not).
+    `positions` is set by `Transformer.static_forward` for the call in progress.
+    """
+
+    def __init__(self, cfg: ModelConfig, rows: int, max_len: int, device: torch.device, dtype: torch.dtype) -> None:
+        if cfg.attention != "block":
+            raise ValueError(f"a static cache serves block models, not {cfg.attention!r} ones")
+        if max_len > cfg.max_position_embeddings or max_len % cfg.block_size:
+            raise ValueError(f"static cache length {max_len}: a multiple of the block size {cfg.block_size} "
+                             f"within the window of {cfg.max_position_embeddings}")
+        shape = (cfg.num_hidden_layers, rows, cfg.num_key_value_heads, max_len, cfg.head_dim)
+        self.keys = torch.zeros(shape, device=device, dtype=dtype)
+        self.values = torch.zeros(shape, device=device, dtype=dtype)
+        self.rows, self.max_len, self.block_size = rows, max_len, cfg.block_size
+        self.key_blocks = torch.arange(max_len, device=device) // cfg.block_size
+        self.positions = torch.zeros(0, dtype=torch.long, device=device)
+
+    def extend(self, layer: int, k: Tensor, v: Tensor, keep: int) -> tuple[Tensor, Tensor]:
+        """Write `k`/`v` ([rows, heads, T, dim]) at `self.positions`; the whole buffer is attended over."""
+        self.keys[layer].index_copy_(2, self.positions, k)
+        self.values[layer].index_copy_(2, self.positions, v)
+        return self.keys[layer], self.values[layer]
+
+    def mask(self) -> Tensor:
+        """[T, max_len] bool: the query at each of `self.positions` sees the key blocks up to its own."""
+        return self.key_blocks[None, :] <= (self.positions // self.block_size)[:, None]
+
+
 def block_causal_mask(start: int, length: int, block_size: int, device: torch.device) -> Tensor | None:
     """Boolean [length, start+length] mask: query block sees key blocks up to its own.
 
@@ -104,7 +150,7 @@ class Attention(nn.Module):
         self.k_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps)
 
     def forward(self, x: Tensor, rope: tuple[Tensor, Tensor], mask: Tensor | bool | None,
-                cache: KVCache | None, layer: int, keep: int, valid_keys: Tensor | None) -> Tensor:
+                cache: KVCache | StaticKVCache | None, layer: int, keep: int, valid_keys: Tensor | None) -> Tensor:
         b, t, _ = x.shape
         q = self.q_norm(self.q_proj(x).view(b, t, self.n_heads, self.head_dim)).transpose(1, 2)
         k = self.k_norm(self.k_proj(x).view(b, t, self.n_kv, self.head_dim)).transpose(1, 2)
@@ -146,7 +192,7 @@ class DecoderLayer(nn.Module):
         self.mlp = MLP(cfg)
 
     def forward(self, x: Tensor, rope: tuple[Tensor, Tensor], mask: Tensor | bool | None,
-                cache: KVCache | None, layer: int, keep: int, valid_keys: Tensor | None) -> Tensor:
+                cache: KVCache | StaticKVCache | None, layer: int, keep: int, valid_keys: Tensor | None) -> Tensor:
         attended = self.self_attn(self.input_layernorm(x), rope, mask, cache, layer, keep, valid_keys)
         if self.dropout and self.training:
             attended = F.dropout(attended, self.dropout, training=True)
@@ -180,6 +226,10 @@ class Transformer(nn.Module):
     def new_cache(self) -> KVCache:
         return KVCache(self.config.num_hidden_layers)
 
+    def new_static_cache(self, rows: int, max_len: int) -> StaticKVCache:
+        weight = self.lm_head.weight
+        return StaticKVCache(self.config, rows, max_len, weight.device, weight.dtype)
+
     def forward(self, ids: Tensor, start: int = 0, cache: KVCache | None = None, keep: int = 0,
                 only: slice | None = None, valid_keys: Tensor | None = None) -> Tensor:
         """Logits for `ids` placed at absolute positions start..start+T-1.
@@ -196,6 +246,31 @@ class Transformer(nn.Module):
         if only is not None:
             x = x[:, only]
         logits: Tensor = self.lm_head(x)
+        return logits
+
+    def static_forward(self, ids: Tensor, positions: Tensor, cache: StaticKVCache, only: slice) -> Tensor:
+        """Logits of the columns `only` of `ids` ([rows, T]) placed at `positions` ([T] long, on the device).
+
+        Static shapes: everything here depends on the shapes of `ids` and `cache` alone (no host value of
+        the positions), so one call can be captured as a CUDA graph and replayed with new ids/positions
+        copied into the same tensors. Keys/values of every input position are written to the cache.
+        On CUDA the RMSNorms run fused (`F.rms_norm`: bf16 rounds once, after the weight, where the other
+        paths round before it, as Hugging Face's Qwen3 does); on a CPU this is the other paths' arithmetic.
+        """
+        if ids.shape[0] != cache.rows:
+            raise ValueError(f"{ids.shape[0]} rows for a static cache of {cache.rows}")
+        cache.positions = positions
+        dtype = self.model.embed_tokens.weight.dtype  # the tables converted once, not in every layer
+        rope = tuple(t.to(dtype) for t in rotary(positions, self.config.head_dim, self.config.rope_theta))
+        mask = cache.mask()
+        token = _FUSED_NORMS.set(ids.device.type == "cuda")
+        try:
+            x = self.model.embed_tokens(ids)
+            for i, layer in enumerate(self.model.layers):
+                x = layer(x, (rope[0], rope[1]), mask, cache, i, 0, None)
+            logits: Tensor = self.lm_head(self.model.norm(x)[:, only])
+        finally:
+            _FUSED_NORMS.reset(token)
         return logits
 
     def hidden_states(self, ids: Tensor, start: int = 0, cache: KVCache | None = None, keep: int = 0,

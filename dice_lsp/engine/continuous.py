@@ -157,21 +157,34 @@ class FillScheduler:
                 stream.denoiser.commit(stream.x, stream.start, stream.start + width, here, stream.step)
                 stream.step += 1
                 row += stream.rows
-        for stream in list(self.streams):
-            if self._advance(stream):
+        masked = self._masked(self.streams)
+        for stream, any_masked in zip(list(self.streams), masked, strict=True):
+            if self._advance(stream, any_masked):
                 self.streams.remove(stream)
                 left.append(stream)
         return left
 
-    def _advance(self, stream: Stream) -> bool:
+    @staticmethod
+    def _masked(streams: list[Stream]) -> list[bool]:
+        """Whether each stream's current window still holds masks, read from the device at once (one wait
+        for the GPU per step, not one per stream)."""
+        if not streams:
+            return []
+        found = [(s.x[:, s.start:s.start + s.width] == s.denoiser.mask_id).any() for s in streams]
+        return [bool(value) for value in torch.stack(found).tolist()]
+
+    def _advance(self, stream: Stream, masked: bool | None = None) -> bool:
         """Move `stream` past windows with nothing left to do (no masks, or its steps spent), as a solo fill
-        does; True once the whole region is done (its `result` then set)."""
+        does; True once the whole region is done (its `result` then set). `masked`: whether the current
+        window holds masks, when the caller has read it already."""
         cfg, end = stream.denoiser.cfg, stream.lo + stream.region
         while stream.start < end:
             stop = stream.start + stream.width
-            if stream.step < cfg.steps and bool((stream.x[:, stream.start:stop] == stream.denoiser.mask_id).any()):
+            if masked is None:
+                masked = bool((stream.x[:, stream.start:stop] == stream.denoiser.mask_id).any())
+            if stream.step < cfg.steps and masked:
                 return False
-            stream.start, stream.step, stream.cache = stop, 0, None
+            stream.start, stream.step, stream.cache, masked = stop, 0, None, None
         logp = stream.denoiser.logp
         stream.result = in_place_result(self.model, stream.request, stream.x[:, stream.lo:end],
                                         None if logp is None else logp[:, stream.lo:end], stream.overlap,

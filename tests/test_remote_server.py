@@ -65,7 +65,8 @@ def test_a_remote_completion_is_the_local_one(server: tuple[str, Path]) -> None:
 def test_status_says_what_is_served(server: tuple[str, Path]) -> None:
     status = asyncio.run(ask(server[0], "status"))
     assert status["state"] == "ready" and status["model"] == "dice-tiny"
-    assert {"version", "in_flight", "queued", "served", "fills", "fill_batches"} <= status.keys()
+    assert {"version", "in_flight", "queued", "served", "fills", "fill_batches", "fill_steps",
+            "step_rows"} <= status.keys()
 
 
 @pytest.mark.parametrize("offered", [None, "wrong"])

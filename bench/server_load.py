@@ -8,8 +8,9 @@ completion after another (the next as soon as the last returns, as an editor who
 would). Phases run in the order A1 B1 AN BN BN AN B1 A1 and each row pools its two phases, so a drift
 of the machine (clocks warming up, caches) weighs on both servers alike. The requests are the
 held-out kernels with 1-3 lines removed and the cursor on the emptied line (bench/lsp_latency.py's holes),
-with the editor's default settings. Prints throughput, p50/p95 round trip and the mean batch size the
-server ran (fills per denoising batch, from its status).
+with the editor's default settings. Prints throughput, p50/p95 round trip and the rows the batched
+server's fill scheduler ran per model call (from its status: fills join a running batch between
+denoising steps, so "fills per batch" no longer measures anything; the unbatched server fills alone).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def start_server(batch_rows: int, device: str) -> tuple[subprocess.Popen[str], s
 
 async def run_clients(url: str, cases: list[tuple[str, int, int, int]], clients: int,
                       seconds: float) -> dict[str, Any]:
-    """`clients` closed-loop editors for `seconds`: round trips, wall time and the server's batch counts."""
+    """`clients` closed-loop editors for `seconds`: round trips, wall time and the server's step counts."""
     connections = [RemoteClient(parse_address(url)) for _ in range(clients + 1)]
     before = await connections[-1].call("status")
     deadline = time.perf_counter() + seconds
@@ -63,16 +64,17 @@ async def run_clients(url: str, cases: list[tuple[str, int, int, int]], clients:
     for connection in connections:
         await connection.close()
     return {"latencies": latencies, "wall_s": wall, "fills": after["fills"] - before["fills"],
-            "batches": after["fill_batches"] - before["fill_batches"]}
+            "steps": after.get("fill_steps", 0) - before.get("fill_steps", 0),
+            "step_rows": after.get("step_rows", 0) - before.get("step_rows", 0)}
 
 
 def row(server: str, clients: int, phases: list[dict[str, Any]]) -> dict[str, Any]:
     latencies = sorted(ms for phase in phases for ms in phase["latencies"])
-    wall, batches = sum(p["wall_s"] for p in phases), sum(p["batches"] for p in phases)
+    wall, steps = sum(p["wall_s"] for p in phases), sum(p["steps"] for p in phases)
     return {"server": server, "clients": clients, "requests": len(latencies), "wall_s": round(wall, 2),
             "throughput_rps": round(len(latencies) / wall, 2), "p50_ms": round(statistics.median(latencies), 1),
             "p95_ms": round(latencies[min(len(latencies) - 1, int(0.95 * len(latencies)))], 1),
-            "mean_batch": round(sum(p["fills"] for p in phases) / batches, 2) if batches else None}
+            "rows_per_step": round(sum(p["step_rows"] for p in phases) / steps, 2) if steps else None}
 
 
 def main() -> None:
@@ -99,10 +101,10 @@ def main() -> None:
             process.terminate()
             process.wait(timeout=30)
     rows = [row(label, clients, phases[label, clients]) for label, clients in order]
-    print(f"{'server':10} {'clients':>7} {'requests':>8} {'req/s':>7} {'p50 ms':>8} {'p95 ms':>8} {'batch':>6}")
+    print(f"{'server':10} {'clients':>7} {'requests':>8} {'req/s':>7} {'p50 ms':>8} {'p95 ms':>8} {'rows/step':>9}")
     for line in rows:
         print(f"{line['server']:10} {line['clients']:>7} {line['requests']:>8} {line['throughput_rps']:>7} "
-              f"{line['p50_ms']:>8} {line['p95_ms']:>8} {line['mean_batch'] or '-':>6}")
+              f"{line['p50_ms']:>8} {line['p95_ms']:>8} {line['rows_per_step'] or '-':>9}")
     by = {(r["server"], r["clients"]): r for r in rows}
     print(f"throughput, {n} clients vs 1 (batched): "
           f"{by['batched', n]['throughput_rps'] / by['batched', 1]['throughput_rps']:.2f}x; "

@@ -162,11 +162,11 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(status))
     else:
-        batch = status["fills"] / status["fill_batches"] if status.get("fill_batches") else 1.0
+        per_step = status["step_rows"] / status["fill_steps"] if status.get("fill_steps") else 1.0
         detail = (f"{status.get('model')} on {status.get('device')} ({status.get('dtype')})"
                   if status.get("state") == "ready" else status.get("message") or status.get("model"))
         print(f"{args.server}: {status.get('state')}: {detail}; {status['in_flight']} in flight, "
-              f"{status['queued']} queued, {status['served']} served, mean batch {batch:.2f}, "
+              f"{status['queued']} queued, {status['served']} served, {per_step:.2f} rows per model call, "
               f"up {status['uptime_s']:.0f} s, dice-lsp {status['version']}")
     return 0 if status.get("state") == "ready" else 1
 

@@ -65,7 +65,8 @@ def test_a_remote_completion_is_the_local_one(server: tuple[str, Path]) -> None:
 def test_status_says_what_is_served(server: tuple[str, Path]) -> None:
     status = asyncio.run(ask(server[0], "status"))
     assert status["state"] == "ready" and status["model"] == "dice-tiny"
-    assert {"version", "in_flight", "queued", "served", "fills", "fill_batches"} <= status.keys()
+    assert {"version", "in_flight", "queued", "served", "fills", "fill_batches", "fill_steps",
+            "step_rows"} <= status.keys()
 
 
 @pytest.mark.parametrize("offered", [None, "wrong"])
@@ -156,9 +157,18 @@ def test_bad_params_are_named(server: tuple[str, Path]) -> None:
         assert refused.value.code == "bad_params"
 
 
-def test_concurrent_clients_share_one_denoising_batch(server: tuple[str, Path]) -> None:
+@pytest.fixture(scope="module")
+def fp32_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """A server in fp32, where a fill is promised to be the same batched and alone (bf16 rounds differently
+    at other positions and batch shapes: bench/batch_agreement.py measures by how much)."""
+    tokens = token_file(tmp_path_factory.mktemp("serve32"), TOKEN)
+    with serving("--port", "0", "--token-file", str(tokens), "--dtype", "float32", token=TOKEN) as (url, _):
+        yield url, tokens
+
+
+def test_concurrent_clients_share_one_denoising_batch(fp32_server: tuple[str, Path]) -> None:
     """Requests that queue while the model is busy are filled together, each as it would be alone."""
-    url = server[0]
+    url = fp32_server[0]
     files = [LOOP_HEADER.replace("fill_ones", name) for name in ("add", "vadd", "sum2", "plus")]
     alone = [completion_of(url, text, 1, 63)["items"] for text in files]
     assert any(alone), "a completion to compare (the others show nothing, and must stay so)"

@@ -182,7 +182,8 @@ def _scores(model: LoadedModel, rows: torch.Tensor, logp: torch.Tensor | None) -
     return (total / counted.sum(dim=1).clamp_min(1)).tolist()
 
 
-def _region(model: LoadedModel, request: FillRequest, initial: torch.Tensor | None) -> int:
+def region_of(model: LoadedModel, request: FillRequest, initial: torch.Tensor | None = None) -> int:
+    """The region's size in tokens: the request's canvas (a draft: its tokens), within half the window."""
     region = min(request.max_tokens, model.window // 2) if initial is None else initial.shape[1]
     if region > model.window - 8:
         raise DiceError(f"the region ({region} tokens) does not fit the model window ({model.window} tokens)")
@@ -198,11 +199,11 @@ def batch_key(model: LoadedModel, request: FillRequest) -> tuple[int, SamplerCon
     """
     if model.attention != "bidirectional" or request.draft is not None:
         return None
-    return _region(model, request, None), request.sampler
+    return region_of(model, request, None), request.sampler
 
 
 def _canvases(model: LoadedModel, request: FillRequest) -> tuple[int, ...]:
-    region = _region(model, request, None)
+    region = region_of(model, request, None)
     return tuple(sorted({min(length, region) for length in request.canvases}))
 
 
@@ -217,41 +218,64 @@ def fill_batch(model: LoadedModel, requests: list[FillRequest], cancel: CancelCh
     keys = {batch_key(model, request) for request in requests}
     if len(keys) != 1 or None in keys:
         raise DiceError("only bidirectional in-place fills of one region size and sampler share a batch")
-    tok, special = model.tokenizer, model.special
-    region, sampler = _region(model, requests[0], None), requests[0].sampler
-    parts = []
-    for request in requests:
-        (prefix, overlap), suffix = heal_prefix(tok, request.prefix), tok.encode(request.suffix)
-        prefix, suffix = _fit_context(prefix, suffix, model.window - region)
-        parts.append((prefix, suffix, overlap))
+    region, sampler = region_of(model, requests[0], None), requests[0].sampler
+    parts = [in_place_context(model, request, region) for request in requests]
     lo = max(len(prefix) for prefix, _, _ in parts)
     total = lo + region + max(len(suffix) for _, suffix, _ in parts)
     rows, valid = [], []
     for (prefix, suffix, _), request in zip(parts, requests, strict=True):
-        before = lo - len(prefix)
-        real = len(prefix) + region + len(suffix)
-        after = total - before - real
-        for canvas in _canvases(model, request):
-            window = [special.mask_id] * canvas + [special.pad_id] * (region - canvas)  # shorter: ends in pads
-            ids = [special.pad_id] * before + prefix + window + suffix + [special.pad_id] * after
-            rows += [ids] * request.candidates
-            valid += [[False] * before + [True] * real + [False] * after] * request.candidates
+        ids, real = in_place_rows(model, request, region, prefix, suffix, lo - len(prefix), total)
+        rows += ids
+        valid += real
     x = torch.tensor(rows, dtype=torch.long, device=model.device)
     padded = torch.tensor(valid, dtype=torch.bool, device=model.device)
-    denoiser = Denoiser(sampler, special, model.device, cancel, progress)
+    denoiser = Denoiser(sampler, model.special, model.device, cancel, progress)
     fill_in_place(model.lm, x, lo, lo + region, denoiser, None if bool(padded.all()) else padded, share_context=True)
-    logp = None if denoiser.logp is None else denoiser.logp[:, lo:lo + region]
     results, row = [], 0
     for (_, _, overlap), request in zip(parts, requests, strict=True):
-        texts, scores, canvases = [], [], []
-        for canvas in _canvases(model, request):
-            rows_here = slice(row, row + request.candidates)
-            texts += _decode(model, x[rows_here, lo:lo + canvas], overlap)
-            scores += _scores(model, x[rows_here, lo:lo + canvas], None if logp is None else logp[rows_here, :canvas])
-            canvases += [canvas] * request.candidates
-            row += request.candidates
-        results.append(FillResult(texts, denoiser.model_calls, scores, canvases))
+        here = slice(row, row + request.rows)
+        logp = None if denoiser.logp is None else denoiser.logp[here, lo:lo + region]
+        results.append(in_place_result(model, request, x[here, lo:lo + region], logp, overlap, denoiser.model_calls))
+        row += request.rows
     return results
+
+
+def in_place_context(model: LoadedModel, request: FillRequest, region: int) -> tuple[list[int], list[int], str]:
+    """An in-place fill's prefix and suffix tokens (fitted to the window around `region`), and the healed
+    prefix tail that opens the fill."""
+    tok = model.tokenizer
+    (prefix, overlap), suffix = heal_prefix(tok, request.prefix), tok.encode(request.suffix)
+    prefix, suffix = _fit_context(prefix, suffix, model.window - region)
+    return prefix, suffix, overlap
+
+
+def in_place_rows(model: LoadedModel, request: FillRequest, region: int, prefix: list[int], suffix: list[int],
+                  before: int, total: int) -> tuple[list[list[int]], list[list[bool]]]:
+    """The request's rows (per canvas, its candidates) `total` tokens long, `before` pads first, and which
+    of their tokens are real."""
+    special = model.special
+    real = len(prefix) + region + len(suffix)
+    after = total - before - real
+    rows, valid = [], []
+    for canvas in _canvases(model, request):
+        window = [special.mask_id] * canvas + [special.pad_id] * (region - canvas)  # shorter: ends in pads
+        ids = [special.pad_id] * before + prefix + window + suffix + [special.pad_id] * after
+        rows += [ids] * request.candidates
+        valid += [[False] * before + [True] * real + [False] * after] * request.candidates
+    return rows, valid
+
+
+def in_place_result(model: LoadedModel, request: FillRequest, region: torch.Tensor, logp: torch.Tensor | None,
+                    overlap: str, model_calls: int) -> FillResult:
+    """The request's result from its rows' filled region ([rows, region]) and their tokens' log-probabilities."""
+    texts, scores, canvases, row = [], [], [], 0
+    for canvas in _canvases(model, request):
+        here = slice(row, row + request.candidates)
+        texts += _decode(model, region[here, :canvas], overlap)
+        scores += _scores(model, region[here, :canvas], None if logp is None else logp[here, :canvas])
+        canvases += [canvas] * request.candidates
+        row += request.candidates
+    return FillResult(texts, model_calls, scores, canvases)
 
 
 def fill(model: LoadedModel, request: FillRequest, cancel: CancelCheck | None = None,
@@ -265,7 +289,7 @@ def fill(model: LoadedModel, request: FillRequest, cancel: CancelCheck | None = 
     if draft is not None and model.attention == "causal":
         raise DiceError(f"{model.name}: an autoregressive model cannot re-denoise a draft; use a diffusion model")
     initial = None if draft is None else draft_rows(model, draft, overlap, request.candidates, request.sampler.seed)
-    region = _region(model, request, initial)
+    region = region_of(model, request, initial)
     if model.attention == "bidirectional" and initial is not None:  # a draft re-denoised in place
         prefix, suffix = _fit_context(prefix, suffix, model.window - region)
         row = [*prefix, *([special.mask_id] * region), *suffix]

@@ -124,21 +124,26 @@ class Denoiser:
         `calls`: how many model calls the window needs, when the caller knows it (`planned_calls`); then
         no step waits for the device to say whether masks are left.
         """
-        steps = self.cfg.steps
-        for step in range(steps):
-            masked = x[:, lo:hi] == self.mask_id
+        for step in range(self.cfg.steps):
             if calls is None:
-                if not bool(masked.any()):
+                if not bool((x[:, lo:hi] == self.mask_id).any()):
                     return
             elif step == calls:
                 return
             self.raise_if_cancelled()
-            logits = logits_of(x)
-            self.count_call()
-            tokens, confidence = self.sample(logits)
-            chosen = self.choose(tokens, confidence, masked, steps - step, self.cfg.min_steps - step)
-            x[:, lo:hi] = torch.where(chosen, tokens, x[:, lo:hi])
-            self.record(x, lo, hi, chosen, confidence)
+            self.commit(x, lo, hi, logits_of(x), step)
+
+    def commit(self, x: Tensor, lo: int, hi: int, logits: Tensor, step: int) -> None:
+        """One denoising step of x[:, lo:hi] from `logits` (its columns' logits): sample, choose, commit.
+
+        `step` counts the window's earlier steps; a scheduler that batches several generations' calls
+        (`engine.continuous`) runs each generation's steps through here, as `denoise` does."""
+        masked = x[:, lo:hi] == self.mask_id
+        self.count_call()
+        tokens, confidence = self.sample(logits)
+        chosen = self.choose(tokens, confidence, masked, self.cfg.steps - step, self.cfg.min_steps - step)
+        x[:, lo:hi] = torch.where(chosen, tokens, x[:, lo:hi])
+        self.record(x, lo, hi, chosen, confidence)
 
 
 @torch.inference_mode()
@@ -169,10 +174,12 @@ class _ContextCache:
     Rows that start out equal (the candidates of one request) run the first call once and share its keys.
     """
 
-    def __init__(self, lm: DiffusionLM, valid: Tensor | None, shared_mask: int | None = None) -> None:
+    def __init__(self, lm: DiffusionLM, valid: Tensor | None, shared_mask: int | None = None,
+                 origin: int = 0) -> None:
         self.lm = lm
         self.valid = valid
         self.shared_mask = shared_mask  # set: rows equal outside the window share one first call, all masks
+        self.origin = origin  # the position of column 0 (rotary attention sees only differences)
         self.cache: object = None
 
     def logits(self, lo: int, hi: int, ids: Tensor) -> Tensor:
@@ -186,17 +193,17 @@ class _ContextCache:
                 first = torch.zeros(unique.shape[0], dtype=torch.long, device=ids.device)  # a row of each kind
                 first.scatter_(0, inverse, torch.arange(ids.shape[0], device=ids.device))
                 valid = None if self.valid is None else self.valid[first]
-                out = self.lm(unique, 0, cache, keep=ids.shape[1], only=slice(lo, hi), valid_keys=valid)
+                out = self.lm(unique, self.origin, cache, keep=ids.shape[1], only=slice(lo, hi), valid_keys=valid)
                 cache.select(inverse)
                 out = out[inverse]
             else:
-                out = self.lm(ids, 0, cache, keep=ids.shape[1], only=slice(lo, hi), valid_keys=self.valid)
+                out = self.lm(ids, self.origin, cache, keep=ids.shape[1], only=slice(lo, hi), valid_keys=self.valid)
             cache.drop(lo, hi)
             self.cache = cache
             if self.valid is not None:  # keys are now the context without the window, then the window
                 self.valid = torch.cat((self.valid[:, :lo], self.valid[:, hi:], self.valid[:, lo:hi]), dim=1)
             return out
-        return self.lm(ids[:, lo:hi], lo, self.cache, valid_keys=self.valid)
+        return self.lm(ids[:, lo:hi], lo + self.origin, self.cache, valid_keys=self.valid)
 
 
 def _window_logits(lm: DiffusionLM, lo: int, hi: int, valid: Tensor | None, ids: Tensor) -> Tensor:

@@ -132,6 +132,7 @@ class Service:
         host = self.host
         return {**host.status, "version": __version__, "in_flight": self.in_flight, "queued": host.pending,
                 "served": self.served, "fills": host.fills, "fill_batches": host.fill_batches,
+                "fill_steps": host.fill_steps, "step_rows": host.step_rows,
                 "uptime_s": round(time.time() - self.started, 1), "sandbox": sandbox.mode(),
                 "limits": self.config.limits.to_json()}
 
@@ -159,11 +160,10 @@ class Service:
         span = None if selection is None else (Position(*selection[0]), Position(*selection[1]))
         position = Position(int(params["line"]), int(params["character"]))
         assert self.preparers is not None
-        with self.host.expecting_fill():
-            prepared = self.preparers.submit(prepare_here, str(params["text"]), position, settings, span).result()
-            if prepared is None:
-                return no_completion(position, started).to_json(model)
-            filled = self.host.fill(prepared.request, ticket)
+        prepared = self.preparers.submit(prepare_here, str(params["text"]), position, settings, span).result()
+        if prepared is None:
+            return no_completion(position, started).to_json(model)
+        filled = self.host.fill(prepared.request, ticket)
 
         def filler(request: FillRequest) -> FillResult:  # re-masking rounds, batched like any fill
             return self.host.fill(request, ticket).result()

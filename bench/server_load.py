@@ -19,6 +19,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -32,12 +33,21 @@ from dice_lsp.remote.client import RemoteClient, parse_address
 
 
 def start_server(batch_rows: int, device: str) -> tuple[subprocess.Popen[str], str]:
+    """A team server on a free loopback port; unconfined where bubblewrap is missing (the bench sends completions
+    only: no client code is compiled or run), which the output says."""
+    unconfined = ["--unsafe-no-sandbox"] if shutil.which("bwrap") is None else []
+    if unconfined:
+        print("bench: no bubblewrap here: servers run with --unsafe-no-sandbox", file=sys.stderr)
     process = subprocess.Popen(
         [sys.executable, "-m", "dice_lsp.cli", "serve", "--port", "0", "--json", "--device", device,
-         "--max-batch-rows", str(batch_rows)],
+         "--max-batch-rows", str(batch_rows), *unconfined],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert process.stdout is not None
-    return process, json.loads(process.stdout.readline())["listening"]
+    line = process.stdout.readline()
+    if not line:
+        raise SystemExit(f"bench: the server did not start (exit {process.wait()}); run `dice-lsp serve --port 0 "
+                         f"--json --device {device}` to see why")
+    return process, json.loads(line)["listening"]
 
 
 async def run_clients(url: str, cases: list[tuple[str, int, int, int]], clients: int,

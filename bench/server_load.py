@@ -51,7 +51,7 @@ def start_server(batch_rows: int, device: str) -> tuple[subprocess.Popen[str], s
 
 
 async def run_clients(url: str, cases: list[tuple[str, int, int, int]], clients: int,
-                      seconds: float) -> dict[str, Any]:
+                      seconds: float, settings: dict[str, Any] | None = None) -> dict[str, Any]:
     """`clients` closed-loop editors for `seconds`: round trips, wall time and the server's step counts."""
     connections = [RemoteClient(parse_address(url)) for _ in range(clients + 1)]
     before = await connections[-1].call("status")
@@ -64,7 +64,8 @@ async def run_clients(url: str, cases: list[tuple[str, int, int, int]], clients:
             text, line, character, _ = cases[turn % len(cases)]
             turn += clients
             started = time.perf_counter()
-            await connections[index].call("complete", {"text": text, "line": line, "character": character})
+            await connections[index].call("complete", {"text": text, "line": line, "character": character,
+                                                       "settings": settings or {}})
             latencies.append((time.perf_counter() - started) * 1000)
 
     began = time.perf_counter()
@@ -93,17 +94,20 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30.0, help="per phase")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--json", type=Path, help="also write the rows here")
+    parser.add_argument("--type-check", action=argparse.BooleanOptionalAction, default=True,
+                        help="the completions' clang front-end check (dice.typeCheck; default: on, as editors ask)")
     args = parser.parse_args()
     cases = holes(200)
+    settings = {} if args.type_check else {"typeCheck": False}
     servers = {"batched": start_server(32, args.device), "unbatched": start_server(1, args.device)}
     phases: dict[tuple[str, int], list[dict[str, Any]]] = {}
     n = args.clients
     order = [("batched", 1), ("unbatched", 1), ("batched", n), ("unbatched", n)]
     try:
         for _, url in servers.values():
-            asyncio.run(run_clients(url, cases, 2, 5.0))  # warm-up: model loaded, first-call costs paid
+            asyncio.run(run_clients(url, cases, 2, 5.0, settings))  # warm-up: model loaded, first-call costs paid
         for label, clients in [*order, *reversed(order)]:
-            phase = asyncio.run(run_clients(servers[label][1], cases, clients, args.seconds))
+            phase = asyncio.run(run_clients(servers[label][1], cases, clients, args.seconds, settings))
             phases.setdefault((label, clients), []).append(phase)
             print(f"{label} x{clients}: {len(phase['latencies'])} requests", file=sys.stderr)
     finally:

@@ -78,7 +78,8 @@ def test_errors_the_document_already_has_do_not_count() -> None:
     broken = BASE + "__device__ float unfinished(float v) { return v + undefined_name; }\n"
     judge = _judge(broken)
     assert judge(broken.replace("    \n}", "    y[i] = x[i];\n}", 1)) is True
-    assert judge(broken.replace("    \n}", "    y[i] = x[i] + undefined_name;\n}", 1)) is True  # the same message
+    # the same message as the base's, but in the fill's own function: the fill's error
+    assert judge(broken.replace("    \n}", "    y[i] = x[i] + undefined_name;\n}", 1)) is False
     assert judge(broken.replace("    \n}", "    y[i] = x[i] + other_name;\n}", 1)) is False
 
 
@@ -156,3 +157,19 @@ def test_a_passing_fill_below_a_failing_one_is_shown(prepared: PreparedFill, jud
                                      document=BASE, front_end=judge)
     assert completion.texts == ["y[i] = x[i];"]
     assert completion.checks == [Checks(True, True, None, True)]
+
+
+def test_a_fill_must_leave_the_rest_of_its_function_compiling() -> None:
+    """The line the user has not written yet declared `j`, which the lines after it use: the base has
+    "use of undeclared identifier 'j'" below the hole; a fill that declares something else leaves that
+    error in its function and fails, although the base had the same message; errors in other functions
+    that the base had do not count against it."""
+    base = ("__device__ float other(float v) { return v + missing_elsewhere; }\n"
+            "__global__ void scale(const float* x, float* y, int n) {\n"
+            "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+            "    \n"
+            "    if (j < n) y[j] = x[j];\n"
+            "}\n")
+    judge = _judge(base)
+    assert judge(base.replace("    \n", "    int k = i;\n", 1)) is False
+    assert judge(base.replace("    \n", "    int j = i;\n", 1)) is True

@@ -267,9 +267,31 @@ def front_errors(front: FrontEnd, text: str, folder: Path | None, flags: Compile
             for m in found]
 
 
+def fill_lines(base: str, filled: str) -> tuple[int, int]:
+    """The lines of `filled` (0-based, inclusive) from where it differs from `base` to the end of the function that
+    holds that place (to the end of the changed text where no function does)."""
+    limit = min(len(base), len(filled))
+    start = 0
+    while start < limit and base[start] == filled[start]:
+        start += 1
+    same_tail = 0
+    while same_tail < limit - start and base[-1 - same_tail] == filled[-1 - same_tail]:
+        same_tail += 1
+    end = len(filled) - same_tail
+    from dice_lsp.cuda.functions import enclosing_function
+
+    function = enclosing_function(filled, start)
+    last = max(end, function.body_close) if function is not None else end
+    return filled.count("\n", 0, start), filled.count("\n", 0, last)
+
+
 class ClangJudge:
-    """The front-end verdict on fills of `base` (the document as the user has it, living in `folder`): a filled
-    document passes when clang reports no error whose message the base does not have too. `new_errors` says where
+    """The front-end verdict on fills of `base` (the document as the user has it, living in `folder`).
+
+    A filled document passes when clang reports no error in the function the fill is in, from the fill on
+    (`fill_lines`: the fill must leave the rest of its function compiling: a hole whose removal left a later
+    use undeclared is not filled by a line that declares something else), and elsewhere no error whose
+    message the base does not have too (the user's file may be unfinished elsewhere). `new_errors` says where
     those errors are (for re-masking what clang points at). The base is judged once, beside the first fill."""
 
     def __init__(self, front: FrontEnd, base: str, folder: Path | None, flags: CompileFlags) -> None:
@@ -292,7 +314,9 @@ class ClangJudge:
             filled = self._errors(text)
         if filled is None or not self.base_known:
             return None
-        return [(line, character) for line, character, message in filled if message not in self.known]
+        first, last = fill_lines(self.base, text)
+        return [(line, character) for line, character, message in filled
+                if message not in self.known or first <= line <= last]
 
     def __call__(self, text: str) -> bool | None:
         try:

@@ -255,8 +255,9 @@ class DiceServer(LanguageServer):
 
     async def rewrite_job(self, uri: str, version: int | None, title: str,
                           run: Callable[[DocumentJob], Awaitable[T]]) -> tuple[T | None, str]:
-        """Run a model rewrite of document `uri` (optimize, repair) with cancellable `$/progress`. Returns its
-        result (None if refused, cancelled or failed) and what to tell the user. The user cancelling the
+        """Run a model rewrite of document `uri` (optimize, repair) with cancellable `$/progress`; `run` is
+        called once the settings are read (so it looks `self.jobs` up then). Returns its result (None if
+        refused, cancelled or failed) and what to tell the user. The user cancelling the
         progress (or a newer rewrite replacing it) is a result ("optimize cancelled"); the request itself
         being cancelled re-raises `asyncio.CancelledError`, so pygls answers RequestCancelled."""
         await self.load_submitted().wait()
@@ -322,7 +323,7 @@ class DiceServer(LanguageServer):
         """The edit that makes the document compile (re-writing only what nvcc rejects), or None."""
         started = self.workspace.get_text_document(uri)
         made_for, before = started.version, started.source
-        result, problem = await self.rewrite_job(uri, version, "repair", self.jobs.repair)
+        result, problem = await self.rewrite_job(uri, version, "repair", lambda job: self.jobs.repair(job))
         if result is not None and not result.compiles:
             problem = f"could not make it compile in {result.rounds} rounds"
         elif result is not None and self.workspace.get_text_document(uri).version != made_for:

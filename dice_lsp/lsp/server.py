@@ -13,11 +13,11 @@ Errors, one policy:
   server's change of state goes to the `dice/status` notification (the status bar) instead;
 - everything else (a completion that failed or shows nothing, a generation stopped early, a team server
   that went away) -> the log only (`log`: the server's log and the client's, never a pop-up);
-- cancellation is never an answer of its own: `$/cancelRequest` cancels the handler's task, which cancels
-  the job's ticket (or its team server call) and re-raises `asyncio.CancelledError`, so pygls answers
-  RequestCancelled. A job the user stopped otherwise (cancelling its `$/progress`) or that a newer request
-  for the same document replaced (`Cancelled`) ends as what the method answers when there is nothing:
-  null for a completion, "optimize cancelled" for the optimize command.
+- cancellation is never an answer of its own: `$/cancelRequest` cancels the handler's task (a command's
+  too: `dice_lsp.lsp.protocol`), which cancels the job's ticket (or its team server call) and re-raises
+  `asyncio.CancelledError`, so pygls answers RequestCancelled. A job the user stopped otherwise (cancelling
+  its `$/progress`) or that a newer request for the same document replaced (`Cancelled`) ends as what the
+  method answers when there is nothing: null for a completion, "optimize cancelled" for the command.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ from dice_lsp.lsp.compile_checks import IDLE_SECONDS, CheckRequest, CompileCheck
 from dice_lsp.lsp.file_watch import FileWatch
 from dice_lsp.lsp.jobs import DocumentJob, EditorJobs, LocalJobs, jobs_for
 from dice_lsp.lsp.progress import Progress
+from dice_lsp.lsp.protocol import DiceProtocol
 from dice_lsp.lsp.rewrite_actions import (
     OPTIMIZE_COMMAND,
     edit_json,
@@ -80,7 +81,7 @@ T = TypeVar("T")
 
 class DiceServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("dice-lsp", __version__)
+        super().__init__("dice-lsp", __version__, protocol_cls=DiceProtocol)
         self.settings = Settings()
         self.init_options: Any = None
         self._load_submitted: asyncio.Event | None = None

@@ -202,6 +202,16 @@ class LocalBackend:
         raise DiceError("status asks a team server: give --server URL")
 
 
+def read_reply(server: str, method: str, reply: Any, read: Callable[[Any], T]) -> T:
+    """A team server's reply to `method` read into a typed result (`from_json`); one that this version cannot
+    read (a server of another version) is a `DiceError` naming the server and the method, not a traceback."""
+    try:
+        return read(reply)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise DiceError(f"{server}: its {method} reply does not read as this dice-lsp's ({__version__}): "
+                        f"{type(exc).__name__}: {exc} (is the server another version?)") from exc
+
+
 class TeamBackend:
     """A team server (`dice-lsp serve`): each job one request through `RemoteClient`; its replies come back
     as the same typed results (`from_json`)."""
@@ -232,12 +242,7 @@ class TeamBackend:
     def ask(self, method: str, params: dict[str, Any], read: Callable[[Any], T]) -> T:
         """One request, its reply read into a typed result; a reply this version cannot read (a server of
         another version) is one line naming the server, not a traceback."""
-        reply = self.call(method, params)
-        try:
-            return read(reply)
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise DiceError(f"{self.server}: its {method} reply does not read as this dice-lsp's ({__version__}): "
-                            f"{type(exc).__name__}: {exc} (is the server another version?)") from exc
+        return read_reply(self.server, method, self.call(method, params), read)
 
     @staticmethod
     def _files(file: str, text: str, ref: str | None = None) -> dict[str, Any]:
@@ -295,4 +300,4 @@ def backend_for(args: argparse.Namespace) -> JobBackend:
 
 
 __all__ = ["Completed", "FlagOptions", "JobBackend", "LocalBackend", "ModelOptions", "RewriteOptions",
-           "TeamBackend", "backend_for", "status_bar", "step_bar"]
+           "TeamBackend", "backend_for", "read_reply", "status_bar", "step_bar"]

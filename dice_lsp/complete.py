@@ -296,7 +296,7 @@ def front_end_for(base: str, folder: Path | None, flags: CompileFlags, settings:
     from dice_lsp.toolchain.nvcc import find_nvcc
 
     try:
-        return clang_judge(base, folder, flags, settings.clang, nvcc or find_nvcc(settings.nvcc))
+        return clang_judge(lf_text(base)[0], folder, flags, settings.clang, nvcc or find_nvcc(settings.nvcc))
     except DiceError as exc:
         LOG.debug("no clang check: %s", exc)
         return None

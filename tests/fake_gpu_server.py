@@ -18,7 +18,7 @@ from typing import Any
 
 from dice_lsp import cli
 from dice_lsp.harness import bench
-from dice_lsp.lsp import server
+from dice_lsp.lsp import jobs
 from dice_lsp.optimize import loop
 
 LOG = Path(os.environ["DICE_FAKE_GPU_LOG"])
@@ -47,8 +47,8 @@ def bench_rewrite(_original: Path, _rewritten: str, kernel: str, *_args: Any, **
     return bench.KernelResult(kernel, failure="fake GPU: nothing was run")
 
 
-server.gpu_arch = gpu_arch_for("bench")  # type: ignore[attr-defined]
-server.bench_file = bench_file  # type: ignore[attr-defined]
+jobs.gpu_arch = gpu_arch_for("bench")  # type: ignore[attr-defined]
+jobs.bench_file = bench_file  # type: ignore[attr-defined]
 loop.gpu_arch = gpu_arch_for("optimize")  # type: ignore[attr-defined]
 loop.bench_rewrite = bench_rewrite  # type: ignore[attr-defined]
 

@@ -42,7 +42,7 @@ def filled(text: str) -> str:
 
 def _judge(base: str = BASE, folder: Path | None = None) -> ClangJudge:
     judge = clang_judge(base, folder, CompileFlags())
-    if judge is None:
+    if judge is None or judge.front is None:
         reason = "no clang that reads the CUDA headers (apt-get install clang)"
         if os.environ.get("CI"):
             pytest.fail(reason)
@@ -163,13 +163,14 @@ def test_a_fill_must_leave_the_rest_of_its_function_compiling() -> None:
     """The line the user has not written yet declared `j`, which the lines after it use: the base has
     "use of undeclared identifier 'j'" below the hole; a fill that declares something else leaves that
     error in its function and fails, although the base had the same message; errors in other functions
-    that the base had do not count against it."""
-    base = ("__device__ float other(float v) { return v + missing_elsewhere; }\n"
-            "__global__ void scale(const float* x, float* y, int n) {\n"
+    that the base had do not count against it (where the file is broken above the fill, clang's recovery
+    may reach it: then only new messages count: tests/test_lsp_inline_completion.py)."""
+    base = ("__global__ void scale(const float* x, float* y, int n) {\n"
             "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
             "    \n"
             "    if (j < n) y[j] = x[j];\n"
-            "}\n")
+            "}\n"
+            "__device__ float other(float v) { return v + missing_elsewhere; }\n")
     judge = _judge(base)
     assert judge(base.replace("    \n", "    int k = i;\n", 1)) is False
     assert judge(base.replace("    \n", "    int j = i;\n", 1)) is True

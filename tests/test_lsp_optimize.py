@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import torch
 from lsprotocol import types
+from pygls.exceptions import JsonRpcRequestCancelled
 from pytest_lsp import LanguageClient
 
 from .lsp_client import (
@@ -167,6 +168,32 @@ async def test_cancelling_the_progress_stops_the_optimization(client: LanguageCl
     result = await asyncio.wait_for(optimize(client, uri), timeout=120)
     await canceller
     assert result["summary"] == "optimize cancelled" and result["report"] is None
+
+
+async def test_cancelling_the_optimize_request_stops_it_and_answers_request_cancelled(client: LanguageClient,
+                                                                                      tmp_path: Path) -> None:
+    """`$/cancelRequest` on the command: the job stops (its progress ends "cancelled"), the request is
+    answered with RequestCancelled, and nothing says it was cancelled nor offers a rewrite afterwards."""
+    _, uri = await opened(client, tmp_path, {**QUICK, "optimizeCandidates": 12, "repairRounds": 3})
+    asked = user_says_apply(client, lambda _question: None)
+    request = client.protocol.send_request(types.WORKSPACE_EXECUTE_COMMAND, types.ExecuteCommandParams(
+        command="dice.optimizeKernel", arguments=[uri, "saxpy", 1]), msg_id="optimize-1")
+
+    def progress() -> list[Any]:
+        return next((values for values in list(client.progress_reports.values()) if values
+                     and isinstance(values[0], types.WorkDoneProgressBegin) and values[0].title == "DICE optimize"), [])
+
+    async def until(found: Callable[[], bool]) -> None:
+        while not found():
+            await asyncio.sleep(0.05)
+
+    await asyncio.wait_for(until(lambda: bool(progress())), timeout=120)
+    client.cancel_request(types.CancelParams(id="optimize-1"))
+    with pytest.raises(JsonRpcRequestCancelled):
+        await asyncio.wait_for(asyncio.wrap_future(request), timeout=120)
+    await asyncio.wait_for(until(lambda: isinstance(progress()[-1], types.WorkDoneProgressEnd)), timeout=120)
+    assert progress()[-1].message == "cancelled", "the optimization itself stopped, not only its answer"
+    assert not asked and not [m.message for m in client.messages if "saxpy" in m.message or "cancelled" in m.message]
 
 
 async def test_repair_quick_fix_on_an_nvcc_error(client: LanguageClient, tmp_path: Path) -> None:

@@ -1,10 +1,23 @@
-"""The language server: thin LSP handlers over `dice_lsp.complete` and the model host.
+"""The language server: LSP feature handlers and their wiring over small collaborators.
 
-Model work runs on the host's thread; handlers only await it, so the event loop stays free for other
-requests. `$/cancelRequest` cancels the handler's task, which cancels its ticket; a newer request on the
-same document cancels the older one's ticket the same way. What an untrusted workspace may not make the
-server do (`dice.trusted`) is `dice_lsp.lsp.trust`'s; the handlers here ask it at each use, so new settings
-from the client change it at once.
+The collaborators: `jobs` (`dice_lsp.lsp.jobs`: completion, optimize, repair and benchmarks, run on this
+machine's model host or on the team server of `dice.server.url`, answering typed results), `reports`
+(`$/progress`), `checks` (background compiles: diagnostics and resource lenses), `notices` (what an
+untrusted workspace does not get, `dice_lsp.lsp.trust`; asked at each use, so new settings from the client
+change it at once) and the code actions of `rewrite_actions`. Model work runs on the host's thread (or the
+team server); handlers only await it, so the event loop stays free for other requests.
+
+Errors, one policy:
+- a `DiceError` the user must see or act on (a setting that cannot be used, no nvcc, no GPU, an optimize,
+  repair or benchmark that failed) -> one window/showMessage (`tell`) and a line in the server's log; a team
+  server's change of state goes to the `dice/status` notification (the status bar) instead;
+- everything else (a completion that failed or shows nothing, a generation stopped early, a team server
+  that went away) -> the log only (`log`: the server's log and the client's, never a pop-up);
+- cancellation is never an answer of its own: `$/cancelRequest` cancels the handler's task (a command's
+  too: `dice_lsp.lsp.protocol`), which cancels the job's ticket (or its team server call) and re-raises
+  `asyncio.CancelledError`, so pygls answers RequestCancelled. A job the user stopped otherwise (cancelling
+  its `$/progress`) or that a newer request for the same document replaced (`Cancelled`) ends as what the
+  method answers when there is nothing: null for a completion, "optimize cancelled" for the command.
 """
 
 from __future__ import annotations
@@ -12,9 +25,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import uuid
-from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -23,17 +35,18 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from dice_lsp import __version__
-from dice_lsp.complete import Compiler, CompileVerdicts, Completion, complete_at, front_end_for, nvcc_compiler
+from dice_lsp.complete import Compiler, CompileVerdicts, Completion, front_end_for, nvcc_compiler
 from dice_lsp.cuda.checks import Checks
 from dice_lsp.cuda.holes import find_markers
-from dice_lsp.engine import LoadedModel
 from dice_lsp.errors import Cancelled, DiceError
-from dice_lsp.harness.bench import BenchReport, bench_file, gpu_arch, has_benchmark, kernelbench_reference
-from dice_lsp.harness.limits import Limits
-from dice_lsp.jobs.model_host import ModelHost, Ticket
+from dice_lsp.harness.bench import BenchReport, has_benchmark
+from dice_lsp.jobs.model_host import ModelHost
 from dice_lsp.lsp.bench_lenses import bench_lenses
 from dice_lsp.lsp.compile_checks import IDLE_SECONDS, CheckRequest, CompileChecks
 from dice_lsp.lsp.file_watch import FileWatch
+from dice_lsp.lsp.jobs import DocumentJob, EditorJobs, LocalJobs, jobs_for
+from dice_lsp.lsp.progress import Progress
+from dice_lsp.lsp.protocol import DiceProtocol
 from dice_lsp.lsp.rewrite_actions import (
     OPTIMIZE_COMMAND,
     edit_json,
@@ -49,12 +62,9 @@ from dice_lsp.lsp.trust import (
     database_ignored,
     effective,
     remote_code_ignored,
-    without_databases,
 )
-from dice_lsp.optimize import OptimizeRequest, checker, optimize, repair
-from dice_lsp.remote.client import file_request
 from dice_lsp.remote.protocol import RemoteError
-from dice_lsp.settings import UNTRUSTED, Settings
+from dice_lsp.settings import Settings
 from dice_lsp.textdoc import Position, clamped, position_at
 from dice_lsp.toolchain.flags import CompileFlags, FlagError, flags_for
 from dice_lsp.toolchain.nvcc import find_nvcc
@@ -71,13 +81,13 @@ T = TypeVar("T")
 
 class DiceServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("dice-lsp", __version__)
+        super().__init__("dice-lsp", __version__, protocol_cls=DiceProtocol)
         self.settings = Settings()
         self.init_options: Any = None
         self._load_submitted: asyncio.Event | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.host = ModelHost(self._status_from_any_thread)
-        self.notices = Notices(self.warn)  # why an untrusted workspace's files or code were not used, once each
+        self.notices = Notices(self.tell)  # why an untrusted workspace's files or code were not used, once each
         self.checks = CompileChecks(lambda uri, found: self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=found)),
             lambda database: self.notices.once("database", database_ignored(database)))
@@ -85,10 +95,10 @@ class DiceServer(LanguageServer):
         self.nvcc_for: str | None = "unresolved"  # the dice.nvcc setting `self.nvcc` was found for
         self.watch: FileWatch | None = None
         self.unconfigured: set[str] = set()  # documents opened before the settings were read
-        self.has_gpu: bool | None = None  # looked up on the first benchmark
-        self.gpu_lookup = asyncio.Lock()
         self.bench_reports: dict[str, BenchReport] = {}
-        self.remote: TeamServer | None = None  # when dice.server.url is set
+        self.reports = Progress(self)  # `$/progress`
+        self.local = LocalJobs(self.host, self._told_cancelled)
+        self.jobs: EditorJobs = self.local  # a team server's when dice.server.url is set (`load_model`)
         self.verdict_worker = ThreadPoolExecutor(1, thread_name_prefix="dice-verdicts")  # one nvcc at a time
         self.verdicts = CompileVerdicts(self.verdict_worker.submit)
 
@@ -117,8 +127,7 @@ class DiceServer(LanguageServer):
                 self.nvcc = find_nvcc(self.settings.nvcc)
             except DiceError as exc:
                 self.nvcc = None
-                self.window_show_message(types.ShowMessageParams(
-                    types.MessageType.Warning, f"dice-lsp: {exc}; compile diagnostics are off"))
+                self.tell(f"dice-lsp: {exc}; compile diagnostics are off")
         if self.nvcc is None:
             return
         path = Path(document.path)
@@ -162,7 +171,7 @@ class DiceServer(LanguageServer):
     async def apply_settings(self, raw: Any) -> None:
         new, errors = self.settings_from(raw)
         for error in errors:
-            self.window_show_message(types.ShowMessageParams(types.MessageType.Warning, error))
+            self.tell(error)
         old, self.settings = self.settings, new
         if new.trusted != old.trusted:
             self.trust_changed()
@@ -184,9 +193,6 @@ class DiceServer(LanguageServer):
                 types.MessageType.Warning, f"dice-lsp: the editor's dice settings could not be read ({reason})"))
             return None, False
         return (values[0] if isinstance(values, (list, tuple)) and values else None), True
-
-    def warn(self, message: str) -> None:
-        self.window_show_message(types.ShowMessageParams(types.MessageType.Warning, message))
 
     def tell_untrusted(self) -> None:
         """Say (once) what the current settings ask for that an untrusted workspace does not get."""
@@ -212,136 +218,93 @@ class DiceServer(LanguageServer):
             self.workspace_code_lens_refresh(None)
 
     async def load_model(self) -> None:
-        """Load in the background with `$/progress` when the client supports it; with `dice.server.url`,
-        connect to the team server instead."""
-        if self.remote is not None:
-            await self.remote.close()
-        self.remote = None if self.settings.server_url is None else TeamServer(self.settings, self.team_status)
-        loading = asyncio.wrap_future(self.host.load(effective(self.settings))) if self.remote is None else None
+        """Make the jobs' backend ready for the settings: this machine's model loads in the background with
+        `$/progress` when the client supports it; with `dice.server.url`, the team server is asked how it is."""
+        await self.jobs.close()
+        self.jobs = jobs_for(self.settings, self.local, lambda settings: TeamServer(settings, self.team_status))
+        starting = self.jobs.start(self.settings)
         self.load_submitted().set()
         for uri in self.unconfigured.intersection(self.workspace.text_documents):
             self.check_document(uri)
         self.unconfigured.clear()
-        if loading is None:
-            assert self.remote is not None
-            await self.remote.check()
-            return
-        token = await self.begin_progress("dice-lsp", f"loading {self.settings.model or 'dice-tiny'}")
-        await loading
-        self.end_progress(token, self.host.status["state"])
+        token = await self.reports.begin("dice-lsp", starting.loading) if starting.loading is not None else None
+        self.reports.end(token, await starting.ready)
 
     def team_status(self, status: dict[str, Any], failure: RemoteError | None) -> None:
+        """The team server's state changed: the status notification says it, the log says why."""
         self.protocol.notify(STATUS_NOTIFICATION, status)
         if failure is not None:
-            self.window_log_message(types.LogMessageParams(types.MessageType.Warning, f"dice-lsp: {failure}"))
+            self.log(f"dice-lsp: {failure}")
 
-    async def begin_progress(self, title: str, message: str,
-                             cancel: Callable[[], None] | None = None) -> str | None:
-        """Start a `$/progress` report when the client supports it; its token, or None. With `cancel`, the
-        user can cancel it from the editor, which cancels that ticket."""
-        capabilities = self.client_capabilities.window
-        if capabilities is None or not capabilities.work_done_progress:
-            return None
-        token = f"dice-{uuid.uuid4().hex[:8]}"
-        try:
-            await self.work_done_progress.create_async(token)
-            self.work_done_progress.begin(token, types.WorkDoneProgressBegin(
-                title=title, message=message, cancellable=cancel is not None))
-        except Exception:  # a client may refuse the token; the work goes on without progress
-            return None
-        if cancel is not None:
-            self.work_done_progress.tokens[token].add_done_callback(lambda _future: cancel())
-        return token
+    def tell(self, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
+        """What the user must see or act on: one window/showMessage, and the log."""
+        LOG.log(logging.INFO if kind in (types.MessageType.Info, types.MessageType.Log) else logging.WARNING,
+                "%s", message)
+        self.window_show_message(types.ShowMessageParams(kind, message))
 
-    def report_progress(self, token: str | None, message: str) -> None:
-        if token is not None:
-            self.work_done_progress.report(token, types.WorkDoneProgressReport(message=message))
+    def log(self, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
+        """Everything else: the server's log and the client's (its output panel, never a pop-up)."""
+        LOG.log(logging.WARNING if kind in (types.MessageType.Warning, types.MessageType.Error) else logging.DEBUG,
+                "%s", message)
+        self.window_log_message(types.LogMessageParams(kind, message))
 
-    def end_progress(self, token: str | None, message: str) -> None:
-        if token is not None:
-            self.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
-            self.work_done_progress.tokens.pop(token, None)
-
-    def progress_reporter(self, token: str | None) -> Callable[[str], None]:
-        """A `$/progress` report function that work on another thread can call."""
-        loop = asyncio.get_running_loop()
-
-        def report(message: str) -> None:
-            loop.call_soon_threadsafe(self.report_progress, token, message)
-
-        return report
-
-    def on_model_thread(self, job: Callable[[LoadedModel], T]) -> T:
-        """Run `job` on the model's thread and wait for it (called from a worker thread, never the loop)."""
-        return self.host.submit(job).result()
+    def document_job(self, key: str, uri: str, said: Callable[[str], None] | None = None) -> DocumentJob:
+        """A job on the open document `uri` as it is now, with the current settings."""
+        document = self.workspace.get_text_document(uri)
+        path, settings = Path(document.path), self.settings
+        return DocumentJob(key, path, document.source, settings, lambda: self.flags_of(path, settings), said)
 
     async def rewrite_job(self, uri: str, version: int | None, title: str,
-                          work: Callable[[Path, str, Ticket, Callable[[str], None]], dict[str, Any]],
-                          params: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
-        """Run a model rewrite of document `uri` (optimize, repair) with cancellable `$/progress`: `work` on a
-        worker thread, or the team server's method `title` with `params`. Returns its result as JSON (None if
-        refused, cancelled or failed) and what to tell the user."""
+                          run: Callable[[DocumentJob], Awaitable[T]]) -> tuple[T | None, str]:
+        """Run a model rewrite of document `uri` (optimize, repair) with cancellable `$/progress`; `run` is
+        called once the settings are read (so it looks `self.jobs` up then). Returns its result (None if
+        refused, cancelled or failed) and what to tell the user. The user cancelling the
+        progress (or a newer rewrite replacing it) is a result ("optimize cancelled"); the request itself
+        being cancelled re-raises `asyncio.CancelledError`, so pygls answers RequestCancelled."""
         await self.load_submitted().wait()
         document = self.workspace.get_text_document(uri)
         if version is not None and document.version != version:
             return None, "the document changed since the action was offered; run it again"
-        path, text = Path(document.path), document.source
-        job: asyncio.Future[Any]
-        if self.remote is not None:
-            calls: list[asyncio.Future[Any]] = []
+        running: list[asyncio.Future[T]] = []
 
-            def stop() -> None:
-                for call in calls:
-                    call.cancel()
+        def stop() -> None:  # the user cancelled the progress
+            for started in running:
+                started.cancel()
 
-            token = await self.begin_progress(f"DICE {title}", path.name, stop)
-            request = {**file_request(path, text), **params}
-            if not self.settings.trusted:
-                request["files"] = without_databases(request["files"])
-            job = asyncio.ensure_future(self.remote.ask(f"{title} {uri}", title, request,
-                                                        lambda update: self.report_progress(token, update["message"])))
-            calls.append(job)
-        else:
-            ticket = self.host.ticket(f"{title} {uri}")
-            token = await self.begin_progress(f"DICE {title}", path.name, ticket.cancel)
-            job = asyncio.ensure_future(asyncio.to_thread(work, path, text, ticket, self.progress_reporter(token)))
+        token = await self.reports.begin(f"DICE {title}", Path(document.path).name, stop)
+        task = asyncio.ensure_future(run(self.document_job(f"{title} {uri}", uri, self.reports.reporter(token))))
+        running.append(task)
         try:
-            result: dict[str, Any] = await job
+            result = await task
         except (Cancelled, asyncio.CancelledError):
-            self.end_progress(token, "cancelled")
+            self.reports.end(token, "cancelled")
+            this = asyncio.current_task()
+            if this is not None and this.cancelling():
+                raise
+            self.log(f"dice-lsp: {title} {uri} cancelled", types.MessageType.Log)
             return None, f"{title} cancelled"
         except DiceError as exc:
-            self.end_progress(token, str(exc))
+            self.reports.end(token, str(exc))
             return None, str(exc)
-        self.end_progress(token, "done")
+        self.reports.end(token, "done")
         return result, ""
 
     async def optimize_kernel(self, uri: str, kernel: str, version: int | None, ask: bool) -> dict[str, Any]:
         """Optimize `kernel`, then offer the best rewrite: applied only if the user says so and the document
         is still the version it was made for. Without `ask`, the edit is returned for the client to preview."""
-        settings = self.settings
-        unverified = None if settings.trusted else UNTRUSTED  # untrusted: its kernels never run on a GPU
-
-        def work(path: Path, text: str, ticket: Ticket, said: Callable[[str], None]) -> dict[str, Any]:
-            flags = self.flags_of(path, settings)
-            request = OptimizeRequest.from_settings(path, text, kernel, settings, flags, unverified=unverified)
-            return optimize(self.on_model_thread, request, checker(path.parent, flags, find_nvcc(settings.nvcc)),
-                            ticket, said).to_json()
-
         started = self.workspace.get_text_document(uri)
         made_for = started.version
-        params = {"kernel": kernel} if settings.trusted else {"kernel": kernel, "trusted": False}
-        report, problem = await self.rewrite_job(uri, version, "optimize", work, params)
+        report, problem = await self.rewrite_job(uri, version, "optimize", lambda job: self.jobs.optimize(job, kernel))
         if report is None:
-            self.window_show_message(types.ShowMessageParams(types.MessageType.Warning, f"dice-lsp: {problem}"))
+            self.tell(f"dice-lsp: {problem}")
             return {"summary": problem, "report": None, "edit": None, "applied": False}
-        summary, best = report["summary"], report["text"]
-        edit = whole_document_edit(uri, made_for, started.source, best) if best is not None else None
-        result = {"summary": summary, "report": report, "edit": edit_json(edit), "applied": False}
+        summary, best = report.summary(), report.best
+        edit = whole_document_edit(uri, made_for, started.source, best.text) if best is not None else None
+        result = {"summary": summary, "report": report.to_json(), "edit": edit_json(edit), "applied": False}
         if not ask:
             return result
         if edit is None:
-            self.window_show_message(types.ShowMessageParams(types.MessageType.Info, f"DICE: {summary}"))
+            self.tell(f"DICE: {summary}", types.MessageType.Info)
             return result
         choice = await self.window_show_message_request_async(types.ShowMessageRequestParams(
             type=types.MessageType.Info, message=f"DICE: {summary}",
@@ -350,7 +313,7 @@ class DiceServer(LanguageServer):
             return result
         if self.workspace.get_text_document(uri).version != made_for:
             result["summary"] = stale = "not applied: the document changed while the kernel was being optimized"
-            self.window_show_message(types.ShowMessageParams(types.MessageType.Warning, f"dice-lsp: {stale}"))
+            self.tell(f"dice-lsp: {stale}")
             return result
         applied = await self.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(
             edit=edit, label=f"DICE: optimize {kernel}"))
@@ -359,25 +322,17 @@ class DiceServer(LanguageServer):
 
     async def repair_edit(self, uri: str, version: int | None) -> types.WorkspaceEdit | None:
         """The edit that makes the document compile (re-writing only what nvcc rejects), or None."""
-        settings = self.settings
         started = self.workspace.get_text_document(uri)
         made_for, before = started.version, started.source
-
-        def work(path: Path, text: str, ticket: Ticket, said: Callable[[str], None]) -> dict[str, Any]:
-            check = checker(path.parent, self.flags_of(path, settings), find_nvcc(settings.nvcc))
-            return repair(self.on_model_thread, text, check, settings.repair_rounds, sampler=settings.sampler_config(),
-                          cancel=ticket, said=said, budget_s=settings.repair_seconds).to_json()
-
-        result, problem = await self.rewrite_job(uri, version, "repair", work, {})
-        if result is not None and not result["compiles"]:
-            problem = f"could not make it compile in {result['rounds']} rounds"
+        result, problem = await self.rewrite_job(uri, version, "repair", lambda job: self.jobs.repair(job))
+        if result is not None and not result.compiles:
+            problem = f"could not make it compile in {result.rounds} rounds"
         elif result is not None and self.workspace.get_text_document(uri).version != made_for:
             problem = "the document changed during the repair; run it again"
         elif result is not None:
-            self.window_show_message(types.ShowMessageParams(types.MessageType.Info,
-                                                             f"dice-lsp: repaired: {result['summary']}"))
-            return whole_document_edit(uri, made_for, before, result["text"])
-        self.window_show_message(types.ShowMessageParams(types.MessageType.Warning, f"dice-lsp: {problem}"))
+            self.tell(f"dice-lsp: repaired: {result.summary()}", types.MessageType.Info)
+            return whole_document_edit(uri, made_for, before, result.text)
+        self.tell(f"dice-lsp: {problem}")
         return None
 
     async def bench_document(self, uri: str) -> None:
@@ -392,32 +347,19 @@ class DiceServer(LanguageServer):
             return
         document = self.workspace.get_text_document(uri)
         path, text = Path(document.path), document.source
-        if self.remote is None and self.has_gpu is None:
-            async with self.gpu_lookup:  # saves in quick succession: one lookup, one message
-                if self.has_gpu is None:
-                    self.has_gpu = await asyncio.to_thread(gpu_arch) is not None
-                    if not self.has_gpu:
-                        self.window_show_message(types.ShowMessageParams(
-                            types.MessageType.Warning, "dice-lsp: no CUDA GPU here; benchmarks on save are off"))
-        if (self.remote is None and not self.has_gpu) or not has_benchmark(path, text):
+        if not await self.jobs.can_bench(self.tell) or not has_benchmark(path, text):
             return  # nothing says how to run this file's kernels
-        token = await self.begin_progress("dice-lsp benchmark", path.name)
+        token = await self.reports.begin("dice-lsp benchmark", path.name)
         try:
-            if self.remote is not None:
-                reference = kernelbench_reference(path, text, None)
-                sent = file_request(path, text, reference if reference is not None and reference.is_file() else None)
-                found = await self.remote.ask(f"bench {uri}", "bench", sent,
-                                              lambda update: self.report_progress(token, update["message"]))
-                report = BenchReport.from_json(found)
-            else:
-                report = await asyncio.to_thread(bench_file, path, None, Limits(),
-                                                 self.flags_of(path, self.settings),
-                                                 self.progress_reporter(token))
-        except DiceError as exc:
-            self.end_progress(token, str(exc))
-            self.window_show_message(types.ShowMessageParams(types.MessageType.Warning, f"dice-lsp: {exc}"))
+            report = await self.jobs.bench(self.document_job(f"bench {uri}", uri, self.reports.reporter(token)))
+        except Cancelled:  # a newer save's benchmark replaced it
+            self.reports.end(token, "cancelled")
             return
-        self.end_progress(token, "done")
+        except DiceError as exc:
+            self.reports.end(token, str(exc))
+            self.tell(f"dice-lsp: {exc}")
+            return
+        self.reports.end(token, "done")
         self.bench_reports[uri] = report
         self.refresh_lenses()
 
@@ -428,52 +370,30 @@ class DiceServer(LanguageServer):
             self._load_submitted = asyncio.Event()
         return self._load_submitted
 
-    async def run_model(self, key: str, job: Callable[[LoadedModel, Callable[[], bool]], T]) -> T | None:
-        """Run `job` on the model thread under a fresh ticket for `key`; None if cancelled or failing."""
-        await self.load_submitted().wait()
-        ticket = self.host.ticket(key)
-        future = self.host.submit(lambda model: job(model, ticket))
-        future.add_done_callback(lambda done: self._log_cancellation(key, done))
-        try:
-            return await asyncio.wrap_future(future)
-        except asyncio.CancelledError:
-            ticket.cancel()
-            raise
-        except Cancelled:
-            return None
-        except DiceError as exc:
-            LOG.warning("%s", exc)
-            self.window_log_message(types.LogMessageParams(types.MessageType.Warning, f"dice-lsp: {exc}"))
-            return None
-
-    def _log_cancellation(self, key: str, done: Future[Any]) -> None:
-        """Say in the client's log how far a cancelled generation got (also when its request is gone)."""
-        if done.cancelled() or not isinstance(done.exception(), Cancelled) or self.loop is None:
-            return
-        message = types.LogMessageParams(types.MessageType.Log, f"dice-lsp: {key}: {done.exception()}")
-        self.loop.call_soon_threadsafe(self.window_log_message, message)
+    def _told_cancelled(self, message: str) -> None:
+        """Say in the client's log how far a cancelled generation got (also when its request is gone); called
+        from the model's thread."""
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(self.window_log_message,
+                                           types.LogMessageParams(types.MessageType.Log, f"dice-lsp: {message}"))
 
     async def complete(self, uri: str, position: types.Position) -> Completion | None:
+        """The completion at `position`, here or on the team server; None when a newer request for the
+        document replaced it, or it failed (logged)."""
         document = self.workspace.get_text_document(uri)
         text, settings = document.source, self.settings
         where = clamped(text, Position(position.line, position.character))
-        if self.remote is not None:
-            await self.load_submitted().wait()
-            try:
-                found = await self.remote.ask(uri, "complete", {"text": text, "line": where.line,
-                                                                "character": where.character})
-            except DiceError as exc:
-                LOG.warning("%s", exc)
-                return None
-            return self.told_withheld(Completion.from_json(found, where), where)
-
-        compiler = self.verdicts_for(Path(document.path), text, settings)
-        front_end = self.front_end_for(Path(document.path), text, settings)
-
-        def job(model: LoadedModel, cancel: Callable[[], bool]) -> Completion:
-            return complete_at(model, text, where, settings, cancel=cancel, compiler=compiler, front_end=front_end)
-
-        return self.told_withheld(await self.run_model(uri, job), where)
+        await self.load_submitted().wait()
+        job = self.document_job(uri, uri)
+        try:
+            completion = await self.jobs.complete(job, where, lambda: self.verdicts_for(job.path, text, settings),
+                                                  lambda: self.front_end_for(job.path, text, settings))
+        except Cancelled:
+            return None
+        except DiceError as exc:
+            self.log(f"dice-lsp: {exc}")
+            return None
+        return self.told_withheld(completion, where)
 
     def verdicts_for(self, path: Path, text: str, settings: Settings) -> Compiler | None:
         """nvcc's verdicts on multi-line fills of `text`, judged in the background (`CompileVerdicts`); None
@@ -503,16 +423,14 @@ class DiceServer(LanguageServer):
         """A completion that shows nothing although the model filled the hole says why in the client's log
         (a Log message: the editor's output panel, never a pop-up)."""
         if completion is not None and completion.withheld:
-            LOG.debug("no completion at %d:%d: %s", where.line, where.character, completion.withheld)
-            self.window_log_message(types.LogMessageParams(
-                types.MessageType.Log, f"dice-lsp: no completion at line {where.line + 1}: {completion.withheld}"))
+            self.log(f"dice-lsp: no completion at line {where.line + 1}: {completion.withheld}", types.MessageType.Log)
         return completion
 
     async def fill_edit(self, uri: str, position: types.Position, version: int | None) -> types.WorkspaceEdit | None:
         """The edit that fills the hole at `position` with the best candidate, for the document `version`."""
         completion = await self.complete(uri, position)
         if completion is not None and completion.withheld:  # asked for explicitly: say why nothing changes
-            self.window_show_message(types.ShowMessageParams(types.MessageType.Info, f"DICE: {completion.withheld}"))
+            self.tell(f"DICE: {completion.withheld}", types.MessageType.Info)
         if completion is None or not completion.texts:
             return None
         document = self.workspace.get_text_document(uri)
@@ -547,11 +465,12 @@ async def initialized(ls: DiceServer, params: types.InitializedParams) -> None:
     for folder in ls.workspace.folders.values():
         ls.loop.run_in_executor(None, ls.watch.watch, Path(to_fs_path(folder.uri) or folder.uri), True)
     workspace = ls.client_capabilities.workspace
+    raw = None  # without workspace/configuration (or unread): the defaults and initializationOptions
     if workspace is not None and workspace.configuration:
-        raw, _read = await ls.client_configuration()  # unread: the defaults and initializationOptions
-        ls.settings, errors = ls.settings_from(raw)
-        for error in errors:
-            ls.window_show_message(types.ShowMessageParams(types.MessageType.Warning, error))
+        raw, _read = await ls.client_configuration()
+    ls.settings, errors = ls.settings_from(raw)
+    for error in errors:  # initializationOptions' errors too, for a client that cannot be asked
+        ls.tell(error)
     ls.tell_untrusted()
     try:
         await ls.load_model()

@@ -1,6 +1,8 @@
 """The language server's link to a team server (`dice.server.url`): requests, and what the status bar says.
 
-A newer request for the same key (a document's completion) cancels the older one on the server. A server
+A newer request for the same key (a document's completion) cancels the older one on the server; the older
+`ask` then raises `Cancelled` (as a fill cancelled on this machine's model does), while an `ask` whose own
+task is cancelled re-raises `asyncio.CancelledError`. A server
 that cannot be reached or refuses the token turns the status to `error` with the reason, once; the next
 request that succeeds turns it back to `ready`. The client reconnects by itself.
 """
@@ -11,7 +13,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from dice_lsp.errors import DiceError
+from dice_lsp.errors import Cancelled, DiceError
 from dice_lsp.remote.client import ProgressListener, RemoteClient, parse_address, read_token
 from dice_lsp.remote.protocol import RemoteError
 from dice_lsp.settings import Settings
@@ -28,6 +30,7 @@ class TeamServer:
         self.on_status = on_status
         self.state: str | None = None  # the last state told
         self.calls: dict[str, asyncio.Future[Any]] = {}  # the request in flight per key
+        self.superseded: set[asyncio.Future[Any]] = set()  # calls cancelled by a newer one for their key
 
     async def check(self, failure: RemoteError | None = None) -> None:
         """Ask the server how it is (unless `failure` already says) and tell a change of state."""
@@ -51,6 +54,7 @@ class TeamServer:
         """`method` on the server with this editor's per-request settings; a newer `ask` for `key` cancels it."""
         previous = self.calls.pop(key, None)
         if previous is not None:
+            self.superseded.add(previous)
             previous.cancel()
         call = asyncio.ensure_future(self.client.call(method, {**params, "settings": self.settings.per_request()},
                                                       progress))
@@ -61,7 +65,13 @@ class TeamServer:
             if exc.code in LINK_FAILURES:
                 await self.check(exc)
             raise
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if call in self.superseded and (task is None or not task.cancelling()):
+                raise Cancelled(f"{method}: replaced by a newer request") from None
+            raise
         finally:
+            self.superseded.discard(call)
             if self.calls.get(key) is call:
                 del self.calls[key]
         if self.state != "ready":

@@ -288,19 +288,29 @@ def fill_lines(base: str, filled: str) -> tuple[int, int]:
 class ClangJudge:
     """The front-end verdict on fills of `base` (the document as the user has it, living in `folder`).
 
-    A filled document passes when clang reports no error in the function the fill is in, from the fill on
-    (`fill_lines`: the fill must leave the rest of its function compiling: a hole whose removal left a later
-    use undeclared is not filled by a line that declares something else), and elsewhere no error whose
-    message the base does not have too (the user's file may be unfinished elsewhere). `new_errors` says where
+    A filled document passes when clang reports no error whose message the base does not have too (the user's
+    file may be unfinished elsewhere) and, where clang reads the base cleanly up to the fill, no error at all
+    in the fill's function from the fill on (`fill_lines`: the fill must leave the rest of its function
+    compiling: a hole whose removal left a later use undeclared is not filled by a line that declares
+    something else; an error above the fill may derail clang's recovery below it, so then only new messages
+    count). `new_errors` says where
     those errors are (for re-masking what clang points at). The base is judged once, beside the first fill."""
 
-    def __init__(self, front: FrontEnd, base: str, folder: Path | None, flags: CompileFlags) -> None:
-        self.front, self.base, self.folder, self.flags = front, base, folder, flags
+    def __init__(self, clang: Path, cuda: Path, base: str, folder: Path | None, flags: CompileFlags) -> None:
+        self.clang, self.cuda, self.base, self.folder, self.flags = clang, cuda, base, folder, flags
         self.known: set[str] | None = None
         self.base_known = True
+        self.base_lines: list[int] = []  # where the base's errors are (-1: in an included file)
+
+    @property
+    def front(self) -> FrontEnd | None:
+        """How this clang reads the toolkit: found once per process, on the first check (off the editor's
+        event loop: checks run beside the model)."""
+        return front_end(self.clang, self.cuda)
 
     def _errors(self, text: str) -> list[Error] | None:
-        return front_errors(self.front, text, self.folder, self.flags)
+        front = self.front
+        return None if front is None else front_errors(front, text, self.folder, self.flags)
 
     def new_errors(self, text: str) -> list[tuple[int, int]] | None:
         """(line, character) of each error of `text` the base does not have ((-1, c): in an included file);
@@ -310,11 +320,14 @@ class ClangJudge:
                 base, filled = pool.map(self._errors, (self.base, text))
             self.base_known = base is not None
             self.known = {message for _, _, message in base or []}
+            self.base_lines = [line for line, _, _ in base or []]
         else:
             filled = self._errors(text)
         if filled is None or not self.base_known:
             return None
         first, last = fill_lines(self.base, text)
+        if any(line < first for line in self.base_lines):  # broken above: clang's recovery may reach the fill
+            first, last = 0, -1
         return [(line, character) for line, character, message in filled
                 if message not in self.known or first <= line <= last]
 
@@ -329,8 +342,8 @@ class ClangJudge:
 
 def clang_judge(base: str, folder: Path | None, flags: CompileFlags, clang: str | None = None,
                 nvcc: Path | None = None) -> ClangJudge | None:
-    """A `ClangJudge` for fills of `base`; None when there is no clang, no CUDA toolkit, or the clang cannot
-    read the toolkit's headers."""
+    """A `ClangJudge` for fills of `base`; None when there is no clang or no CUDA toolkit (a clang that cannot read
+    the toolkit's headers is found out at the first check, whose verdicts are then None)."""
     from dice_lsp.sandbox import toolkit_roots
     from dice_lsp.toolchain.nvcc import find_nvcc
 
@@ -340,5 +353,4 @@ def clang_judge(base: str, folder: Path | None, flags: CompileFlags, clang: str 
     except DiceError as exc:
         LOG.debug("no clang check: %s", exc)
         return None
-    front = front_end(found, roots[0]) if found is not None and roots else None
-    return None if front is None else ClangJudge(front, base, folder, flags)
+    return ClangJudge(found, roots[0], base, folder, flags) if found is not None and roots else None

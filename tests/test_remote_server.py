@@ -16,12 +16,13 @@ from typing import Any
 
 import pytest
 
-from dice_lsp.complete import complete_at
+from dice_lsp.complete import complete_at, front_end_for
 from dice_lsp.engine import load_model
 from dice_lsp.remote.client import RemoteClient, parse_address
 from dice_lsp.remote.protocol import MAX_FRAME, RemoteError
 from dice_lsp.settings import Settings
 from dice_lsp.textdoc import Position
+from dice_lsp.toolchain.flags import CompileFlags
 
 from .lsp_client import LOOP_HEADER
 from .remote_server import Raw, free_port, port_of, serving, token_file
@@ -55,7 +56,9 @@ def test_a_remote_completion_is_the_local_one(server: tuple[str, Path]) -> None:
     settings = Settings(max_canvas=24, steps=4)  # the fill dice-tiny writes there with 4 steps compiles
     remote = asyncio.run(ask(url, "complete", {"text": LOOP_HEADER, "line": 1, "character": 63,
                                                "settings": settings.per_request()}))
-    local = complete_at(load_model(None), LOOP_HEADER, Position(1, 63), settings)
+    # the server's clang check reads the text with its own headers and the request's defines, as here
+    front_end = front_end_for(LOOP_HEADER, None, CompileFlags(), settings)
+    local = complete_at(load_model(None), LOOP_HEADER, Position(1, 63), settings, front_end=front_end)
     assert local.texts and [item["text"] for item in remote["items"]] == local.texts
     assert [item["checks"] for item in remote["items"]] == [c.to_json() for c in local.checks or []]
     assert remote["items"][0]["range"]["start"] == {"line": 1, "character": 63}

@@ -10,7 +10,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "client-vscode" / "package.json"
 RESTRICTED = {
     "dice.trusted",  # the extension answers it from Workspace Trust anyway
     "dice.model", "dice.trustRemoteCode",  # a model folder and whether its own code runs
-    "dice.nvcc",  # a program the server runs
+    "dice.nvcc", "dice.clang",  # programs the server runs
     "dice.includeDirs", "dice.defines",  # free-form compiler flags (dice.arch and dice.std are patterns)
     "dice.server.url", "dice.server.token", "dice.server.tokenFile",  # where the code goes; a file read as a token
     "dice.client.serverCommand", "dice.client.pythonPath",  # what the extension starts

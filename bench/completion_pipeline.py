@@ -59,6 +59,7 @@ STAGES: dict[str, tuple[Pipeline, dict[str, Any]]] = {
     "+entropy decoding": (NO_CLANG, {}),
     "+clang front end (product)": (PRODUCT, {}),
     "+clang, 2 re-mask rounds": (replace(PRODUCT, remask_rounds=2), {}),
+    "+clang, 4 sampled candidates": (PRODUCT, {"candidates": 4}),
     "checks off": (Pipeline(checks=False, remask_rounds=0), {}),
     "steps 6": (NO_CLANG, {"sampler": "low-confidence", "steps": 6}),
     "steps 8": (NO_CLANG, {"sampler": "low-confidence", "steps": 8}),

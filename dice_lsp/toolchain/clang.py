@@ -95,10 +95,8 @@ class FrontEnd:
     readable: tuple[Path, ...]  # folders the runs read besides the request's (the stubs)
 
 
-def _run(front: FrontEnd | tuple[Path, tuple[str, ...]], argv: list[str], scratch: Path,
-         readable: list[Path]) -> str:
-    clang, arguments = (front.clang, front.arguments) if isinstance(front, FrontEnd) else front
-    proc = run_tool([str(clang), *arguments, *argv], scratch, CHECK_TIMEOUT_S, readable)
+def _run(front: FrontEnd, argv: list[str], scratch: Path, readable: list[Path]) -> str:
+    proc = run_tool([str(front.clang), *front.arguments, *argv], scratch, CHECK_TIMEOUT_S, readable)
     return proc.stderr + proc.stdout
 
 
@@ -117,32 +115,40 @@ def _stubs(clang: Path, cuda: Path) -> Path:
     return folder
 
 
+def _self_test(candidate: FrontEnd) -> str | None:
+    """None when `candidate` reads the self-test kernel cleanly, else its first error."""
+    try:
+        with tempfile.TemporaryDirectory(prefix="dice-clang-") as scratch:
+            (Path(scratch) / SOURCE).write_text(_SELF_TEST)
+            output = _run(candidate, ["-fsyntax-only", "-std=c++17", SOURCE], Path(scratch), list(candidate.readable))
+    except (OSError, subprocess.SubprocessError) as exc:
+        return str(exc)
+    found = _DIAGNOSTIC.search(output)
+    return None if found is None else found.group(0)
+
+
 @cache
 def front_end(clang: Path, cuda: Path) -> FrontEnd | None:
     """How `clang` reads the toolkit at `cuda` (see the module's docstring); None when it cannot."""
-    plain = ("-x", "cuda", "--cuda-host-only", f"--cuda-path={cuda}", "-nocudalib",
-             "-Wno-unknown-cuda-version", "-w", "-ferror-limit=0", "-fno-color-diagnostics")
-    tries: list[tuple[tuple[str, ...], tuple[Path, ...]]] = [(plain, ())]
+    plain = FrontEnd(clang, ("-x", "cuda", "--cuda-host-only", f"--cuda-path={cuda}", "-nocudalib",
+                             "-Wno-unknown-cuda-version", "-w", "-ferror-limit=0", "-fno-color-diagnostics"), ())
+    failed = _self_test(plain)
+    if failed is None:
+        LOG.info("clang check: %s reads %s", clang, cuda)
+        return plain
     try:
         stubs = _stubs(clang, cuda)
-        tries.append(((*plain, "-D__CLANG_CUDA_TEXTURE_INTRINSICS_H__", "-isystem", str(stubs)), (stubs,)))
     except (OSError, subprocess.SubprocessError) as exc:
-        LOG.info("clang check: no stub headers (%s)", exc)
-    last = ""
-    for arguments, readable in tries:
-        candidate = FrontEnd(clang, arguments, readable)
-        try:
-            with tempfile.TemporaryDirectory(prefix="dice-clang-") as scratch:
-                (Path(scratch) / SOURCE).write_text(_SELF_TEST)
-                output = _run(candidate, ["-fsyntax-only", "-std=c++17", SOURCE], Path(scratch), list(readable))
-        except (OSError, subprocess.SubprocessError) as exc:
-            last = str(exc)
-            continue
-        if not _DIAGNOSTIC.search(output):
-            LOG.info("clang check: %s reads %s%s", clang, cuda, " (with stubs)" if readable else "")
-            return candidate
-        last = next(iter(_DIAGNOSTIC.finditer(output))).group(0)
-    LOG.info("clang check off: %s cannot read the CUDA headers of %s (%s)", clang, cuda, last[:200])
+        LOG.info("clang check off: %s cannot read the CUDA headers of %s (%s); no stub headers (%s)", clang, cuda,
+                 failed[:200], exc)
+        return None
+    stubbed = FrontEnd(clang, (*plain.arguments, "-D__CLANG_CUDA_TEXTURE_INTRINSICS_H__", "-isystem", str(stubs)),
+                       (stubs,))
+    failed = _self_test(stubbed)
+    if failed is None:
+        LOG.info("clang check: %s reads %s (with stub headers)", clang, cuda)
+        return stubbed
+    LOG.info("clang check off: %s cannot read the CUDA headers of %s (%s)", clang, cuda, failed[:200])
     return None
 
 

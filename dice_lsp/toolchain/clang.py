@@ -315,6 +315,7 @@ class ClangJudge:
         self.known: set[str] | None = None
         self.base_known = True
         self.base_lines: list[int] = []  # where the base's errors are (-1: in an included file)
+        self.read: dict[str, list[Error] | None] = {}  # clang's errors per filled text this judge has read
 
     @property
     def front(self) -> FrontEnd | None:
@@ -335,8 +336,11 @@ class ClangJudge:
             self.base_known = base is not None
             self.known = {message for _, _, message in base or []}
             self.base_lines = [line for line, _, _ in base or []]
+        elif text in self.read:  # the verdict, then where (re-masking): one clang run
+            filled = self.read[text]
         else:
             filled = self._errors(text)
+        self.read[text] = filled
         if filled is None or not self.base_known:
             return None
         first, last = fill_lines(self.base, text)

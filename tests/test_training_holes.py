@@ -196,3 +196,17 @@ def test_a_grown_model_trains_on_the_wall_clock_schedule(setup: tuple[Tokenizer,
     assert log["log"][-1]["lr"] < 0.2 * 1e-3, "the schedule has annealed by then"
     model = load_model(out, device="cpu")
     assert model.lm.config.num_hidden_layers == 4
+
+
+def test_gpu_code_is_weighted_per_token_by_gpu_weight() -> None:
+    from dice_lsp.training.holes import window_offset
+
+    rng = np.random.default_rng(0)
+    size, gpu_end, span = 100_000, 20_000, 700
+    starts = np.array([window_offset(size, span, rng, gpu_end, 4.0) for _ in range(20_000)])
+    share = float((starts < gpu_end).mean())
+    assert abs(share - 4 * 20_000 / (4 * 20_000 + 80_000)) < 0.02      # 0.5, vs 0.2 unweighted
+    assert starts.min() >= 0 and starts.max() <= size - span
+    assert not ((starts >= gpu_end - span) & (starts < gpu_end)).any()  # GPU windows stay in GPU code
+    plain = np.array([window_offset(size, span, rng) for _ in range(20_000)])
+    assert abs(float((plain < gpu_end).mean()) - 0.2) < 0.02

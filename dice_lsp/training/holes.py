@@ -193,14 +193,30 @@ def _next_token_example(sequence: np.ndarray, length: int, kind: str) -> Example
     return Example(ids, targets, weights, kind)
 
 
+def window_offset(size: int, span: int, rng: np.random.Generator, gpu_end: int = 0,
+                  gpu_weight: float = 1.0) -> int:
+    """Where a window of `span` tokens starts in a stream of `size`. The pack puts GPU code first
+    (`[0, gpu_end)`); `gpu_weight` makes a window from there that many times as likely per token as
+    one from the C/C++ after it. Without a GPU region (or weight 1) every start is equally likely."""
+    host = size - gpu_end
+    if gpu_end <= span or host <= span or gpu_weight == 1.0:
+        return int(rng.integers(0, size - span))
+    p_gpu = gpu_weight * gpu_end / (gpu_weight * gpu_end + host)
+    if rng.random() < p_gpu:
+        return int(rng.integers(0, gpu_end - span))
+    return int(rng.integers(gpu_end, size - span))
+
+
 def make_example(stream: np.ndarray, length: int, progress: float, tables: TokenTables,
-                 rng: np.random.Generator, objective: str = "diffusion") -> Example:
-    """One training example from a random place in `stream`, shaped by the curriculum."""
+                 rng: np.random.Generator, objective: str = "diffusion", gpu_end: int = 0,
+                 gpu_weight: float = 1.0) -> Example:
+    """One training example from a random place in `stream` (GPU code weighted by `gpu_weight`, see
+    `window_offset`), shaped by the curriculum."""
     weights = mode_weights(progress)
     kinds = list(weights)
     kind = kinds[int(rng.choice(len(kinds), p=np.array([weights[k] for k in kinds])))]
     span = length + MAX_HOLE + 64
-    offset = int(rng.integers(0, len(stream) - span))
+    offset = window_offset(len(stream), span, rng, gpu_end, gpu_weight)
     window = stream[offset:offset + span]
     shaped = fim_example if objective == "ar" else hole_example
     if kind != "random":

@@ -17,6 +17,8 @@ def build_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                         help="schedule by the wall clock: the whole run lasts this long (overrides --steps)")
     parser.add_argument("--curriculum-from", type=float, default=0.0,
                         help="start the hole curriculum this far along (0..1; a grown model skips its start)")
+    parser.add_argument("--gpu-weight", type=float, default=1.0,
+                        help="windows from the pack's GPU code are this many times as likely per token as C/C++ ones")
     parser.add_argument("--dropout", type=float, default=0.0, help="residual dropout while training")
     parser.add_argument("--weight-decay", type=float, default=0.1)
     parser.add_argument("--objective", choices=("diffusion", "ar"), default="diffusion",

@@ -53,6 +53,14 @@ def load_stream(data: Path, split: str) -> np.ndarray:
     return np.concatenate([np.fromfile(f, dtype=np.uint16) for f in files])
 
 
+def gpu_tokens(data: Path) -> int:
+    """How many tokens at the start of the train stream are GPU code (the pack writes it first)."""
+    meta = data / "meta.json"
+    if not meta.exists():
+        return 0
+    return int(json.loads(meta.read_text()).get("train", {}).get("tokens", {}).get("cuda", 0))
+
+
 def token_tables(tok: Tokenizer) -> TokenTables:
     pieces = [tok.decode([i]) for i in range(tok.vocab_size)]
     special = tok.special
@@ -75,16 +83,18 @@ class Batches(torch.utils.data.IterableDataset[list[Example]]):
     """Endless batches built in worker processes; `progress` (shared) steers the curriculum."""
 
     def __init__(self, stream: np.ndarray, tables: TokenTables, batch: int, length: int, seed: int,
-                 progress: Any, objective: str) -> None:
+                 progress: Any, objective: str, gpu_end: int = 0, gpu_weight: float = 1.0) -> None:
         self.stream, self.tables, self.batch, self.length, self.seed = stream, tables, batch, length, seed
         self.progress, self.objective = progress, objective
+        self.gpu_end, self.gpu_weight = gpu_end, gpu_weight
 
     def __iter__(self) -> Iterator[list[Example]]:
         info = torch.utils.data.get_worker_info()
         rng = np.random.default_rng((self.seed, info.id if info else 0))
         while True:
             p = self.progress.value
-            yield [make_example(self.stream, self.length, p, self.tables, rng, self.objective)
+            yield [make_example(self.stream, self.length, p, self.tables, rng, self.objective,
+                                self.gpu_end, self.gpu_weight)
                    for _ in range(self.batch)]
 
 
@@ -247,7 +257,8 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     hidden_fn = torch.compile(model.hidden_states) if args.compile else model.hidden_states
     progress = torch.multiprocessing.Value("d", state["step"] / args.steps)
     loader = torch.utils.data.DataLoader(
-        Batches(train_stream, tables, args.batch, args.length, args.seed + state["step"], progress, args.objective),
+        Batches(train_stream, tables, args.batch, args.length, args.seed + state["step"], progress, args.objective,
+                gpu_tokens(Path(args.data)), args.gpu_weight),
         batch_size=None, num_workers=args.workers, prefetch_factor=4 if args.workers else None,
         persistent_workers=bool(args.workers))
     started = time.time()

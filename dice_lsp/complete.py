@@ -69,6 +69,7 @@ class Pipeline:
     checks: bool = True  # False: every cleaned fill counts as passing (ranked by score alone)
     remask_rounds: int = REMASK_ROUNDS
     front_end: bool = True  # clang's front end judges the best fills where a caller has it (`front_end_for`)
+    names_by_front_end: bool = False  # clang also judges parsing fills the name check rejects, and overrules it
 
 
 PRODUCT = Pipeline()
@@ -356,7 +357,19 @@ COMPILED_CANDIDATES = 2  # fills judged per completion by clang and by nvcc (the
 
 
 def _with(checks: Checks, check: str, verdict: bool | None) -> Checks:
-    return replace(checks, types=verdict) if check == "types" else replace(checks, compiles=verdict)
+    """`checks` with the judge's verdict; clang accepting a fill also settles its names (it resolved them)."""
+    if check == "types":
+        return replace(checks, types=verdict, names=checks.names or verdict is True)
+    return replace(checks, compiles=verdict)
+
+
+def _judgeable(suggestion: Suggestion, check: str, pipeline: Pipeline) -> bool:
+    """Worth a judge's run: shown on the cheap checks, or (clang, `names_by_front_end`) parsing with names the
+    name index does not know: clang reads the headers and the file as the compiler does, and decides."""
+    if suggestion.shown:
+        return True
+    checks = suggestion.checks
+    return check == "types" and pipeline.names_by_front_end and checks.parses and not checks.names
 
 
 def _judged(prepared: PreparedFill, ranked: list[Suggestion], judge: Compiler, check: str, document: str,
@@ -369,8 +382,10 @@ def _judged(prepared: PreparedFill, ranked: list[Suggestion], judge: Compiler, c
     ranking and the model calls spent."""
     hole = prepared.context.hole
     checked = []
-    for index, suggestion in enumerate(ranked):
-        if index < COMPILED_CANDIDATES and suggestion.shown:
+    judged = 0
+    for suggestion in ranked:
+        if judged < COMPILED_CANDIDATES and _judgeable(suggestion, check, pipeline):
+            judged += 1
             verdict = judge(document[:hole.start] + suggestion.text + document[hole.end:])
             suggestion = replace(suggestion, checks=_with(suggestion.checks, check, verdict))
         checked.append(suggestion)

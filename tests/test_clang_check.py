@@ -174,3 +174,25 @@ def test_a_fill_must_leave_the_rest_of_its_function_compiling() -> None:
     judge = _judge(base)
     assert judge(base.replace("    \n", "    int k = i;\n", 1)) is False
     assert judge(base.replace("    \n", "    int j = i;\n", 1)) is True
+
+
+def test_clang_overrules_the_name_index_only_when_asked(prepared: PreparedFill, judge: ClangJudge) -> None:
+    """`__builtin_fmaf` is a compiler builtin no header declares: the name index does not know it, clang does.
+    With `names_by_front_end` clang reads the fill and its verdict settles the names; a truly unknown name
+    stays withheld either way."""
+    from dataclasses import replace
+
+    from dice_lsp.complete import PRODUCT
+
+    builtin = result(("y[i] = __builtin_fmaf(x[i], 2.0f, 1.0f);", -0.1))
+    plain = prepared.completion(builtin, None, document=BASE, front_end=judge)
+    assert plain.texts == []
+    assert plain.withheld == "no fill passed the checks (1 tried; the best uses unknown names)"
+    asked = replace(PRODUCT, names_by_front_end=True)
+    shown = prepared.completion(builtin, None, document=BASE, pipeline=asked, front_end=judge)
+    assert shown.texts == ["y[i] = __builtin_fmaf(x[i], 2.0f, 1.0f);"]
+    assert shown.checks == [Checks(True, True, None, True)]
+    unknown = prepared.completion(result(("y[i] = fooo(x[i]);", -0.1)), None, document=BASE, pipeline=asked,
+                                  front_end=judge)
+    assert unknown.texts == []
+    assert unknown.withheld == "no fill passed the checks (1 tried; the best uses unknown names)"

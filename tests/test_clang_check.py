@@ -196,3 +196,35 @@ def test_clang_overrules_the_name_index_only_when_asked(prepared: PreparedFill, 
                                   front_end=judge)
     assert unknown.texts == []
     assert unknown.withheld == "no fill passed the checks (1 tried; the best uses unknown names)"
+
+
+def test_a_completion_never_waits_for_clang_to_read_a_file_s_headers_the_first_time(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before a file's preamble is precompiled, a run reads every header: it gets `FrontEnd.cold_timeout`
+    (here made ~0 to stand for a file that includes Thrust or ATen); past it there is no verdict, the judge
+    runs clang no more for that completion, and the preamble builds in the background; the next completion
+    in the file reads it and gets clang's verdict."""
+    import time
+    import uuid
+
+    from dice_lsp.toolchain import clang
+
+    _judge()  # clang is there and reads the toolkit
+    base = BASE.replace("#include <cstdio>\n", f"#include <cstdio>\n#define DICE_TEST_{uuid.uuid4().hex} 1\n")
+    lines = base.split("\n")
+    at = lines.index("    ")
+    wrong = "\n".join([*lines[:at], "    y[i] = p.c * x[i];", *lines[at + 1:]])
+    monkeypatch.setattr(clang, "COLD_CHECK_TIMEOUT_S", 0.001)
+    monkeypatch.setattr(clang, "COLD_CHECK_FACTOR", 0.0)
+    cold = _judge(base)
+    started = time.perf_counter()
+    assert cold(wrong) is None and cold.gave_up
+    assert cold(wrong.replace("p.c", "p.d")) is None
+    assert time.perf_counter() - started < 2.0
+    deadline = time.monotonic() + 120
+    warm = _judge(base)
+    while warm(wrong) is None and time.monotonic() < deadline:  # the preamble is still being built
+        time.sleep(0.5)
+        warm = _judge(base)
+    assert warm(wrong) is False and not warm.gave_up
+    assert warm(wrong.replace("p.c * x[i]", "p.a * x[i]")) is True

@@ -30,9 +30,10 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
@@ -44,6 +45,12 @@ from dice_lsp.toolchain.flags import CompileFlags
 LOG = logging.getLogger("dice_lsp.clang")
 NAMES = ("clang++", *(f"clang++-{version}" for version in range(22, 13, -1)))
 CHECK_TIMEOUT_S = 10.0  # one front-end run (a stuck one is killed; the check then cannot tell)
+# A run before the file's preamble is precompiled reads every header it includes: ~0.3 s for a kernel file that
+# includes the runtime, seconds for one that includes Thrust, CUB or ATen. A completion waits at most the larger
+# of these for such a run (the factor scales with how fast this machine read the self-test kernel's headers);
+# past it, clang has no verdict on this completion and the next one in the file uses the preamble.
+COLD_CHECK_TIMEOUT_S = 1.0
+COLD_CHECK_FACTOR = 4.0
 PREAMBLES_KEPT = 32  # precompiled preambles kept (one per file and flags; least recently used dropped)
 SOURCE = "source.cu"
 _DIAGNOSTIC = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<column>\d+): (?P<severity>fatal error|error): "
@@ -93,10 +100,17 @@ class FrontEnd:
     clang: Path
     arguments: tuple[str, ...]
     readable: tuple[Path, ...]  # folders the runs read besides the request's (the stubs)
+    header_seconds: float = 0.0  # how long the self-test kernel (the runtime's headers) took to read
+
+    @property
+    def cold_timeout(self) -> float:
+        """The time a run without a precompiled preamble may take (`COLD_CHECK_TIMEOUT_S`)."""
+        return max(COLD_CHECK_TIMEOUT_S, COLD_CHECK_FACTOR * self.header_seconds)
 
 
-def _run(front: FrontEnd, argv: list[str], scratch: Path, readable: list[Path]) -> str:
-    proc = run_tool([str(front.clang), *front.arguments, *argv], scratch, CHECK_TIMEOUT_S, readable)
+def _run(front: FrontEnd, argv: list[str], scratch: Path, readable: list[Path],
+         timeout: float = CHECK_TIMEOUT_S) -> str:
+    proc = run_tool([str(front.clang), *front.arguments, *argv], scratch, timeout, readable)
     return proc.stderr + proc.stdout
 
 
@@ -115,27 +129,30 @@ def _stubs(clang: Path, cuda: Path) -> Path:
     return folder
 
 
-def _self_test(candidate: FrontEnd) -> str | None:
-    """None when `candidate` reads the self-test kernel cleanly, else its first error."""
+def _self_test(candidate: FrontEnd) -> tuple[str | None, float]:
+    """None when `candidate` reads the self-test kernel cleanly, else its first error; and the seconds it took."""
+    started = time.perf_counter()
     try:
         with tempfile.TemporaryDirectory(prefix="dice-clang-") as scratch:
             (Path(scratch) / SOURCE).write_text(_SELF_TEST)
             output = _run(candidate, ["-fsyntax-only", "-std=c++17", SOURCE], Path(scratch), list(candidate.readable))
     except (OSError, subprocess.SubprocessError) as exc:
-        return str(exc)
+        return str(exc), time.perf_counter() - started
     found = _DIAGNOSTIC.search(output)
-    return None if found is None else found.group(0)
+    return (None if found is None else found.group(0)), time.perf_counter() - started
 
 
 @cache
 def front_end(clang: Path, cuda: Path) -> FrontEnd | None:
     """How `clang` reads the toolkit at `cuda` (see the module's docstring); None when it cannot."""
+    cccl = cuda / "include" / "cccl"  # CUDA 13 keeps Thrust, CUB and libcu++ here; nvcc adds it, clang does not
     plain = FrontEnd(clang, ("-x", "cuda", "--cuda-host-only", f"--cuda-path={cuda}", "-nocudalib",
-                             "-Wno-unknown-cuda-version", "-w", "-ferror-limit=0", "-fno-color-diagnostics"), ())
-    failed = _self_test(plain)
+                             "-Wno-unknown-cuda-version", "-w", "-ferror-limit=0", "-fno-color-diagnostics",
+                             *(("-isystem", str(cccl)) if cccl.is_dir() else ())), ())
+    failed, seconds = _self_test(plain)
     if failed is None:
         LOG.info("clang check: %s reads %s", clang, cuda)
-        return plain
+        return replace(plain, header_seconds=seconds)
     try:
         stubs = _stubs(clang, cuda)
     except (OSError, subprocess.SubprocessError) as exc:
@@ -144,10 +161,10 @@ def front_end(clang: Path, cuda: Path) -> FrontEnd | None:
         return None
     stubbed = FrontEnd(clang, (*plain.arguments, "-D__CLANG_CUDA_TEXTURE_INTRINSICS_H__", "-isystem", str(stubs)),
                        (stubs,))
-    failed = _self_test(stubbed)
+    failed, seconds = _self_test(stubbed)
     if failed is None:
         LOG.info("clang check: %s reads %s (with stub headers)", clang, cuda)
-        return stubbed
+        return replace(stubbed, header_seconds=seconds)
     LOG.info("clang check off: %s cannot read the CUDA headers of %s (%s)", clang, cuda, failed[:200])
     return None
 
@@ -252,7 +269,8 @@ def preambles() -> Preambles:
 
 def front_errors(front: FrontEnd, text: str, folder: Path | None, flags: CompileFlags) -> list[Error] | None:
     """clang's errors in `text` (a file living in `folder`), in any file it includes too; None when clang cannot
-    tell (a fatal error such as a header not found, a timeout)."""
+    tell (a fatal error such as a header not found). A run that outlasts its time (`FrontEnd.cold_timeout` while
+    the preamble is not precompiled yet, else `CHECK_TIMEOUT_S`) raises `subprocess.TimeoutExpired`."""
     folders = [*flags.include_dirs, *([folder] if folder is not None else [])]
     # nvcc's device-code options (`extra`) have no clang spelling and change no verdict: left out
     options = [f"-std={flags.std}", *(f"-D{d}" for d in flags.defines),
@@ -265,12 +283,9 @@ def front_errors(front: FrontEnd, text: str, folder: Path | None, flags: Compile
     pch_options = ["-include-pch", str(pch)] if pch is not None else []
     with tempfile.TemporaryDirectory(prefix="dice-clang-") as scratch:
         (Path(scratch) / SOURCE).write_text(body)
-        try:
-            output = _run(front, ["-fsyntax-only", *options, *pch_options, SOURCE], Path(scratch),
-                          [*readable, *([pch.parent] if pch is not None else [])])
-        except subprocess.TimeoutExpired:
-            LOG.debug("clang check: timed out after %.0f s", CHECK_TIMEOUT_S)
-            return None
+        output = _run(front, ["-fsyntax-only", *options, *pch_options, SOURCE], Path(scratch),
+                      [*readable, *([pch.parent] if pch is not None else [])],
+                      CHECK_TIMEOUT_S if pch is not None or not cut else front.cold_timeout)
     found = list(_DIAGNOSTIC.finditer(output))
     if any(m["severity"] == "fatal error" for m in found):
         if pch is not None and "precompiled" in output:  # a header changed since: build it again next time
@@ -316,6 +331,7 @@ class ClangJudge:
         self.base_known = True
         self.base_lines: list[int] = []  # where the base's errors are (-1: in an included file)
         self.read: dict[str, list[Error] | None] = {}  # clang's errors per filled text this judge has read
+        self.gave_up = False  # a run outlasted its time: no more runs for this completion
 
     @property
     def front(self) -> FrontEnd | None:
@@ -325,7 +341,14 @@ class ClangJudge:
 
     def _errors(self, text: str) -> list[Error] | None:
         front = self.front
-        return None if front is None else front_errors(front, text, self.folder, self.flags)
+        if front is None or self.gave_up:
+            return None
+        try:
+            return front_errors(front, text, self.folder, self.flags)
+        except subprocess.TimeoutExpired as exc:
+            LOG.debug("clang check: no verdict, the run outlasted %.1f s", exc.timeout)
+            self.gave_up = True
+            return None
 
     def new_errors(self, text: str) -> list[tuple[int, int]] | None:
         """(line, character) of each error of `text` the base does not have ((-1, c): in an included file);
@@ -338,6 +361,8 @@ class ClangJudge:
             self.base_lines = [line for line, _, _ in base or []]
         elif text in self.read:  # the verdict, then where (re-masking): one clang run
             filled = self.read[text]
+        elif not self.base_known:  # no verdict on the base: none on any fill of it
+            return None
         else:
             filled = self._errors(text)
         self.read[text] = filled

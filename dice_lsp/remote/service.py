@@ -44,6 +44,17 @@ from dice_lsp.optimize import OptimizeRequest, checker, optimize, repair
 from dice_lsp.optimize.repair import Check
 from dice_lsp.remote.limits import MAX_PENDING, RequestLimits, check_params, check_settings
 from dice_lsp.remote.protocol import RemoteError
+from dice_lsp.remote.requests import (
+    BenchParams,
+    CheckParams,
+    CompleteParams,
+    FillParams,
+    OptimizeParams,
+    Params,
+    RepairParams,
+    Sources,
+    read_params,
+)
 from dice_lsp.remote.sources import check_reference, check_sources
 from dice_lsp.settings import SERVER_OWNED, UNTRUSTED, Settings, editor_key
 from dice_lsp.textdoc import Position
@@ -106,7 +117,7 @@ class Service:
         if method == "status":
             return self.status()
         check_params(method, params, self.config.limits)
-        self.settings_for(params, method)  # refused here, before the request takes a place in the queue
+        request = self.read(method, params)  # refused here, before the request takes a place in the queue
         if self.in_flight >= self.config.max_pending:
             raise RemoteError("busy", f"the server is busy ({self.in_flight} requests in flight); try again")
         self.in_flight += 1
@@ -115,7 +126,7 @@ class Service:
                 await asyncio.shield(self.loading)
             handler = getattr(self, f"_{method}")
             pool = self.gpu if method in ("bench", "optimize") else self.pool
-            result = await asyncio.wrap_future(pool.submit(handler, params, ticket, progress))
+            result = await asyncio.wrap_future(pool.submit(handler, request, ticket, progress))
         except asyncio.CancelledError:
             ticket.cancel()
             raise
@@ -136,6 +147,14 @@ class Service:
                 "uptime_s": round(time.time() - self.started, 1), "sandbox": sandbox.mode(),
                 "limits": self.config.limits.to_json()}
 
+    def read(self, method: str, params: dict[str, Any]) -> Params:
+        """The request's parameters (checked by `check_params`) and merged settings as typed values."""
+        settings = self.settings_for(params, method)
+        try:
+            return read_params(method, params, settings, self.config.limits)
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:
+            raise RemoteError("bad_params", f"{method}: bad or missing parameter ({exc})") from exc
+
     def settings_for(self, params: dict[str, Any], method: str = "request") -> Settings:
         raw = params.get("settings") or {}
         if not isinstance(raw, dict):
@@ -152,63 +171,54 @@ class Service:
     def _run_model(self, job: Callable[[LoadedModel], T]) -> T:
         return self.host.submit(job).result()
 
-    def _complete(self, params: dict[str, Any], ticket: Ticket, _progress: Said) -> dict[str, Any]:
+    def _complete(self, request: CompleteParams, ticket: Ticket, _progress: Said) -> dict[str, Any]:
         started = time.perf_counter()
-        settings = self.settings_for(params)
+        settings, position = request.settings, request.position
         model = self.host.model()
-        selection = params.get("selection")
-        span = None if selection is None else (Position(*selection[0]), Position(*selection[1]))
-        position = Position(int(params["line"]), int(params["character"]))
         assert self.preparers is not None
-        prepared = self.preparers.submit(prepare_here, str(params["text"]), position, settings, span).result()
+        prepared = self.preparers.submit(prepare_here, request.text, position, settings, request.selection).result()
         if prepared is None:
             return no_completion(position, started).to_json(model)
         filled = self.host.fill(prepared.request, ticket)
 
-        def filler(request: FillRequest) -> FillResult:  # re-masking rounds, batched like any fill
-            return self.host.fill(request, ticket).result()
+        def filler(fill: FillRequest) -> FillResult:  # re-masking rounds, batched like any fill
+            return self.host.fill(fill, ticket).result()
 
         # the client's folders are not here: clang reads the text with the server's CUDA headers and the request's
         # defines (a local #include it cannot find means it cannot tell)
-        document = lf_text(str(params["text"]))[0]
+        document = lf_text(request.text)[0]
         flags = CompileFlags(arch=settings.arch, std=settings.std, defines=settings.defines)
         front_end = front_end_for(document, None, flags, settings)
         return replace(prepared, started=started).completion(filled.result(), filler, document=document,
                                                              front_end=front_end).to_json(model)
 
-    def _fill(self, params: dict[str, Any], ticket: Ticket, _progress: Said) -> dict[str, Any]:
-        settings = self.settings_for(params)
-        max_tokens = int(params.get("max_tokens", settings.max_canvas))
-        request = FillRequest(str(params["prefix"]), str(params.get("suffix", "")), max_tokens,
-                              settings.candidates, settings.sampler_config(max_tokens))
-        result = self.host.fill(request, ticket).result()
+    def _fill(self, request: FillParams, ticket: Ticket, _progress: Said) -> dict[str, Any]:
+        settings = request.settings
+        fill = FillRequest(request.prefix, request.suffix, request.max_tokens, settings.candidates,
+                           settings.sampler_config(request.max_tokens))
+        result = self.host.fill(fill, ticket).result()
         return {"texts": result.texts, "model_calls": result.model_calls}
 
-    def _check(self, params: dict[str, Any], _ticket: Ticket, _progress: Said) -> dict[str, Any]:
-        settings = self.settings_for(params)
-        with workspace(params, settings) as sent:
+    def _check(self, request: CheckParams, _ticket: Ticket, _progress: Said) -> dict[str, Any]:
+        with workspace(request.sources, request.settings) as sent:
             return check_source(sent.text, sent.path.parent, sent.flags, cache=self.cache, nvcc=sent.nvcc).to_json()
 
-    def _bench(self, params: dict[str, Any], _ticket: Ticket, progress: Said) -> dict[str, Any]:
-        limits = Limits(timeout=self.config.limits.timeout(params), trials=self.config.limits.trials(params))
-        with workspace(params, self.settings_for(params)) as sent:
-            return bench_file(sent.path, sent.ref, limits, sent.flags, progress).to_json()
+    def _bench(self, request: BenchParams, _ticket: Ticket, progress: Said) -> dict[str, Any]:
+        with workspace(request.sources, request.settings) as sent:
+            return bench_file(sent.path, sent.ref, request.limits, sent.flags, progress).to_json()
 
-    def _optimize(self, params: dict[str, Any], ticket: Ticket, progress: Said) -> dict[str, Any]:
-        settings = self.settings_for(params)
-        with workspace(params, settings) as sent:
-            request = OptimizeRequest.from_settings(
-                sent.path, sent.text, str(params["kernel"]), settings, sent.flags, ref=sent.ref,
-                limits=Limits(timeout=self.config.limits.timeout(params)),
-                unverified=None if params.get("trusted") is not False else UNTRUSTED)
-            return optimize(self._run_model, request, sent.check, ticket, progress).to_json()
+    def _optimize(self, request: OptimizeParams, ticket: Ticket, progress: Said) -> dict[str, Any]:
+        with workspace(request.sources, request.settings) as sent:
+            optimizing = OptimizeRequest.from_settings(
+                sent.path, sent.text, request.kernel, request.settings, sent.flags, ref=sent.ref,
+                limits=Limits(timeout=request.timeout), unverified=None if request.trusted else UNTRUSTED)
+            return optimize(self._run_model, optimizing, sent.check, ticket, progress).to_json()
 
-    def _repair(self, params: dict[str, Any], ticket: Ticket, progress: Said) -> dict[str, Any]:
-        settings = self.settings_for(params)
-        with workspace(params, settings) as sent:
-            return repair(self._run_model, sent.text, sent.check, settings.repair_rounds,
-                          self.config.limits.candidates(params), settings.sampler_config(), ticket, progress,
-                          settings.repair_seconds).to_json()
+    def _repair(self, request: RepairParams, ticket: Ticket, progress: Said) -> dict[str, Any]:
+        settings = request.settings
+        with workspace(request.sources, settings) as sent:
+            return repair(self._run_model, sent.text, sent.check, settings.repair_rounds, request.candidates,
+                          settings.sampler_config(), ticket, progress, settings.repair_seconds).to_json()
 
 
 PREPARERS = max(1, min(8, (os.cpu_count() or 2) // 2))  # processes that parse and tokenize completions
@@ -252,18 +262,14 @@ class SentFile:
 
 
 @contextmanager
-def workspace(params: dict[str, Any], settings: Settings) -> Iterator[SentFile]:
+def workspace(sources: Sources, settings: Settings) -> Iterator[SentFile]:
     """A temporary folder holding the request's file (`path`, `text`) and its `files` (local headers, a
     reference), compiled with `settings`; removed afterwards."""
-    text = str(params["text"])
-    files = params.get("files") or {}
-    if not isinstance(files, dict):
-        raise RemoteError("bad_params", "files must be a map of relative path to text")
-    name = str(params.get("path", "kernel.cu"))
-    sent = {str(key): str(content) for key, content in {**files, name: text}.items()}
+    name, text = sources.path, sources.text
+    sent = {**sources.files, name: text}
     nvcc = find_nvcc(settings.nvcc)
     check_sources(sent, sandbox.toolkit_roots(nvcc))
-    check_reference(name, text, str(params["ref"]) if params.get("ref") else None, [str(key) for key in files])
+    check_reference(name, text, sources.ref, list(sources.files))
     with tempfile.TemporaryDirectory(prefix="dice-serve-") as folder:
         root = Path(folder)
         for key, content in sent.items():
@@ -271,5 +277,5 @@ def workspace(params: dict[str, Any], settings: Settings) -> Iterator[SentFile]:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(content, encoding="utf-8")
         path = root / _relative(name)
-        ref = root / _relative(str(params["ref"])) if params.get("ref") else None
+        ref = root / _relative(sources.ref) if sources.ref else None
         yield SentFile(path, text, ref, flags_for(path, settings.compile_flags(path.parent), root), nvcc)

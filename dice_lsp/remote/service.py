@@ -13,6 +13,8 @@ the device and nvcc are the server's. Every parameter is checked (types, finite 
 in the queue: a token holder may use the server, not size it. A request's sources may name nothing on the
 server but the toolkit (`remote.sources`), and every compile and run of its code happens in the sandbox the
 server switched on at start (`dice_lsp.sandbox`; `status` says which).
+A request's parameters are read once into typed values (`remote.requests`) before it is queued; the
+handlers return typed results (`Reply`), which become the reply's JSON in one place (`Service.to_wire`).
 """
 
 from __future__ import annotations
@@ -31,16 +33,16 @@ from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
 from dice_lsp import __version__, sandbox
-from dice_lsp.complete import PreparedFill, front_end_for, lf_text, no_completion, prepare
+from dice_lsp.complete import Completion, PreparedFill, front_end_for, lf_text, no_completion, prepare
 from dice_lsp.engine import FillRequest, FillResult, LoadedModel
 from dice_lsp.engine.tokenizer import Tokenizer
 from dice_lsp.errors import Cancelled
-from dice_lsp.harness.bench import bench_file
+from dice_lsp.harness.bench import BenchReport, bench_file
 from dice_lsp.harness.limits import Limits
 from dice_lsp.jobs import MAX_BATCH_ROWS
 from dice_lsp.jobs.model_host import ModelHost, Ticket
 from dice_lsp.lifetime import watch_parent
-from dice_lsp.optimize import OptimizeRequest, checker, optimize, repair
+from dice_lsp.optimize import OptimizeReport, OptimizeRequest, RepairResult, checker, optimize, repair
 from dice_lsp.optimize.repair import Check
 from dice_lsp.remote.limits import MAX_PENDING, RequestLimits, check_params, check_settings
 from dice_lsp.remote.protocol import RemoteError
@@ -61,10 +63,11 @@ from dice_lsp.textdoc import Position
 from dice_lsp.toolchain.cache import CompileCache
 from dice_lsp.toolchain.flags import CompileFlags, flags_for
 from dice_lsp.toolchain.nvcc import find_nvcc
-from dice_lsp.toolchain.report import check_source
+from dice_lsp.toolchain.report import CheckReport, check_source
 from dice_lsp.wording import Said
 
 T = TypeVar("T")
+Reply = Completion | FillResult | CheckReport | BenchReport | OptimizeReport | RepairResult  # a handler's result
 LOG = logging.getLogger("dice_lsp.serve")
 
 
@@ -137,7 +140,15 @@ class Service:
         finally:
             self.in_flight -= 1
         self.served += 1
-        return result
+        return self.to_wire(result)
+
+    def to_wire(self, result: Reply) -> dict[str, Any]:
+        """A handler's typed result as the reply's JSON (a completion names the model that wrote it)."""
+        if isinstance(result, Completion):
+            return result.to_json(self.host.model())
+        if isinstance(result, FillResult):
+            return {"texts": result.texts, "model_calls": result.model_calls}
+        return result.to_json()
 
     def status(self) -> dict[str, Any]:
         host = self.host
@@ -171,14 +182,14 @@ class Service:
     def _run_model(self, job: Callable[[LoadedModel], T]) -> T:
         return self.host.submit(job).result()
 
-    def _complete(self, request: CompleteParams, ticket: Ticket, _progress: Said) -> dict[str, Any]:
+    def _complete(self, request: CompleteParams, ticket: Ticket, _progress: Said) -> Completion:
         started = time.perf_counter()
         settings, position = request.settings, request.position
-        model = self.host.model()
+        self.host.model()  # "no model: why" when it did not load
         assert self.preparers is not None
         prepared = self.preparers.submit(prepare_here, request.text, position, settings, request.selection).result()
         if prepared is None:
-            return no_completion(position, started).to_json(model)
+            return no_completion(position, started)
         filled = self.host.fill(prepared.request, ticket)
 
         def filler(fill: FillRequest) -> FillResult:  # re-masking rounds, batched like any fill
@@ -190,35 +201,34 @@ class Service:
         flags = CompileFlags(arch=settings.arch, std=settings.std, defines=settings.defines)
         front_end = front_end_for(document, None, flags, settings)
         return replace(prepared, started=started).completion(filled.result(), filler, document=document,
-                                                             front_end=front_end).to_json(model)
+                                                             front_end=front_end)
 
-    def _fill(self, request: FillParams, ticket: Ticket, _progress: Said) -> dict[str, Any]:
+    def _fill(self, request: FillParams, ticket: Ticket, _progress: Said) -> FillResult:
         settings = request.settings
         fill = FillRequest(request.prefix, request.suffix, request.max_tokens, settings.candidates,
                            settings.sampler_config(request.max_tokens))
-        result = self.host.fill(fill, ticket).result()
-        return {"texts": result.texts, "model_calls": result.model_calls}
+        return self.host.fill(fill, ticket).result()
 
-    def _check(self, request: CheckParams, _ticket: Ticket, _progress: Said) -> dict[str, Any]:
+    def _check(self, request: CheckParams, _ticket: Ticket, _progress: Said) -> CheckReport:
         with workspace(request.sources, request.settings) as sent:
-            return check_source(sent.text, sent.path.parent, sent.flags, cache=self.cache, nvcc=sent.nvcc).to_json()
+            return check_source(sent.text, sent.path.parent, sent.flags, cache=self.cache, nvcc=sent.nvcc)
 
-    def _bench(self, request: BenchParams, _ticket: Ticket, progress: Said) -> dict[str, Any]:
+    def _bench(self, request: BenchParams, _ticket: Ticket, progress: Said) -> BenchReport:
         with workspace(request.sources, request.settings) as sent:
-            return bench_file(sent.path, sent.ref, request.limits, sent.flags, progress).to_json()
+            return bench_file(sent.path, sent.ref, request.limits, sent.flags, progress)
 
-    def _optimize(self, request: OptimizeParams, ticket: Ticket, progress: Said) -> dict[str, Any]:
+    def _optimize(self, request: OptimizeParams, ticket: Ticket, progress: Said) -> OptimizeReport:
         with workspace(request.sources, request.settings) as sent:
             optimizing = OptimizeRequest.from_settings(
                 sent.path, sent.text, request.kernel, request.settings, sent.flags, ref=sent.ref,
                 limits=Limits(timeout=request.timeout), unverified=None if request.trusted else UNTRUSTED)
-            return optimize(self._run_model, optimizing, sent.check, ticket, progress).to_json()
+            return optimize(self._run_model, optimizing, sent.check, ticket, progress)
 
-    def _repair(self, request: RepairParams, ticket: Ticket, progress: Said) -> dict[str, Any]:
+    def _repair(self, request: RepairParams, ticket: Ticket, progress: Said) -> RepairResult:
         settings = request.settings
         with workspace(request.sources, settings) as sent:
             return repair(self._run_model, sent.text, sent.check, settings.repair_rounds, request.candidates,
-                          settings.sampler_config(), ticket, progress, settings.repair_seconds).to_json()
+                          settings.sampler_config(), ticket, progress, settings.repair_seconds)
 
 
 PREPARERS = max(1, min(8, (os.cpu_count() or 2) // 2))  # processes that parse and tokenize completions

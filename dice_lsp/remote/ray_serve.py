@@ -47,8 +47,8 @@ class DiceReplica:
         sandbox.announce()
         self.service = Service(ServiceConfig(settings, max_batch_rows=args.max_batch_rows, limits=args.limits))
         self.service.start()
-        if self.service.host.status.get("state") != "ready":
-            raise DiceError(f"the model did not load: {self.service.host.status.get('message')}")
+        if self.service.host.status.state != "ready":
+            raise DiceError(f"the model did not load: {self.service.host.status.message}")
 
     async def call(self, method: str, params: dict[str, Any]) -> AsyncIterator[Event]:
         """Progress events, then one `Answered` or `Failed` (`relay.answer` over the service)."""
@@ -58,8 +58,8 @@ class DiceReplica:
 
     def check_health(self) -> None:
         """Ray Serve restarts a replica whose model thread is gone."""
-        if self.service.host.status.get("state") != "ready":
-            raise DiceError(f"model not ready: {self.service.host.status}")
+        if self.service.host.status.state != "ready":
+            raise DiceError(f"model not ready: {self.service.host.status.to_json()}")
 
 
 @serve.deployment(num_replicas=1, ray_actor_options={"num_cpus": 0.5})

@@ -41,6 +41,7 @@ from dice_lsp.harness.bench import BenchReport, bench_file
 from dice_lsp.harness.limits import Limits
 from dice_lsp.jobs import MAX_BATCH_ROWS
 from dice_lsp.jobs.model_host import ModelHost, Ticket
+from dice_lsp.jobs.status import ModelStatus
 from dice_lsp.lifetime import watch_parent
 from dice_lsp.optimize import OptimizeReport, OptimizeRequest, RepairResult, checker, optimize, repair
 from dice_lsp.optimize.repair import Check
@@ -82,8 +83,7 @@ class ServiceConfig:
 class Service:
     def __init__(self, config: ServiceConfig) -> None:
         self.config = config
-        self.host = ModelHost(lambda status: LOG.info("model: %s", " ".join(f"{k}={v}" for k, v in status.items())),
-                              config.max_batch_rows)
+        self.host = ModelHost(log_status, config.max_batch_rows)
         self.pool = ThreadPoolExecutor(config.max_pending, thread_name_prefix="dice-work")
         self.gpu = ThreadPoolExecutor(1, thread_name_prefix="dice-gpu")
         self.loading: asyncio.Future[None] | None = None
@@ -96,7 +96,7 @@ class Service:
     def start(self) -> None:
         """Load the model, then start the processes that prepare completions (with its tokenizer)."""
         self.host.load(self.config.settings).result()
-        if self.host.status.get("state") != "ready":
+        if self.host.status.state != "ready":
             return  # requests are answered with the load error
         model = self.host.model()
         self.preparers = ProcessPoolExecutor(PREPARERS, mp_context=multiprocessing.get_context("spawn"),
@@ -152,7 +152,7 @@ class Service:
 
     def status(self) -> dict[str, Any]:
         host = self.host
-        return {**host.status, "version": __version__, "in_flight": self.in_flight, "queued": host.pending,
+        return {**host.status.to_json(), "version": __version__, "in_flight": self.in_flight, "queued": host.pending,
                 "served": self.served, "fills": host.fills, "fill_batches": host.fill_batches,
                 "fill_steps": host.fill_steps, "step_rows": host.step_rows,
                 "uptime_s": round(time.time() - self.started, 1), "sandbox": sandbox.mode(),
@@ -229,6 +229,10 @@ class Service:
         with workspace(request.sources, settings) as sent:
             return repair(self._run_model, sent.text, sent.check, settings.repair_rounds, request.candidates,
                           settings.sampler_config(), ticket, progress, settings.repair_seconds)
+
+
+def log_status(status: ModelStatus) -> None:
+    LOG.info("model: %s", " ".join(f"{k}={v}" for k, v in status.to_json().items()))
 
 
 PREPARERS = max(1, min(8, (os.cpu_count() or 2) // 2))  # processes that parse and tokenize completions

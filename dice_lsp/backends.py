@@ -20,6 +20,7 @@ from dice_lsp.harness.limits import Limits
 from dice_lsp.settings import Settings
 
 if TYPE_CHECKING:
+    from dice_lsp.complete import Completion
     from dice_lsp.engine import LoadedModel
     from dice_lsp.harness.bench import BenchReport
     from dice_lsp.optimize import OptimizeReport, RepairResult
@@ -78,12 +79,45 @@ class FlagOptions:
 
 @dataclass(frozen=True)
 class Completed:
-    """A completion as the CLI shows it: its JSON (`Completion.to_json`, or the server's reply), the fills
-    to print, and where they came from (`N model calls`, or the server's address)."""
+    """A completion as the CLI shows it: the completion, the model that wrote it (name, device), where it
+    came from (`N model calls`, or the server's address), and its JSON for `--json` (`Completion.to_json`,
+    or the server's reply as it came: the output's wire form, printed unread)."""
 
-    result: dict[str, Any]
-    texts: list[str]
+    completion: Completion
+    model: str
+    device: str
     where: str
+    json: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    """A team server's `status` reply: its model's state (`ready`, `loading`, `error`), the model and where it
+    runs, why it is not ready, the load, and the reply as it came for `--json`."""
+
+    state: str | None
+    model: str | None
+    device: str | None
+    dtype: str | None
+    message: str | None
+    in_flight: int
+    queued: int
+    served: int
+    fill_steps: int  # model calls of fills
+    step_rows: int  # rows over those calls (batching: several requests share a call)
+    uptime_s: float
+    version: str
+    json: dict[str, Any]
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ServerStatus:
+        return cls(data.get("state"), data.get("model"), data.get("device"), data.get("dtype"), data.get("message"),
+                   int(data["in_flight"]), int(data["queued"]), int(data["served"]), int(data.get("fill_steps") or 0),
+                   int(data.get("step_rows") or 0), float(data["uptime_s"]), str(data["version"]), data)
+
+    @property
+    def rows_per_call(self) -> float:
+        return self.step_rows / self.fill_steps if self.fill_steps else 1.0
 
 
 @dataclass(frozen=True)
@@ -111,7 +145,7 @@ class JobBackend(Protocol):
 
     def repair(self, file: str, text: str, candidates: int, options: RewriteOptions) -> RepairResult: ...
 
-    def status(self) -> dict[str, Any]: ...
+    def status(self) -> ServerStatus: ...
 
 
 @dataclass(frozen=True)
@@ -150,7 +184,8 @@ class LocalBackend:
         with step_bar("denoising") as bar:
             completion = complete_at(model, text, position, settings, progress=lambda _calls: bar.update(1),
                                      compiler=compiler, front_end=front_end)
-        return Completed(completion.to_json(model), completion.texts, f"{completion.model_calls} model calls")
+        return Completed(completion, model.name, str(model.device), f"{completion.model_calls} model calls",
+                         completion.to_json(model))
 
     def check(self, file: str, text: str, flags: FlagOptions) -> CheckReport:
         from dice_lsp.toolchain.cache import CompileCache
@@ -198,7 +233,7 @@ class LocalBackend:
             return repair(run_model, text, check, options.rounds, candidates, settings.sampler_config(),
                           said=bar.set_description_str, budget_s=Settings().repair_seconds)
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> ServerStatus:
         raise DiceError("status asks a team server: give --server URL")
 
 
@@ -252,9 +287,12 @@ class TeamBackend:
 
     def complete(self, file: str, text: str, position: Position, settings: Settings,
                  compile_check: bool) -> Completed:
+        from dice_lsp.complete import Completion
+
         return self.ask("complete", {"text": text, "line": position.line, "character": position.character,
                                      "settings": settings.per_request()},
-                        lambda result: Completed(result, [item["text"] for item in result["items"]], self.server))
+                        lambda reply: Completed(Completion.from_json(reply, position), str(reply["model"]),
+                                                str(reply["device"]), self.server, reply))
 
     def check(self, file: str, text: str, flags: FlagOptions) -> CheckReport:
         from dice_lsp.toolchain.report import CheckReport
@@ -286,8 +324,8 @@ class TeamBackend:
             "settings": {"repair_rounds": options.rounds, "steps": options.steps, "seed": options.seed,
                          **options.flags.as_settings()}}, RepairResult.from_json)
 
-    def status(self) -> dict[str, Any]:
-        return dict(self.call("status", {}))
+    def status(self) -> ServerStatus:
+        return self.ask("status", {}, ServerStatus.from_json)
 
 
 def backend_for(args: argparse.Namespace) -> JobBackend:
@@ -300,4 +338,4 @@ def backend_for(args: argparse.Namespace) -> JobBackend:
 
 
 __all__ = ["Completed", "FlagOptions", "JobBackend", "LocalBackend", "ModelOptions", "RewriteOptions",
-           "TeamBackend", "backend_for", "read_reply", "status_bar", "step_bar"]
+           "ServerStatus", "TeamBackend", "backend_for", "read_reply", "status_bar", "step_bar"]

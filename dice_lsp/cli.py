@@ -13,13 +13,16 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dice_lsp.backends import FlagOptions, RewriteOptions, backend_for
 from dice_lsp.errors import DiceError
 from dice_lsp.harness.limits import Limits
 from dice_lsp.settings import REPAIR_CANDIDATES, SAMPLED_TEMPERATURE, SAMPLERS, Settings, check_value
 from dice_lsp.wording import counted
+
+if TYPE_CHECKING:
+    from dice_lsp.cuda.checks import Checks
 
 EXIT_BAD_INPUT = 2
 EXIT_NO_GPU = 3
@@ -129,46 +132,48 @@ def cmd_complete(args: argparse.Namespace) -> int:
     if errors:
         raise DiceError(errors[0])
     completed = backend_for(args).complete(args.file, text, position, settings, args.compile_check)
-    result, texts, where = completed.result, completed.texts, completed.where
+    completion = completed.completion
     if args.json:
-        print(json.dumps(result))
+        print(json.dumps(completed.json))
         return 0
-    if result["hole"] is None:
+    if completion.hole is None:
         print(f"dice-lsp: no region to fill at line {args.line}, character {args.character} "
               "(an empty or unfinished line in a function, a selection, a /*@fill*/ marker, or after an open '{')",
               file=sys.stderr)
         return 0
+    texts = completion.texts
     if not texts:
-        print(f"dice-lsp: no completion shown: {result.get('withheld') or 'the model wrote nothing'}", file=sys.stderr)
-    for index, (fill, item) in enumerate(zip(texts, result["items"], strict=True)):
+        print(f"dice-lsp: no completion shown: {completion.withheld or 'the model wrote nothing'}", file=sys.stderr)
+    passed: list[Checks | None] = [*completion.checks] if completion.checks is not None else [None] * len(texts)
+    for index, (fill, checks) in enumerate(zip(texts, passed, strict=True)):
         if len(texts) > 1:
             print(f"--- candidate {index + 1} ---")
         print(fill)
-        if item.get("checks"):
-            print(f"[checks: {checks_line(item['checks'])}]", file=sys.stderr)
-    print(f"[{result['model']} on {result['device']}, {result['latency_ms']:.0f} ms, {where}]", file=sys.stderr)
+        if checks is not None:
+            print(f"[checks: {checks_line(checks)}]", file=sys.stderr)
+    latency = round(completion.latency_ms, 1)  # as the JSON has it
+    print(f"[{completed.model} on {completed.device}, {latency:.0f} ms, {completed.where}]", file=sys.stderr)
     return 0
 
 
-def checks_line(checks: dict[str, bool | None]) -> str:
-    """`parses ✓ · names ✓ · compiles not checked`: what the shown text passed."""
+def checks_line(checks: Checks) -> str:
+    """`parses ✓ · names ✓ · types not checked · compiles ✓`: what the shown text passed."""
     marks = {True: "✓", False: "✗", None: "not checked"}
-    return " · ".join(f"{name} {marks[value]}" for name, value in checks.items())
+    return " · ".join(f"{name} {marks[value]}" for name, value in checks.to_json().items())
 
 
 def cmd_status(args: argparse.Namespace) -> int:
     """A team server's health: exit 0 when its model is ready (a probe for systemd or a load balancer)."""
     status = backend_for(args).status()
     if args.json:
-        print(json.dumps(status))
+        print(json.dumps(status.json))
     else:
-        per_step = status["step_rows"] / status["fill_steps"] if status.get("fill_steps") else 1.0
-        detail = (f"{status.get('model')} on {status.get('device')} ({status.get('dtype')})"
-                  if status.get("state") == "ready" else status.get("message") or status.get("model"))
-        print(f"{args.server}: {status.get('state')}: {detail}; {status['in_flight']} in flight, "
-              f"{status['queued']} queued, {status['served']} served, {per_step:.2f} rows per model call, "
-              f"up {status['uptime_s']:.0f} s, dice-lsp {status['version']}")
-    return 0 if status.get("state") == "ready" else 1
+        detail = (f"{status.model} on {status.device} ({status.dtype})" if status.state == "ready"
+                  else status.message or status.model)
+        print(f"{args.server}: {status.state}: {detail}; {status.in_flight} in flight, "
+              f"{status.queued} queued, {status.served} served, {status.rows_per_call:.2f} rows per model call, "
+              f"up {status.uptime_s:.0f} s, dice-lsp {status.version}")
+    return 0 if status.state == "ready" else 1
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

@@ -82,3 +82,85 @@ def test_a_team_reply_this_version_cannot_read_is_one_line_naming_the_server() -
     message = str(raised.value)
     assert message.startswith("tcp://gpu-host:7077: its optimize reply does not read as this dice-lsp's (")
     assert "\n" not in message and message.endswith("(is the server another version?)")
+
+
+REPLY = {"items": [{"text": "i < n; i++", "range": {"start": {"line": 1, "character": 4},
+                                                     "end": {"line": 1, "character": 9}},
+                    "checks": {"parses": True, "names": True, "types": None, "compiles": False}}],
+         "hole": "loop_header", "withheld": None, "model": "dice-tiny", "device": "cuda:0", "latency_ms": 12.6}
+
+
+def test_a_team_completion_is_the_typed_completion_and_keeps_the_reply_for_json(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from dice_lsp.backends import Completed
+    from dice_lsp.complete import Completion
+    from dice_lsp.cuda.checks import Checks
+    from dice_lsp.textdoc import Position
+
+    team = TeamBackend("tcp://gpu:7878")
+    asked: list[tuple[str, dict[str, Any]]] = []
+    monkeypatch.setattr(team, "call", lambda method, params: asked.append((method, params)) or REPLY)
+    completed = team.complete("k.cu", "text", Position(1, 4), Settings(), False)
+    assert completed == Completed(
+        Completion(["i < n; i++"], Position(1, 4), Position(1, 9), 12.6, 0, "loop_header",
+                   [Checks(True, True, False, None)], None),
+        "dice-tiny", "cuda:0", "tcp://gpu:7878", REPLY)
+    assert asked == [("complete", {"text": "text", "line": 1, "character": 4, "settings": Settings().per_request()})]
+
+
+def test_the_cli_prints_a_completion_from_its_typed_fields(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    from dice_lsp import cli
+
+    team = TeamBackend("tcp://gpu:7878")
+    monkeypatch.setattr(team, "call", lambda method, params: REPLY)
+    monkeypatch.setattr(cli, "backend_for", lambda args: team)
+    (tmp_path / "k.cu").write_text("__global__ void k() {}\n")
+    assert cli.main(["complete", str(tmp_path / "k.cu"), "--line", "1", "--character", "4"]) == 0
+    out, err = capsys.readouterr()
+    assert out == "i < n; i++\n"
+    assert err == ("[checks: parses ✓ · names ✓ · types not checked · compiles ✗]\n"
+                   "[dice-tiny on cuda:0, 13 ms, tcp://gpu:7878]\n")
+    assert cli.main(["complete", str(tmp_path / "k.cu"), "--line", "1", "--character", "4", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == REPLY
+    monkeypatch.setattr(team, "call", lambda method, params: {**REPLY, "items": [], "withheld": "does not parse"})
+    assert cli.main(["complete", str(tmp_path / "k.cu"), "--line", "1", "--character", "4"]) == 0
+    out, err = capsys.readouterr()
+    assert out == "" and err == ("dice-lsp: no completion shown: does not parse\n"
+                                 "[dice-tiny on cuda:0, 13 ms, tcp://gpu:7878]\n")
+
+
+STATUS = {"state": "ready", "model": "dice-tiny", "device": "cuda:0", "dtype": "torch.bfloat16", "version": "0.9.0",
+          "in_flight": 2, "queued": 1, "served": 40, "fills": 12, "fill_batches": 5, "fill_steps": 8, "step_rows": 20,
+          "uptime_s": 61.5, "sandbox": "bubblewrap", "limits": {"max_candidates": 16}}
+
+
+@pytest.mark.parametrize(("reply", "line", "code"), [
+    (STATUS, "tcp://gpu:7878: ready: dice-tiny on cuda:0 (torch.bfloat16); 2 in flight, 1 queued, 40 served, "
+             "2.50 rows per model call, up 62 s, dice-lsp 0.9.0\n", 0),
+    ({**STATUS, "state": "error", "message": "no model: bad folder", "fill_steps": 0},
+     "tcp://gpu:7878: error: no model: bad folder; 2 in flight, 1 queued, 40 served, 1.00 rows per model call, "
+     "up 62 s, dice-lsp 0.9.0\n", 1),
+    ({key: value for key, value in STATUS.items() if key not in ("device", "dtype", "fill_steps", "step_rows")}
+     | {"state": "loading"},
+     "tcp://gpu:7878: loading: dice-tiny; 2 in flight, 1 queued, 40 served, 1.00 rows per model call, up 62 s, "
+     "dice-lsp 0.9.0\n", 1)])
+def test_the_cli_shows_a_team_servers_status_from_its_typed_fields(
+        reply: dict[str, Any], line: str, code: int, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from dice_lsp import cli
+
+    team = TeamBackend("tcp://gpu:7878")
+    monkeypatch.setattr(team, "call", lambda method, params: reply)
+    monkeypatch.setattr(cli, "backend_for", lambda args: team)
+    assert cli.main(["status", "--server", "tcp://gpu:7878"]) == code
+    assert capsys.readouterr().out == line
+    assert cli.main(["status", "--server", "tcp://gpu:7878", "--json"]) == code
+    assert json.loads(capsys.readouterr().out) == reply
+
+
+def test_a_status_reply_without_the_load_is_one_line_naming_the_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    team = TeamBackend("tcp://gpu:7878")
+    monkeypatch.setattr(team, "call", lambda method, params: {"state": "ready"})
+    with pytest.raises(DiceError, match="tcp://gpu:7878: its status reply does not read as this dice-lsp's"):
+        team.status()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import random
+from pathlib import Path
 
 from dice_lsp.evals import executable as ex
 from dice_lsp.harness.spec import parse_spec
@@ -185,5 +187,19 @@ def test_template_parameters_are_replaced_as_whole_words() -> None:
 def test_only_holes_whose_deletion_breaks_the_kernel_are_kept() -> None:
     candidate = ex.StandaloneKernel("s:p:k", "s", "p", "MIT", "test", "k", "_Z1k", KERNEL, [],
                              [["line", 1, 2], ["lines", 3, 4], ["body", 5, 6]])
-    verdict = {"spec": 0, "holes": {"0": "passes", "1": "does not compile", "2": "fails: out of bounds"}}
+    verdict = ex.Verdict(0, [""], {"0": "passes", "1": "does not compile", "2": "fails: out of bounds"})
     assert ex.kept_holes(candidate, verdict) == [("lines", 3, 4), ("body", 5, 6)]
+
+
+def test_the_verdicts_file_keeps_its_layout_and_reads_back(tmp_path: Path) -> None:
+    verdicts = {"s:p:k": ex.Verdict(1, ["bad grid", ""], {"0": "passes", "1": "fails: x"}),
+                "s:p:j": ex.Verdict(None, ["not built"])}
+    path = tmp_path / "verdicts.json"
+    ex.write_verdicts(path, verdicts)
+    assert json.loads(path.read_text()) == {
+        "s:p:k": {"spec": 1, "spec_errors": ["bad grid", ""], "holes": {"0": "passes", "1": "fails: x"}},
+        "s:p:j": {"spec": None, "spec_errors": ["not built"], "holes": {}}}
+    assert path.read_text().startswith('{\n "s:p:j": {\n  "holes": {},')  # indent 1, keys sorted, as before
+    assert ex.read_verdicts(path) == verdicts
+    path.write_text(json.dumps({"s:p:k": {"spec": 0, "holes": {"0": "passes"}}}))  # a file from before spec_errors
+    assert ex.read_verdicts(path) == {"s:p:k": ex.Verdict(0, [], {"0": "passes"})}

@@ -42,7 +42,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from dice_lsp.evals import build, suite
 from dice_lsp.sandbox import run_tool
@@ -630,7 +630,19 @@ STICKY = re.compile(r"CUDA_ERROR|CUDA error")  # any driver error: most kernel f
 LANES = 12
 
 
-def check_item(item: dict[str, Any], driver: Any) -> str:
+class Item(TypedDict):
+    """One check a worker process runs (sent as JSON): the kernel `symbol` of `cubin` against the one of
+    `reference` under the launch `spec` (TOML); with `effect`, it must also change its buffers."""
+
+    id: str
+    spec: str
+    cubin: str
+    reference: str
+    symbol: str
+    effect: bool
+
+
+def check_item(item: Item, driver: Any) -> str:
     """'' when the candidate cubin verifies against the reference under the spec (and, with `effect`,
     changes at least 1% of a writable buffer at the timed sizes); else why not."""
     import torch
@@ -682,7 +694,7 @@ def worker(items_path: Path, results_path: Path) -> None:
                 return
 
 
-def _run_lane(items: list[dict[str, Any]], scratch: Path, lane: int) -> dict[str, str]:
+def _run_lane(items: list[Item], scratch: Path, lane: int) -> dict[str, str]:
     """Run `items` in worker processes, replacing a worker that dies or hangs (its item fails)."""
     results: dict[str, str] = {}
     round_ = 0
@@ -722,7 +734,7 @@ def _run_lane(items: list[dict[str, Any]], scratch: Path, lane: int) -> dict[str
     return results
 
 
-def run_items(items: list[dict[str, Any]], scratch: Path) -> dict[str, str]:
+def run_items(items: list[Item], scratch: Path) -> dict[str, str]:
     lanes = [items[i::LANES] for i in range(LANES)]
     with ThreadPoolExecutor(LANES) as pool:
         done = list(pool.map(lambda pair: _run_lane(pair[1], scratch, pair[0]), enumerate(lanes)))
@@ -742,70 +754,104 @@ def _build_all(texts: dict[str, str], scratch: Path, workers: int = 16) -> dict[
         return dict(pool.map(build, texts.items()))
 
 
-def verify(candidates: list[StandaloneKernel], out: Path) -> dict[str, Any]:
+@dataclass
+class Verdict:
+    """A candidate's GPU verdict: the spec that verified (its index; None: none did), each spec's failure
+    ('' for one that verified), and per hole (its index as text) what deleting its text did: `passes`,
+    `does not compile` or `fails: why`. The verdicts file holds `to_json` per candidate key."""
+
+    spec: int | None
+    spec_errors: list[str] = field(default_factory=list)
+    holes: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"spec": self.spec, "spec_errors": self.spec_errors, "holes": self.holes}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Verdict:
+        return cls(data["spec"], list(data.get("spec_errors", [])), dict(data.get("holes", {})))
+
+
+def write_verdicts(path: Path, verdicts: dict[str, Verdict]) -> None:
+    path.write_text(json.dumps({key: v.to_json() for key, v in verdicts.items()}, indent=1, sort_keys=True))
+
+
+def read_verdicts(path: Path) -> dict[str, Verdict]:
+    return {key: Verdict.from_json(data) for key, data in json.loads(path.read_text()).items()}
+
+
+def verify(candidates: list[StandaloneKernel], out: Path) -> dict[str, Verdict]:
     """Verdicts for every candidate: the accepted spec's index (or None, with each spec's failure), and for
     each hole whether deleting it breaks the kernel (kept) or not."""
     scratch = Path(tempfile.mkdtemp(prefix="dice-exec-gpu-"))
     started = time.monotonic()
     bases = _build_all({c.key: c.text for c in candidates}, scratch)
     LOG.info("built %d candidates in %.0f s", len(bases), time.monotonic() - started)
-    items = [{"id": f"{c.key}#spec{i}", "spec": spec, "cubin": bases[c.key][1], "reference": bases[c.key][1],
-              "symbol": c.symbol, "effect": True}
+    items = [Item(id=f"{c.key}#spec{i}", spec=spec, cubin=bases[c.key][1], reference=bases[c.key][1],
+                  symbol=c.symbol, effect=True)
              for c in candidates if bases[c.key][0] for i, spec in enumerate(c.specs)]
     spec_results = run_items(items, scratch)
     LOG.info("checked %d specs in %.0f s", len(items), time.monotonic() - started)
-    verdicts: dict[str, Any] = {}
+    verdicts: dict[str, Verdict] = {}
     for c in candidates:
         errors = [spec_results.get(f"{c.key}#spec{i}", "not built") for i in range(len(c.specs))]
-        accepted = next((i for i, e in enumerate(errors) if not e), None)
-        verdicts[c.key] = {"spec": accepted, "spec_errors": errors, "holes": {}}
+        verdicts[c.key] = Verdict(next((i for i, e in enumerate(errors) if not e), None), errors)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(verdicts, indent=1, sort_keys=True))  # kept should the hole checks not finish
-    accepted_ones = [c for c in candidates if verdicts[c.key]["spec"] is not None]
+    write_verdicts(out, verdicts)  # kept should the hole checks not finish
+    accepted_ones = [c for c in candidates if verdicts[c.key].spec is not None]
     variants = {f"{c.key}#hole{h}": c.text[:start] + c.text[end:]
                 for c in accepted_ones for h, (_, start, end) in enumerate(c.holes)}
     built = _build_all(variants, scratch)
     LOG.info("built %d hole variants in %.0f s", len(built), time.monotonic() - started)
     hole_items = []
     for c in accepted_ones:
+        spec = verdicts[c.key].spec
+        assert spec is not None
         for h in range(len(c.holes)):
             ok, cubin = built[f"{c.key}#hole{h}"]
             if not ok:
-                verdicts[c.key]["holes"][str(h)] = "does not compile"
+                verdicts[c.key].holes[str(h)] = "does not compile"
                 continue
-            hole_items.append({"id": f"{c.key}#hole{h}", "spec": c.specs[verdicts[c.key]["spec"]], "cubin": cubin,
-                               "reference": bases[c.key][1], "symbol": c.symbol, "effect": False})
+            hole_items.append(Item(id=f"{c.key}#hole{h}", spec=c.specs[spec], cubin=cubin,
+                                   reference=bases[c.key][1], symbol=c.symbol, effect=False))
     hole_results = run_items(hole_items, scratch)
     for item in hole_items:
         key, hole = item["id"].rsplit("#hole", 1)
         error = hole_results.get(item["id"], "not run")
-        verdicts[key]["holes"][hole] = f"fails: {error}" if error else "passes"
+        verdicts[key].holes[hole] = f"fails: {error}" if error else "passes"
     LOG.info("checked %d hole variants in %.0f s", len(hole_items), time.monotonic() - started)
-    out.write_text(json.dumps(verdicts, indent=1, sort_keys=True))
+    write_verdicts(out, verdicts)
     return verdicts
 
 
 # ---------------------------------------------------------------- write
 
-def kept_holes(candidate: StandaloneKernel, verdict: dict[str, Any]) -> list[tuple[str, int, int]]:
+def kept_holes(candidate: StandaloneKernel, verdict: Verdict) -> list[tuple[str, int, int]]:
     """The load-bearing holes: deleting their text breaks the build or the verification."""
     return [(kind, start, end) for h, (kind, start, end) in enumerate(candidate.holes)
-            if verdict["holes"].get(str(h), "passes") != "passes"]
+            if verdict.holes.get(str(h), "passes") != "passes"]
 
 
-def write_part(candidates: list[StandaloneKernel], verdicts: dict[str, Any], root: Path = suite.SUITE_ROOT,
+def accepted_spec(verdicts: dict[str, Verdict], candidate: StandaloneKernel) -> int | None:
+    """The index of the candidate's spec that verified; None when none did or it has no verdict."""
+    verdict = verdicts.get(candidate.key)
+    return None if verdict is None else verdict.spec
+
+
+def write_part(candidates: list[StandaloneKernel], verdicts: dict[str, Verdict], root: Path = suite.SUITE_ROOT,
                seed: int = 17) -> dict[str, Counter[str]]:
     """Write the executable part of both splits; per split, the count of files and of holes per kind."""
     counts: dict[str, Counter[str]] = {split: Counter() for split in suite.SPLITS}
     for split in suite.SPLITS:
         files: list[suite.SuiteFile] = []
         holes: list[tuple[str, suite.Kind, int, int, str]] = []
-        for c in (c for c in candidates if c.split == split and verdicts.get(c.key, {}).get("spec") is not None):
-            kept = kept_holes(c, verdicts[c.key])
-            if not kept:
+        for c in candidates:
+            spec = accepted_spec(verdicts, c)
+            kept = kept_holes(c, verdicts[c.key]) if c.split == split and spec is not None else []
+            if spec is None or not kept:
                 continue
             file_id = f"exec/{len(files):04d}"
-            text = with_spec(c.text, c.specs[verdicts[c.key]["spec"]])
+            text = with_spec(c.text, c.specs[spec])
             files.append(suite.SuiteFile(file_id, c.source, c.path, c.license, text, True, launch=True, origin=c.key))
             holes.extend((file_id, kind, start, end, c.kernel) for kind, start, end in kept)  # type: ignore[misc]
         random.Random(seed).shuffle(holes)
@@ -825,10 +871,10 @@ def write_part(candidates: list[StandaloneKernel], verdicts: dict[str, Any], roo
 LEFT_OUT = ("refused", "in corpus", "duplicate", "compile fails")
 
 
-def report(stats: dict[str, dict[str, int]], candidates: list[StandaloneKernel], verdicts: dict[str, Any],
+def report(stats: dict[str, dict[str, int]], candidates: list[StandaloneKernel], verdicts: dict[str, Verdict],
            counts: dict[str, Counter[str]], gpu_command: str) -> str:
     """EXECUTABLE.md: what was tried, compiled and verified per source, and the holes kept per split."""
-    verified: Counter[str] = Counter(c.source for c in candidates if verdicts.get(c.key, {}).get("spec") is not None)
+    verified: Counter[str] = Counter(c.source for c in candidates if accepted_spec(verdicts, c) is not None)
     lines = ["# CUDA-Infill, executable part", "",
              "Generated by `python -m dice_lsp.evals.executable write`. Kernels of the pinned sources made "
              "standalone, compiled with nvcc (sm_90 cubin), launched under a generic spec that verified on an "
@@ -853,11 +899,11 @@ def report(stats: dict[str, dict[str, int]], candidates: list[StandaloneKernel],
     outcomes = Counter(("kept: does not compile without its text" if r == "does not compile" else
                         "dropped: the kernel still verifies without its text" if r == "passes" else
                         "kept: fails verification without its text")
-                       for v in verdicts.values() for r in v["holes"].values())
+                       for v in verdicts.values() for r in v.holes.values())
     lines += ["", "Holes cut in verified kernels: " + ", ".join(f"{k} {n}" for k, n in sorted(outcomes.items())) + "."]
     layouts: Counter[str] = Counter()
     for candidate in candidates:
-        index = verdicts.get(candidate.key, {}).get("spec")
+        index = accepted_spec(verdicts, candidate)
         if index is not None:
             layouts[_layout_name(candidate.specs[index])] += 1
     lines += ["", "Accepted launch layouts: " + ", ".join(f"{k} {v}" for k, v in sorted(layouts.items())) + ".",
@@ -902,13 +948,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         LOG.info("%d candidates, %d holes", len(candidates), sum(len(c.holes) for c in candidates))
     elif ns.command == "verify":
         verdicts = verify(read_candidates(ns.candidates), ns.out)
-        LOG.info("%d of %d candidates have a verified spec", sum(v["spec"] is not None for v in verdicts.values()),
+        LOG.info("%d of %d candidates have a verified spec", sum(v.spec is not None for v in verdicts.values()),
                  len(verdicts))
     elif ns.command == "worker":
         worker(ns.items, ns.results)
     else:
         candidates = read_candidates(ns.candidates)
-        verdicts = json.loads(ns.verdicts.read_text())
+        verdicts = read_verdicts(ns.verdicts)
         counts = write_part(candidates, verdicts)
         (suite.SUITE_ROOT / "EXECUTABLE.md").write_text(
             report(json.loads(ns.stats.read_text()), candidates, verdicts, counts, ns.gpu_command))

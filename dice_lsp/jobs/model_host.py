@@ -31,10 +31,11 @@ from dice_lsp.engine import FillRequest, FillResult, LoadedModel, batch_key, fil
 from dice_lsp.engine.continuous import FillScheduler, Stream, supports
 from dice_lsp.errors import Cancelled, DiceError
 from dice_lsp.jobs import MAX_BATCH_ROWS
+from dice_lsp.jobs.status import ModelStatus
 from dice_lsp.settings import Settings
 
 T = TypeVar("T")
-StatusListener = Callable[[dict[str, Any]], None]
+StatusListener = Callable[[ModelStatus], None]
 
 
 class Ticket:
@@ -74,29 +75,29 @@ class ModelHost:
         self._ready = threading.Condition(self._lock)
         self._queue: deque[_Job] = deque()
         self._closed = False
-        self.status: dict[str, Any] = {"state": "idle"}
+        self.status = ModelStatus("idle")
         self.fills = self.fill_batches = 0  # fills taken, and the batches (scheduler runs) they took part in
         self.fill_steps = self.step_rows = 0  # the scheduler's model calls, and the rows they carried
         self._thread = threading.Thread(target=self._serve, name="dice-model", daemon=True)
         self._thread.start()
 
-    def _set_status(self, **status: Any) -> None:
+    def _set_status(self, status: ModelStatus) -> None:
         self.status = status
         self._on_status(status)
 
     def load(self, settings: Settings) -> Future[None]:
         """Replace the model in the background (the current one serves until then)."""
-        self._set_status(state="loading", model=settings.model or "dice-tiny")
+        self._set_status(ModelStatus("loading", settings.model or "dice-tiny"))
 
         def work() -> None:
             try:
                 model = load_model(settings.model, settings.device, settings.dtype, settings.trust_remote_code)
             except DiceError as exc:
                 self._model, self._error = None, str(exc)
-                self._set_status(state="error", model=settings.model or "dice-tiny", message=str(exc))
+                self._set_status(ModelStatus.failed(settings.model or "dice-tiny", str(exc)))
                 return
             self._model, self._error = model, None
-            self._set_status(state="ready", model=model.name, device=str(model.device), dtype=str(model.dtype))
+            self._set_status(ModelStatus.ready(model.name, str(model.device), str(model.dtype)))
 
         return self._enqueue(_Job(Future(), run=work))
 

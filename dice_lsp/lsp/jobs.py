@@ -97,7 +97,7 @@ class LocalJobs:
 
         async def ready() -> str:
             await loading
-            return str(self.host.status["state"])
+            return self.host.status.state
 
         return Starting(f"loading {settings.model or 'dice-tiny'}", ready())
 

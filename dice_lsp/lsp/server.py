@@ -41,6 +41,7 @@ from dice_lsp.cuda.holes import find_markers
 from dice_lsp.errors import Cancelled, DiceError
 from dice_lsp.harness.bench import BenchReport, has_benchmark
 from dice_lsp.jobs.model_host import ModelHost
+from dice_lsp.jobs.status import ModelStatus
 from dice_lsp.lsp.bench_lenses import bench_lenses
 from dice_lsp.lsp.compile_checks import IDLE_SECONDS, CheckRequest, CompileChecks
 from dice_lsp.lsp.file_watch import FileWatch
@@ -154,10 +155,10 @@ class DiceServer(LanguageServer):
             if request.path != changed:  # an open document's own buffer wins over its file
                 self.check_document(request.uri, delay=WATCH_SETTLE_SECONDS)
 
-    def _status_from_any_thread(self, status: dict[str, Any]) -> None:
+    def _status_from_any_thread(self, status: ModelStatus) -> None:
         """Model-host status changes arrive on its thread; notifications must leave from the loop."""
         if self.loop is not None and not self.loop.is_closed():
-            self.loop.call_soon_threadsafe(self.protocol.notify, STATUS_NOTIFICATION, status)
+            self.loop.call_soon_threadsafe(self.protocol.notify, STATUS_NOTIFICATION, status.to_json())
 
     def settings_from(self, raw: Any) -> tuple[Settings, list[str]]:
         """Settings = defaults, then initializationOptions, then the client's current `dice` section.
@@ -176,7 +177,7 @@ class DiceServer(LanguageServer):
         if new.trusted != old.trusted:
             self.trust_changed()
         self.tell_untrusted()
-        if effective(new).model_changed(effective(old)) or self.host.status.get("state") == "idle":
+        if effective(new).model_changed(effective(old)) or self.host.status.state == "idle":
             await self.load_model()
 
     async def client_configuration(self) -> tuple[Any, bool]:
@@ -230,9 +231,9 @@ class DiceServer(LanguageServer):
         token = await self.reports.begin("dice-lsp", starting.loading) if starting.loading is not None else None
         self.reports.end(token, await starting.ready)
 
-    def team_status(self, status: dict[str, Any], failure: RemoteError | None) -> None:
+    def team_status(self, status: ModelStatus, failure: RemoteError | None) -> None:
         """The team server's state changed: the status notification says it, the log says why."""
-        self.protocol.notify(STATUS_NOTIFICATION, status)
+        self.protocol.notify(STATUS_NOTIFICATION, status.to_json())
         if failure is not None:
             self.log(f"dice-lsp: {failure}")
 

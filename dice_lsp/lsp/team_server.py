@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dice_lsp.errors import Cancelled, DiceError
+from dice_lsp.jobs.status import ModelStatus
 from dice_lsp.remote.client import ProgressListener, RemoteClient, parse_address, read_token
 from dice_lsp.remote.protocol import RemoteError
 from dice_lsp.settings import Settings
@@ -22,7 +23,7 @@ LINK_FAILURES = ("unreachable", "connection_lost", "unauthorized")
 
 
 class TeamServer:
-    def __init__(self, settings: Settings, on_status: Callable[[dict[str, Any], RemoteError | None], None]) -> None:
+    def __init__(self, settings: Settings, on_status: Callable[[ModelStatus, RemoteError | None], None]) -> None:
         assert settings.server_url is not None
         self.client = RemoteClient(parse_address(settings.server_url),
                                    lambda: read_token(settings.server_token, settings.server_token_file))
@@ -35,18 +36,17 @@ class TeamServer:
     async def check(self, failure: RemoteError | None = None) -> None:
         """Ask the server how it is (unless `failure` already says) and tell a change of state."""
         address = str(self.client.address)
-        status: dict[str, Any]
+        status: ModelStatus
         if failure is None:
             try:
                 found = await self.client.call("status")
-                status = {"state": "ready", "model": found.get("model"), "device": found.get("device"),
-                          "dtype": found.get("dtype"), "server": address}
+                status = ModelStatus.ready(found.get("model"), found.get("device"), found.get("dtype"), address)
             except DiceError as exc:
                 failure = exc if isinstance(exc, RemoteError) else RemoteError("unreachable", str(exc))
         if failure is not None:
-            status = {"state": "error", "model": address, "message": str(failure)}
-        if status["state"] != self.state:
-            self.state = status["state"]
+            status = ModelStatus.failed(address, str(failure))
+        if status.state != self.state:
+            self.state = status.state
             self.on_status(status, failure)
 
     async def ask(self, key: str, method: str, params: dict[str, Any],

@@ -19,9 +19,8 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, TypeVar
 
 from dice_lsp.errors import DiceError
-from dice_lsp.harness.limits import Limits
 from dice_lsp.remote.protocol import MAX_FRAME, RemoteError
-from dice_lsp.settings import REPAIR_CANDIDATES, Settings, editor_key, finite_number
+from dice_lsp.settings import Settings, editor_key, finite_number
 
 MIB = 1024 * 1024
 MAX_PENDING = 64  # requests a team server has in flight at once; more are answered "busy"
@@ -68,18 +67,6 @@ class RequestLimits:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
-
-    def timeout(self, params: dict[str, Any]) -> float:
-        """A request's `timeout`, checked by `check_params`; the harness's default (or the limit, if lower) when
-        it has none."""
-        return float(params.get("timeout", min(Limits.timeout, self.max_timeout)))
-
-    def trials(self, params: dict[str, Any]) -> int:
-        return int(params.get("trials", min(Limits.trials, self.max_trials)))
-
-    def candidates(self, params: dict[str, Any]) -> int:
-        """repair's tries per round."""
-        return int(params.get("candidates", min(REPAIR_CANDIDATES, self.max_candidates)))
 
 
 HELP = {  # what each limit does, for `dice-lsp serve --help` (the flag is the name with dashes)

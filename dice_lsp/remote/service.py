@@ -13,6 +13,8 @@ the device and nvcc are the server's. Every parameter is checked (types, finite 
 in the queue: a token holder may use the server, not size it. A request's sources may name nothing on the
 server but the toolkit (`remote.sources`), and every compile and run of its code happens in the sandbox the
 server switched on at start (`dice_lsp.sandbox`; `status` says which).
+A request's parameters are read once into typed values (`remote.requests`) before it is queued; the
+handlers return typed results (`Reply`), which become the reply's JSON in one place (`Service.to_wire`).
 """
 
 from __future__ import annotations
@@ -31,29 +33,42 @@ from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
 from dice_lsp import __version__, sandbox
-from dice_lsp.complete import PreparedFill, front_end_for, lf_text, no_completion, prepare
+from dice_lsp.complete import Completion, PreparedFill, front_end_for, lf_text, no_completion, prepare
 from dice_lsp.engine import FillRequest, FillResult, LoadedModel
 from dice_lsp.engine.tokenizer import Tokenizer
 from dice_lsp.errors import Cancelled
-from dice_lsp.harness.bench import bench_file
+from dice_lsp.harness.bench import BenchReport, bench_file
 from dice_lsp.harness.limits import Limits
 from dice_lsp.jobs import MAX_BATCH_ROWS
 from dice_lsp.jobs.model_host import ModelHost, Ticket
+from dice_lsp.jobs.status import ModelStatus
 from dice_lsp.lifetime import watch_parent
-from dice_lsp.optimize import OptimizeRequest, checker, optimize, repair
+from dice_lsp.optimize import OptimizeReport, OptimizeRequest, RepairResult, checker, optimize, repair
 from dice_lsp.optimize.repair import Check
 from dice_lsp.remote.limits import MAX_PENDING, RequestLimits, check_params, check_settings
 from dice_lsp.remote.protocol import RemoteError
+from dice_lsp.remote.requests import (
+    BenchParams,
+    CheckParams,
+    CompleteParams,
+    FillParams,
+    OptimizeParams,
+    Params,
+    RepairParams,
+    Sources,
+    read_params,
+)
 from dice_lsp.remote.sources import check_reference, check_sources
 from dice_lsp.settings import SERVER_OWNED, UNTRUSTED, Settings, editor_key
 from dice_lsp.textdoc import Position
 from dice_lsp.toolchain.cache import CompileCache
 from dice_lsp.toolchain.flags import CompileFlags, flags_for
 from dice_lsp.toolchain.nvcc import find_nvcc
-from dice_lsp.toolchain.report import check_source
+from dice_lsp.toolchain.report import CheckReport, check_source
 from dice_lsp.wording import Said
 
 T = TypeVar("T")
+Reply = Completion | FillResult | CheckReport | BenchReport | OptimizeReport | RepairResult  # a handler's result
 LOG = logging.getLogger("dice_lsp.serve")
 
 
@@ -68,8 +83,7 @@ class ServiceConfig:
 class Service:
     def __init__(self, config: ServiceConfig) -> None:
         self.config = config
-        self.host = ModelHost(lambda status: LOG.info("model: %s", " ".join(f"{k}={v}" for k, v in status.items())),
-                              config.max_batch_rows)
+        self.host = ModelHost(log_status, config.max_batch_rows)
         self.pool = ThreadPoolExecutor(config.max_pending, thread_name_prefix="dice-work")
         self.gpu = ThreadPoolExecutor(1, thread_name_prefix="dice-gpu")
         self.loading: asyncio.Future[None] | None = None
@@ -82,7 +96,7 @@ class Service:
     def start(self) -> None:
         """Load the model, then start the processes that prepare completions (with its tokenizer)."""
         self.host.load(self.config.settings).result()
-        if self.host.status.get("state") != "ready":
+        if self.host.status.state != "ready":
             return  # requests are answered with the load error
         model = self.host.model()
         self.preparers = ProcessPoolExecutor(PREPARERS, mp_context=multiprocessing.get_context("spawn"),
@@ -106,7 +120,7 @@ class Service:
         if method == "status":
             return self.status()
         check_params(method, params, self.config.limits)
-        self.settings_for(params, method)  # refused here, before the request takes a place in the queue
+        request = self.read(method, params)  # refused here, before the request takes a place in the queue
         if self.in_flight >= self.config.max_pending:
             raise RemoteError("busy", f"the server is busy ({self.in_flight} requests in flight); try again")
         self.in_flight += 1
@@ -115,7 +129,7 @@ class Service:
                 await asyncio.shield(self.loading)
             handler = getattr(self, f"_{method}")
             pool = self.gpu if method in ("bench", "optimize") else self.pool
-            result = await asyncio.wrap_future(pool.submit(handler, params, ticket, progress))
+            result = await asyncio.wrap_future(pool.submit(handler, request, ticket, progress))
         except asyncio.CancelledError:
             ticket.cancel()
             raise
@@ -126,15 +140,31 @@ class Service:
         finally:
             self.in_flight -= 1
         self.served += 1
-        return result
+        return self.to_wire(result)
+
+    def to_wire(self, result: Reply) -> dict[str, Any]:
+        """A handler's typed result as the reply's JSON (a completion names the model that wrote it)."""
+        if isinstance(result, Completion):
+            return result.to_json(self.host.model())
+        if isinstance(result, FillResult):
+            return {"texts": result.texts, "model_calls": result.model_calls}
+        return result.to_json()
 
     def status(self) -> dict[str, Any]:
         host = self.host
-        return {**host.status, "version": __version__, "in_flight": self.in_flight, "queued": host.pending,
+        return {**host.status.to_json(), "version": __version__, "in_flight": self.in_flight, "queued": host.pending,
                 "served": self.served, "fills": host.fills, "fill_batches": host.fill_batches,
                 "fill_steps": host.fill_steps, "step_rows": host.step_rows,
                 "uptime_s": round(time.time() - self.started, 1), "sandbox": sandbox.mode(),
                 "limits": self.config.limits.to_json()}
+
+    def read(self, method: str, params: dict[str, Any]) -> Params:
+        """The request's parameters (checked by `check_params`) and merged settings as typed values."""
+        settings = self.settings_for(params, method)
+        try:
+            return read_params(method, params, settings, self.config.limits)
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:
+            raise RemoteError("bad_params", f"{method}: bad or missing parameter ({exc})") from exc
 
     def settings_for(self, params: dict[str, Any], method: str = "request") -> Settings:
         raw = params.get("settings") or {}
@@ -152,63 +182,57 @@ class Service:
     def _run_model(self, job: Callable[[LoadedModel], T]) -> T:
         return self.host.submit(job).result()
 
-    def _complete(self, params: dict[str, Any], ticket: Ticket, _progress: Said) -> dict[str, Any]:
+    def _complete(self, request: CompleteParams, ticket: Ticket, _progress: Said) -> Completion:
         started = time.perf_counter()
-        settings = self.settings_for(params)
-        model = self.host.model()
-        selection = params.get("selection")
-        span = None if selection is None else (Position(*selection[0]), Position(*selection[1]))
-        position = Position(int(params["line"]), int(params["character"]))
+        settings, position = request.settings, request.position
+        self.host.model()  # "no model: why" when it did not load
         assert self.preparers is not None
-        prepared = self.preparers.submit(prepare_here, str(params["text"]), position, settings, span).result()
+        prepared = self.preparers.submit(prepare_here, request.text, position, settings, request.selection).result()
         if prepared is None:
-            return no_completion(position, started).to_json(model)
+            return no_completion(position, started)
         filled = self.host.fill(prepared.request, ticket)
 
-        def filler(request: FillRequest) -> FillResult:  # re-masking rounds, batched like any fill
-            return self.host.fill(request, ticket).result()
+        def filler(fill: FillRequest) -> FillResult:  # re-masking rounds, batched like any fill
+            return self.host.fill(fill, ticket).result()
 
         # the client's folders are not here: clang reads the text with the server's CUDA headers and the request's
         # defines (a local #include it cannot find means it cannot tell)
-        document = lf_text(str(params["text"]))[0]
+        document = lf_text(request.text)[0]
         flags = CompileFlags(arch=settings.arch, std=settings.std, defines=settings.defines)
         front_end = front_end_for(document, None, flags, settings)
         return replace(prepared, started=started).completion(filled.result(), filler, document=document,
-                                                             front_end=front_end).to_json(model)
+                                                             front_end=front_end)
 
-    def _fill(self, params: dict[str, Any], ticket: Ticket, _progress: Said) -> dict[str, Any]:
-        settings = self.settings_for(params)
-        max_tokens = int(params.get("max_tokens", settings.max_canvas))
-        request = FillRequest(str(params["prefix"]), str(params.get("suffix", "")), max_tokens,
-                              settings.candidates, settings.sampler_config(max_tokens))
-        result = self.host.fill(request, ticket).result()
-        return {"texts": result.texts, "model_calls": result.model_calls}
+    def _fill(self, request: FillParams, ticket: Ticket, _progress: Said) -> FillResult:
+        settings = request.settings
+        fill = FillRequest(request.prefix, request.suffix, request.max_tokens, settings.candidates,
+                           settings.sampler_config(request.max_tokens))
+        return self.host.fill(fill, ticket).result()
 
-    def _check(self, params: dict[str, Any], _ticket: Ticket, _progress: Said) -> dict[str, Any]:
-        settings = self.settings_for(params)
-        with workspace(params, settings) as sent:
-            return check_source(sent.text, sent.path.parent, sent.flags, cache=self.cache, nvcc=sent.nvcc).to_json()
+    def _check(self, request: CheckParams, _ticket: Ticket, _progress: Said) -> CheckReport:
+        with workspace(request.sources, request.settings) as sent:
+            return check_source(sent.text, sent.path.parent, sent.flags, cache=self.cache, nvcc=sent.nvcc)
 
-    def _bench(self, params: dict[str, Any], _ticket: Ticket, progress: Said) -> dict[str, Any]:
-        limits = Limits(timeout=self.config.limits.timeout(params), trials=self.config.limits.trials(params))
-        with workspace(params, self.settings_for(params)) as sent:
-            return bench_file(sent.path, sent.ref, limits, sent.flags, progress).to_json()
+    def _bench(self, request: BenchParams, _ticket: Ticket, progress: Said) -> BenchReport:
+        with workspace(request.sources, request.settings) as sent:
+            return bench_file(sent.path, sent.ref, request.limits, sent.flags, progress)
 
-    def _optimize(self, params: dict[str, Any], ticket: Ticket, progress: Said) -> dict[str, Any]:
-        settings = self.settings_for(params)
-        with workspace(params, settings) as sent:
-            request = OptimizeRequest.from_settings(
-                sent.path, sent.text, str(params["kernel"]), settings, sent.flags, ref=sent.ref,
-                limits=Limits(timeout=self.config.limits.timeout(params)),
-                unverified=None if params.get("trusted") is not False else UNTRUSTED)
-            return optimize(self._run_model, request, sent.check, ticket, progress).to_json()
+    def _optimize(self, request: OptimizeParams, ticket: Ticket, progress: Said) -> OptimizeReport:
+        with workspace(request.sources, request.settings) as sent:
+            optimizing = OptimizeRequest.from_settings(
+                sent.path, sent.text, request.kernel, request.settings, sent.flags, ref=sent.ref,
+                limits=Limits(timeout=request.timeout), unverified=None if request.trusted else UNTRUSTED)
+            return optimize(self._run_model, optimizing, sent.check, ticket, progress)
 
-    def _repair(self, params: dict[str, Any], ticket: Ticket, progress: Said) -> dict[str, Any]:
-        settings = self.settings_for(params)
-        with workspace(params, settings) as sent:
-            return repair(self._run_model, sent.text, sent.check, settings.repair_rounds,
-                          self.config.limits.candidates(params), settings.sampler_config(), ticket, progress,
-                          settings.repair_seconds).to_json()
+    def _repair(self, request: RepairParams, ticket: Ticket, progress: Said) -> RepairResult:
+        settings = request.settings
+        with workspace(request.sources, settings) as sent:
+            return repair(self._run_model, sent.text, sent.check, settings.repair_rounds, request.candidates,
+                          settings.sampler_config(), ticket, progress, settings.repair_seconds)
+
+
+def log_status(status: ModelStatus) -> None:
+    LOG.info("model: %s", " ".join(f"{k}={v}" for k, v in status.to_json().items()))
 
 
 PREPARERS = max(1, min(8, (os.cpu_count() or 2) // 2))  # processes that parse and tokenize completions
@@ -252,18 +276,14 @@ class SentFile:
 
 
 @contextmanager
-def workspace(params: dict[str, Any], settings: Settings) -> Iterator[SentFile]:
+def workspace(sources: Sources, settings: Settings) -> Iterator[SentFile]:
     """A temporary folder holding the request's file (`path`, `text`) and its `files` (local headers, a
     reference), compiled with `settings`; removed afterwards."""
-    text = str(params["text"])
-    files = params.get("files") or {}
-    if not isinstance(files, dict):
-        raise RemoteError("bad_params", "files must be a map of relative path to text")
-    name = str(params.get("path", "kernel.cu"))
-    sent = {str(key): str(content) for key, content in {**files, name: text}.items()}
+    name, text = sources.path, sources.text
+    sent = {**sources.files, name: text}
     nvcc = find_nvcc(settings.nvcc)
     check_sources(sent, sandbox.toolkit_roots(nvcc))
-    check_reference(name, text, str(params["ref"]) if params.get("ref") else None, [str(key) for key in files])
+    check_reference(name, text, sources.ref, list(sources.files))
     with tempfile.TemporaryDirectory(prefix="dice-serve-") as folder:
         root = Path(folder)
         for key, content in sent.items():
@@ -271,5 +291,5 @@ def workspace(params: dict[str, Any], settings: Settings) -> Iterator[SentFile]:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(content, encoding="utf-8")
         path = root / _relative(name)
-        ref = root / _relative(str(params["ref"])) if params.get("ref") else None
+        ref = root / _relative(sources.ref) if sources.ref else None
         yield SentFile(path, text, ref, flags_for(path, settings.compile_flags(path.parent), root), nvcc)

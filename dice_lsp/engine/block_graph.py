@@ -26,6 +26,7 @@ from contextlib import contextmanager
 import torch
 from torch import Tensor
 
+from dice_lsp.engine.fused import LayerWeights
 from dice_lsp.engine.transformer import StaticKVCache, Transformer
 from dice_lsp.errors import DiceError
 
@@ -45,6 +46,7 @@ class BlockStepper:
         self.positions = torch.arange(2 * self.size, device=device)
         self.only = slice(self.size, 2 * self.size)
         self.graph: torch.cuda.CUDAGraph | None = None
+        self.weights: list[LayerWeights] | None = None  # the fused weights a captured graph reads (`_capture`)
         self.logits: Tensor | None = None
         self.lock = threading.Lock()  # one generation at a time writes this cache
         if capture:
@@ -60,6 +62,7 @@ class BlockStepper:
             for _ in range(WARMUP):
                 lm.static_forward(self.ids, self.positions, self.cache, self.only)
         torch.cuda.current_stream(device).wait_stream(side)
+        self.weights = lm.static_weights()  # the graph reads these buffers: they live as long as it does
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, capture_error_mode="thread_local"):
             self.logits = lm.static_forward(self.ids, self.positions, self.cache, self.only)

@@ -56,13 +56,13 @@ class BlockStepper:
         device = self.ids.device
         if device.type != "cuda":
             raise DiceError(f"CUDA-graph steps need the model on a CUDA device, it is on {device}")
+        self.weights = lm.static_weights()  # fused on this stream; the graph reads them, they live as long as it
         side = torch.cuda.Stream(device)  # type: ignore[no-untyped-call]
         side.wait_stream(torch.cuda.current_stream(device))
         with torch.cuda.stream(side):
             for _ in range(WARMUP):
                 lm.static_forward(self.ids, self.positions, self.cache, self.only)
         torch.cuda.current_stream(device).wait_stream(side)
-        self.weights = lm.static_weights()  # the graph reads these buffers: they live as long as it does
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, capture_error_mode="thread_local"):
             self.logits = lm.static_forward(self.ids, self.positions, self.cache, self.only)

@@ -10,6 +10,9 @@ Two caches: `KVCache` grows by concatenation (any layout, any call shape); `Stat
 is preallocated at a fixed length and written in place at the positions of each call, with attention over
 the whole buffer under a block-causal mask built from those positions, so that a call's shapes depend on
 its input alone and the same call can be captured once as a CUDA graph and replayed (`block_graph.py`).
+That call (`static_forward`) runs each layer as fewer, larger kernels (`DecoderLayer.static`, `fused.py`):
+fused q|k|v and gate|up products, q and k normalised and rotated together, residual adds inside the
+output products.
 """
 
 from __future__ import annotations

@@ -77,11 +77,11 @@ def main() -> None:
         stepper.ids.copy_(torch.randint(10, lm.config.vocab_size, stepper.ids.shape))
         stepper.positions.copy_(torch.arange(512 - size, 512 + size))
         ms = replay_ms(stepper, args.replays)
-    print(f"replay: {ms:.2f} ms per step (rows {args.rows}, cache {args.cache}, {args.replays} replays)")
     count, device_ms, by_name = kernels(lm, stepper)
-    print(f"uncaptured step: {count} kernels, {device_ms:.2f} ms of device time")
     for name, us in sorted(by_name.items(), key=lambda kv: -kv[1])[:8]:
         print(f"  {us / 1e3:6.2f} ms  {name}")
+    print(f"uncaptured step: {count} kernels, {device_ms:.2f} ms of device time")
+    print(f"replay: {ms:.2f} ms per step (rows {args.rows}, cache {args.cache}, {args.replays} replays)")  # last: tail
 
 
 if __name__ == "__main__":

@@ -127,3 +127,10 @@ def test_a_long_static_call_rotates_elementwise_and_equals_the_dynamic_path(sdar
     ids = torch.randint(10, 300, (3, 96), generator=torch.Generator().manual_seed(6))
     assert ROPE_MATRIX_ROWS < 3 * 96
     assert torch.allclose(_step(lm, ids), lm(ids)[:, 92:96], atol=1e-5)
+
+
+def test_weights_made_in_inference_mode_fuse_too(sdar_dir: Path) -> None:
+    with torch.inference_mode():
+        lm = _fresh(sdar_dir)  # inference tensors: no version counters
+        ids = torch.randint(10, 300, (1, 12), generator=torch.Generator().manual_seed(7))
+        assert torch.allclose(_step(lm, ids), lm(ids)[:, 8:12], atol=1e-5)

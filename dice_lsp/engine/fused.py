@@ -61,7 +61,8 @@ def fuse_rows(linears: Sequence[nn.Module], fused: Tensor | None) -> Tensor | No
         weights.append(m.weight)
     if fused is not None and _views_of(fused, weights):
         return fused
-    with torch.inference_mode(False), torch.no_grad():  # ordinary tensors: the weights stay usable in training
+    # the kind of tensor the weights are: ordinary ones stay usable in training after a call in inference mode
+    with torch.inference_mode(weights[0].is_inference()), torch.no_grad():
         fused = torch.cat([w.detach() for w in weights])
     row = 0
     for w in weights:
@@ -77,14 +78,19 @@ class NormTable(NamedTuple):
     table: Tensor
 
 
+def _version(t: Tensor) -> int:
+    """The in-place version counter of `t` (-1 for an inference tensor, which has none and cannot change)."""
+    return -1 if t.is_inference() else t._version
+
+
 def head_norm_table(q_weight: Tensor, k_weight: Tensor, q_heads: int, kv_heads: int,
                     made: NormTable | None) -> NormTable:
     """[q_heads + kv_heads, head dim]: the q norm's weight for each q head, then the k norm's (a copy, made
     again when either weight was replaced or changed in place since: its version counter moved)."""
-    key = (q_weight.data_ptr(), q_weight._version, k_weight.data_ptr(), k_weight._version)
+    key = (q_weight.data_ptr(), _version(q_weight), k_weight.data_ptr(), _version(k_weight))
     if made is not None and made.key == key:
         return made
-    with torch.inference_mode(False), torch.no_grad():
+    with torch.inference_mode(q_weight.is_inference()), torch.no_grad():
         table = torch.cat((q_weight.detach().expand(q_heads, -1), k_weight.detach().expand(kv_heads, -1)))
     return NormTable(key, table)
 

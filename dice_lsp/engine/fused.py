@@ -33,7 +33,7 @@ FUSE_LOCK = threading.Lock()  # steppers of one model may be made (and fuse) fro
 class LayerWeights(NamedTuple):
     """The fused tensors one layer's static step reads (a captured graph reads their addresses)."""
 
-    qkv: Tensor  # [q heads + 2 * kv heads) * head dim, hidden]
+    qkv: Tensor  # [(q heads + 2 * kv heads) * head dim, hidden]
     qk_norm: Tensor  # [q heads + kv heads, head dim]: q_norm's weight for each q head, then k_norm's
     gate_up: Tensor  # [2 * intermediate, hidden]
 

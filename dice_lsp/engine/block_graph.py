@@ -26,6 +26,7 @@ from contextlib import contextmanager
 import torch
 from torch import Tensor
 
+from dice_lsp.engine.fused import LayerWeights
 from dice_lsp.engine.transformer import StaticKVCache, Transformer
 from dice_lsp.errors import DiceError
 
@@ -45,6 +46,7 @@ class BlockStepper:
         self.positions = torch.arange(2 * self.size, device=device)
         self.only = slice(self.size, 2 * self.size)
         self.graph: torch.cuda.CUDAGraph | None = None
+        self.weights: list[LayerWeights] | None = None  # the fused weights a captured graph reads (`_capture`)
         self.logits: Tensor | None = None
         self.lock = threading.Lock()  # one generation at a time writes this cache
         if capture:
@@ -54,6 +56,7 @@ class BlockStepper:
         device = self.ids.device
         if device.type != "cuda":
             raise DiceError(f"CUDA-graph steps need the model on a CUDA device, it is on {device}")
+        self.weights = lm.static_weights()  # fused on this stream; the graph reads them, they live as long as it
         side = torch.cuda.Stream(device)  # type: ignore[no-untyped-call]
         side.wait_stream(torch.cuda.current_stream(device))
         with torch.cuda.stream(side):

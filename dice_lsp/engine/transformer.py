@@ -10,6 +10,9 @@ Two caches: `KVCache` grows by concatenation (any layout, any call shape); `Stat
 is preallocated at a fixed length and written in place at the positions of each call, with attention over
 the whole buffer under a block-causal mask built from those positions, so that a call's shapes depend on
 its input alone and the same call can be captured once as a CUDA graph and replayed (`block_graph.py`).
+That call (`static_forward`) runs each layer as fewer, larger kernels (`DecoderLayer.static`, `fused.py`):
+fused q|k|v and gate|up products, q and k normalised and rotated together, residual adds inside the
+output products.
 """
 
 from __future__ import annotations
@@ -21,8 +24,24 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from dice_lsp.engine.config import ModelConfig
+from dice_lsp.engine.fused import (
+    FUSE_LOCK,
+    LayerWeights,
+    NormTable,
+    StepTables,
+    apply_rotary,
+    fuse_rows,
+    head_norm_table,
+    norm_heads,
+)
 
 _FUSED_NORMS = ContextVar("fused_norms", default=False)  # set by `Transformer.static_forward` on CUDA
+
+
+def _fuses_norms(device: torch.device) -> bool:
+    """Whether the static step runs its RMSNorms as `F.rms_norm` on `device` (bench/static_step_ops.py
+    sets it on a CPU to count the CUDA form's operations)."""
+    return device.type == "cuda"
 
 
 class RMSNorm(nn.Module):
@@ -45,12 +64,6 @@ def rotary(positions: Tensor, head_dim: int, theta: float) -> tuple[Tensor, Tens
     freqs = positions.float()[:, None] * inv_freq[None, :]
     emb = torch.cat((freqs, freqs), dim=-1)
     return emb.cos(), emb.sin()
-
-
-def apply_rotary(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
-    half = x.shape[-1] // 2
-    rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
-    return (x * cos.to(x.dtype)) + (rotated * sin.to(x.dtype))
 
 
 class KVCache:
@@ -148,6 +161,32 @@ class Attention(nn.Module):
         self.o_proj = nn.Linear(self.n_heads * self.head_dim, cfg.hidden_size, bias=False)
         self.q_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps)
         self.k_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps)
+        self._qkv: Tensor | None = None  # the static step's fused q|k|v weight (`static_weights`)
+        self._norm_table: NormTable | None = None
+
+    def static_weights(self) -> tuple[Tensor, Tensor] | None:
+        """The fused [q|k|v, hidden] weight and the q|k heads' norm table; None for unfusable (int8) layers."""
+        self._qkv = fuse_rows((self.q_proj, self.k_proj, self.v_proj), self._qkv)
+        if self._qkv is None:
+            return None
+        self._norm_table = head_norm_table(self.q_norm.weight, self.k_norm.weight, self.n_heads, self.n_kv,
+                                           self._norm_table)
+        return self._qkv, self._norm_table.table
+
+    def static(self, x: Tensor, weights: LayerWeights, tables: StepTables, cache: StaticKVCache,
+               layer: int) -> Tensor:
+        """The static step's attention before the output projection: [rows * T, heads * head dim].
+
+        One product for q|k|v, one normalisation and one rotation for the q|k heads (`fused.py`).
+        """
+        b, t, _ = x.shape
+        nh, nkv, hd = self.n_heads, self.n_kv, self.head_dim
+        qkv = F.linear(x, weights.qkv).view(b, t, nh + 2 * nkv, hd)
+        qk = tables.rotate(norm_heads(qkv[:, :, :nh + nkv], weights.qk_norm, self.q_norm.eps, _FUSED_NORMS.get()))
+        keys, values = cache.extend(layer, qk[:, :, nh:].transpose(1, 2), qkv[:, :, nh + nkv:].transpose(1, 2), 0)
+        out = F.scaled_dot_product_attention(qk[:, :, :nh].transpose(1, 2), keys, values, attn_mask=tables.mask,
+                                             enable_gqa=nkv != nh)
+        return out.transpose(1, 2).reshape(b * t, nh * hd)
 
     def forward(self, x: Tensor, rope: tuple[Tensor, Tensor], mask: Tensor | bool | None,
                 cache: KVCache | StaticKVCache | None, layer: int, keep: int, valid_keys: Tensor | None) -> Tensor:
@@ -175,6 +214,17 @@ class MLP(nn.Module):
         self.gate_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
         self.up_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
         self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=False)
+        self._gate_up: Tensor | None = None  # the static step's fused gate|up weight
+
+    def static_weights(self) -> Tensor | None:
+        """The fused [gate|up, hidden] weight (made once, `fused.fuse_rows`); None for int8 layers."""
+        self._gate_up = fuse_rows((self.gate_proj, self.up_proj), self._gate_up)
+        return self._gate_up
+
+    def static(self, x: Tensor, gate_up: Tensor) -> Tensor:
+        """SwiGLU before the down projection: one product for gate|up, then silu and the product."""
+        gate, up = F.linear(x, gate_up).chunk(2, dim=-1)
+        return F.silu(gate) * up
 
     def forward(self, x: Tensor) -> Tensor:
         out: Tensor = self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
@@ -203,6 +253,17 @@ class DecoderLayer(nn.Module):
         out: Tensor = x + mixed
         return out
 
+    def static(self, x: Tensor, weights: LayerWeights, tables: StepTables, cache: StaticKVCache,
+               layer: int) -> None:
+        """The static step of this layer, adding both residual branches to `x` in place: the output and
+        down projections are products that accumulate into the residual stream (`addmm_`, no separate add)."""
+        b, t, d = x.shape
+        stream = x.view(b * t, d)
+        stream.addmm_(self.self_attn.static(self.input_layernorm(x), weights, tables, cache, layer),
+                      self.self_attn.o_proj.weight.t())
+        mixed = self.mlp.static(self.post_attention_layernorm(x), weights.gate_up)
+        stream.addmm_(mixed.view(b * t, -1), self.mlp.down_proj.weight.t())
+
 
 class Backbone(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
@@ -227,7 +288,7 @@ class Transformer(nn.Module):
         return KVCache(self.config.num_hidden_layers)
 
     def new_static_cache(self, rows: int, max_len: int) -> StaticKVCache:
-        weight = self.lm_head.weight
+        weight = self.model.embed_tokens.weight  # an embedding: never an int8 layer
         return StaticKVCache(self.config, rows, max_len, weight.device, weight.dtype)
 
     def forward(self, ids: Tensor, start: int = 0, cache: KVCache | None = None, keep: int = 0,
@@ -248,6 +309,20 @@ class Transformer(nn.Module):
         logits: Tensor = self.lm_head(x)
         return logits
 
+    def static_weights(self) -> list[LayerWeights] | None:
+        """Every layer's fused weights for the static step, made on the first call (on the weights' device)
+        and after a weight stopped being a view of them; None when the linear layers are int8."""
+        with FUSE_LOCK:
+            fused = []
+            for layer in self.model.layers:
+                assert isinstance(layer, DecoderLayer)
+                attention, gate_up = layer.self_attn.static_weights(), layer.mlp.static_weights()
+                if attention is None or gate_up is None:
+                    return None
+                fused.append(LayerWeights(attention[0], attention[1], gate_up))
+            return fused
+
+    @torch.no_grad()
     def static_forward(self, ids: Tensor, positions: Tensor, cache: StaticKVCache, only: slice) -> Tensor:
         """Logits of the columns `only` of `ids` ([rows, T]) placed at `positions` ([T] long, on the device).
 
@@ -256,18 +331,27 @@ class Transformer(nn.Module):
         copied into the same tensors. Keys/values of every input position are written to the cache.
         On CUDA the RMSNorms run fused (`F.rms_norm`: bf16 rounds once, after the weight, where the other
         paths round before it, as Hugging Face's Qwen3 does); on a CPU this is the other paths' arithmetic.
+        The layers run with fused weights and shared tables (`fused.py`, `DecoderLayer.static`): the same
+        arithmetic up to the order of additions and where bf16 rounds (the output and down projections add
+        to the residual before rounding, the rotation rounds once).
         """
         if ids.shape[0] != cache.rows:
             raise ValueError(f"{ids.shape[0]} rows for a static cache of {cache.rows}")
         cache.positions = positions
         dtype = self.model.embed_tokens.weight.dtype  # the tables converted once, not in every layer
-        rope = tuple(t.to(dtype) for t in rotary(positions, self.config.head_dim, self.config.rope_theta))
-        mask = cache.mask()
-        token = _FUSED_NORMS.set(ids.device.type == "cuda")
+        cos, sin = (t.to(dtype) for t in rotary(positions, self.config.head_dim, self.config.rope_theta))
+        fused = self.static_weights()
+        token = _FUSED_NORMS.set(_fuses_norms(ids.device))
         try:
             x = self.model.embed_tokens(ids)
-            for i, layer in enumerate(self.model.layers):
-                x = layer(x, (rope[0], rope[1]), mask, cache, i, 0, None)
+            if fused is None:  # int8 layers: the layers' own forward
+                for i, layer in enumerate(self.model.layers):
+                    x = layer(x, (cos, sin), cache.mask(), cache, i, 0, None)
+            else:
+                tables = StepTables.make(cache.mask(), cos, sin, ids.shape[0])
+                for i, (layer, weights) in enumerate(zip(self.model.layers, fused, strict=True)):
+                    assert isinstance(layer, DecoderLayer)
+                    layer.static(x, weights, tables, cache, i)
             logits: Tensor = self.lm_head(self.model.norm(x)[:, only])
         finally:
             _FUSED_NORMS.reset(token)

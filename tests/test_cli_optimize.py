@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 import torch
 
+from .cli_runs import cli_runs
+
 ROOT = Path(__file__).resolve().parents[1]
 SAXPY = (ROOT / "examples" / "saxpy.cu").read_text()
 BROKEN = SAXPY.replace("y[i] = a * x[i] + y[i];", "y[i] = a * x[i] + y[i]")
@@ -23,21 +25,9 @@ def dice(*args: str) -> tuple[int, Any, str]:
 
 
 def dice_all(*commands: list[str]) -> list[tuple[int, Any, str]]:
-    """`dice` of each command, all started at once (separate processes: on two cores two take the time of one)."""
-    processes = [subprocess.Popen([sys.executable, "-m", "dice_lsp.cli", *command, "--device", "cpu"],
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
-                 for command in commands]
-    return [outcome(process) for process in processes]
-
-
-def outcome(process: subprocess.Popen[str]) -> tuple[int, Any, str]:
-    """Exit status, stdout (parsed when it is JSON) and stderr of a finished `dice` process."""
-    try:
-        out, err = process.communicate(timeout=600)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        raise
-    return process.returncode, json.loads(out) if out.startswith("{") else out, err
+    """`dice` of each command, all started at once."""
+    return [(proc.returncode, json.loads(proc.stdout) if proc.stdout.startswith("{") else proc.stdout, proc.stderr)
+            for proc in cli_runs(*([*command, "--device", "cpu"] for command in commands), timeout=600, cwd=ROOT)]
 
 
 @pytest.fixture

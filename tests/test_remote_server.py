@@ -24,6 +24,7 @@ from dice_lsp.settings import Settings
 from dice_lsp.textdoc import Position
 from dice_lsp.toolchain.flags import CompileFlags
 
+from .cli_runs import cli_runs
 from .lsp_client import LOOP_HEADER
 from .remote_server import Raw, free_port, port_of, serving, token_file
 from .remote_server import ask as ask_once
@@ -264,24 +265,6 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
                           env={**os.environ, "HF_HUB_OFFLINE": "1"})
 
 
-def run_clis(*commands: list[str]) -> list[subprocess.CompletedProcess[str]]:
-    """`run_cli` of each command, all started at once (a run through the server and its local twin are
-    separate processes: on two cores they take the time of one)."""
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    processes = [subprocess.Popen([sys.executable, "-m", "dice_lsp.cli", *command], stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True, env=env) for command in commands]
-    return [finished(process) for process in processes]
-
-
-def finished(process: subprocess.Popen[str]) -> subprocess.CompletedProcess[str]:
-    try:
-        out, err = process.communicate(timeout=300)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        raise
-    return subprocess.CompletedProcess(process.args, process.returncode, out, err)
-
-
 def test_listening_beyond_loopback_needs_a_token() -> None:
     result = run_cli("serve", "--host", "0.0.0.0", "--port", "0")
     assert result.returncode == 2
@@ -307,7 +290,7 @@ def test_cli_complete_through_the_server_prints_what_a_local_run_prints(server: 
     url, tokens = server
     common = ["complete", str(EXAMPLES / "vector_add.cu"), "--line", "7", "--character", "4", "--max-tokens", "24",
               "--json"]
-    remote, local, refused = run_clis([*common, "--server", url, "--token-file", str(tokens)],
+    remote, local, refused = cli_runs([*common, "--server", url, "--token-file", str(tokens)],
                                       [*common, "--no-compile-check"],  # the server does not compile fills
                                       [*common, "--server", url])
     assert remote.returncode == 0 and local.returncode == 0
@@ -319,7 +302,7 @@ def test_cli_complete_through_the_server_prints_what_a_local_run_prints(server: 
 def test_cli_status_is_a_health_probe(server: tuple[str, Path]) -> None:
     url, tokens = server
     port = free_port()
-    ready, as_json, down = run_clis(["status", "--server", url, "--token-file", str(tokens)],
+    ready, as_json, down = cli_runs(["status", "--server", url, "--token-file", str(tokens)],
                                     ["status", "--server", url, "--token-file", str(tokens), "--json"],
                                     ["status", "--server", f"tcp://127.0.0.1:{port}"])
     assert ready.returncode == 0 and "ready: dice-tiny" in ready.stdout
@@ -334,7 +317,7 @@ def test_cli_check_bench_repair_and_optimize_through_the_server(server: tuple[st
     (tmp_path / "sizes.cuh").write_text("#define N 4\n")
     broken = tmp_path / "k.cu"
     broken.write_text('#include "sizes.cuh"\n__global__ void k(float* x) { x[threadIdx.x] = N }\n')
-    there, here, refused = run_clis(["check", str(broken), "--json", *remote], ["check", str(broken), "--json"],
+    there, here, refused = cli_runs(["check", str(broken), "--json", *remote], ["check", str(broken), "--json"],
                                     ["check", str(broken), "-I", str(tmp_path), *remote])
     assert refused.returncode == 2 and "-I does not reach a team server" in refused.stderr
     assert there.returncode == here.returncode == 1
@@ -343,7 +326,7 @@ def test_cli_check_bench_repair_and_optimize_through_the_server(server: tuple[st
     saxpy = tmp_path / "saxpy.cu"
     good = (EXAMPLES / "saxpy.cu").read_text()
     saxpy.write_text(good.replace("y[i] = a * x[i] + y[i];", "y[i] = a * x[i] + y[i]"))
-    there, here = run_clis(*(["repair", str(saxpy), "--rounds", "1", "--json", *more] for more in (remote, [])))
+    there, here = cli_runs(*(["repair", str(saxpy), "--rounds", "1", "--json", *more] for more in (remote, [])))
     assert there.returncode == here.returncode == 0
     assert json.loads(there.stdout)["text"] == json.loads(here.stdout)["text"] == good
 
@@ -353,7 +336,7 @@ def test_cli_check_bench_repair_and_optimize_through_the_server(server: tuple[st
     assert report["compile"]["ok"], "the server built the file it was sent"
     assert bench.returncode == (0 if report["gpu"] else 3)
 
-    there, here = run_clis(*(["optimize", str(saxpy), "--kernel", "saxpy", "--candidates", "4", "--rounds", "0",
+    there, here = cli_runs(*(["optimize", str(saxpy), "--kernel", "saxpy", "--candidates", "4", "--rounds", "0",
                               "--json", *more] for more in (remote, [])))
     result, local = json.loads(there.stdout), json.loads(here.stdout)
     assert result["kernel"] == "saxpy" and result["generated"] == 4

@@ -13,6 +13,7 @@ import pytest
 from dice_lsp.textdoc import MAX_SOURCE_BYTES
 from dice_lsp.toolchain.clang import find_clang
 
+from .cli_runs import cli_runs
 from .test_cli_optimize import fake_dice
 
 KERNEL = "__global__ void scale(float* x, float s, int n) {\n    int i = blockIdx.x;\n    \n}\n"
@@ -57,13 +58,13 @@ def test_the_embedded_model_finishes_a_loop_header_and_says_which_checks_it_pass
     path = tmp_path / "fill_ones.cu"
     path.write_text(FOR_HEADER)
     fast = ("--steps", "4")  # at most 4 steps per 32 tokens: where dice-tiny writes this loop's increment
-    proc = run("complete", str(path), "--line", "1", "--character", "63", "--json", *fast)
+    at = ["complete", str(path), "--line", "1", "--character", "63", *fast]
+    proc, human = cli_runs([*at, "--json"], at, timeout=120)  # JSON and human output side by side
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert [item["text"] for item in data["items"]] == ["i++) {"]
     assert data["items"][0]["checks"] == {"parses": True, "names": True, "types": TYPES, "compiles": True}
     assert data["withheld"] is None
-    human = run("complete", str(path), "--line", "1", "--character", "63", *fast)
     assert human.stdout == "i++) {\n" and CHECKS_LINE in human.stderr
 
 

@@ -12,15 +12,22 @@ from typing import Any
 import pytest
 import torch
 
+from .cli_runs import cli_runs
+
 ROOT = Path(__file__).resolve().parents[1]
 SAXPY = (ROOT / "examples" / "saxpy.cu").read_text()
 BROKEN = SAXPY.replace("y[i] = a * x[i] + y[i];", "y[i] = a * x[i] + y[i]")
 
 
 def dice(*args: str) -> tuple[int, Any, str]:
-    proc = subprocess.run([sys.executable, "-m", "dice_lsp.cli", *args, "--device", "cpu"], capture_output=True,
-                          text=True, timeout=600, cwd=ROOT)
-    return proc.returncode, json.loads(proc.stdout) if proc.stdout.startswith("{") else proc.stdout, proc.stderr
+    [result] = dice_all(list(args))
+    return result
+
+
+def dice_all(*commands: list[str]) -> list[tuple[int, Any, str]]:
+    """`dice` of each command, all started at once."""
+    return [(proc.returncode, json.loads(proc.stdout) if proc.stdout.startswith("{") else proc.stdout, proc.stderr)
+            for proc in cli_runs(*([*command, "--device", "cpu"] for command in commands), timeout=600, cwd=ROOT)]
 
 
 @pytest.fixture
@@ -31,13 +38,13 @@ def broken(tmp_path: Path) -> Path:
 
 
 def test_repair_prints_the_fix_and_leaves_the_file_alone(broken: Path, tmp_path: Path) -> None:
-    code, report, _ = dice("repair", str(broken), "--json")
+    fixed = tmp_path / "fixed.cu"
+    (code, report, _), (written, diff, stderr) = dice_all(["repair", str(broken), "--json"],
+                                                          ["repair", str(broken), "--out", str(fixed)])
     assert code == 0 and report["compiles"] is True and report["rounds"] == 1 and report["errors"] == []
     assert "-    if (i < n) y[i] = a * x[i] + y[i]\n+    if (i < n) y[i] = a * x[i] + y[i];\n" in report["diff"]
     assert broken.read_text() == BROKEN
-    fixed = tmp_path / "fixed.cu"
-    code, diff, stderr = dice("repair", str(broken), "--out", str(fixed))
-    assert code == 0 and fixed.read_text() == SAXPY and diff.startswith("--- a/broken.cu\n+++ b/broken.cu\n")
+    assert written == 0 and fixed.read_text() == SAXPY and diff.startswith("--- a/broken.cu\n+++ b/broken.cu\n")
     assert "compiles after 1 round" in stderr and "1 rounds" not in stderr
 
 
@@ -139,11 +146,11 @@ def test_repair_and_optimize_take_check_s_include_folders_and_macros(tmp_path: P
     (tmp_path / "inc" / "scale.cuh").write_text("#pragma once\n#define TWICE(v) (SCALE * (v))\n")
     path = tmp_path / "uses.cu"
     path.write_text('#include "scale.cuh"\n__global__ void k(float* y) { y[0] = TWICE(y[0]); }\n')
-    code, report, _ = dice("repair", str(path), "--json", "--rounds", "0")
-    assert code == 1 and report["compiles"] is False
-    code, report, _ = dice("repair", str(path), "--json", "--rounds", "0", "-I", str(tmp_path / "inc"), "-D", "SCALE=2")
-    assert code == 0 and report["compiles"] is True and report["errors"] == []
-    code, report, _ = dice("optimize", str(path), "--kernel", "k", "--json", "--rounds", "0", "--candidates", "1",
-                           "-I", str(tmp_path / "inc"), "-D", "SCALE=2")
+    flags = ["-I", str(tmp_path / "inc"), "-D", "SCALE=2"]
+    bare, repaired, (_, report, _) = dice_all(
+        ["repair", str(path), "--json", "--rounds", "0"], ["repair", str(path), "--json", "--rounds", "0", *flags],
+        ["optimize", str(path), "--kernel", "k", "--json", "--rounds", "0", "--candidates", "1", *flags])
+    assert bare[0] == 1 and bare[1]["compiles"] is False
+    assert repaired[0] == 0 and repaired[1]["compiles"] is True and repaired[1]["errors"] == []
     assert report["kernel"] == "k" and report["candidates"] and all(
         "scale.cuh" not in (r["failure"] or "") and "SCALE" not in (r["failure"] or "") for r in report["candidates"])

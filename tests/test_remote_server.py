@@ -24,6 +24,7 @@ from dice_lsp.settings import Settings
 from dice_lsp.textdoc import Position
 from dice_lsp.toolchain.flags import CompileFlags
 
+from .cli_runs import cli_runs
 from .lsp_client import LOOP_HEADER
 from .remote_server import Raw, free_port, port_of, serving, token_file
 from .remote_server import ask as ask_once
@@ -289,23 +290,23 @@ def test_cli_complete_through_the_server_prints_what_a_local_run_prints(server: 
     url, tokens = server
     common = ["complete", str(EXAMPLES / "vector_add.cu"), "--line", "7", "--character", "4", "--max-tokens", "24",
               "--json"]
-    remote = run_cli(*common, "--server", url, "--token-file", str(tokens))
-    local = run_cli(*common, "--no-compile-check")  # the team server does not compile a completion's fills
+    remote, local, refused = cli_runs([*common, "--server", url, "--token-file", str(tokens)],
+                                      [*common, "--no-compile-check"],  # the server does not compile fills
+                                      [*common, "--server", url])
     assert remote.returncode == 0 and local.returncode == 0
     assert json.loads(remote.stdout)["items"] == json.loads(local.stdout)["items"]
-    refused = run_cli(*common, "--server", url)
     assert refused.returncode == 2 and "token is required" in refused.stderr
     assert refused.stderr.count("\n") == 1
 
 
 def test_cli_status_is_a_health_probe(server: tuple[str, Path]) -> None:
     url, tokens = server
-    ready = run_cli("status", "--server", url, "--token-file", str(tokens))
-    assert ready.returncode == 0 and "ready: dice-tiny" in ready.stdout
-    as_json = run_cli("status", "--server", url, "--token-file", str(tokens), "--json")
-    assert json.loads(as_json.stdout)["state"] == "ready"
     port = free_port()
-    down = run_cli("status", "--server", f"tcp://127.0.0.1:{port}")
+    ready, as_json, down = cli_runs(["status", "--server", url, "--token-file", str(tokens)],
+                                    ["status", "--server", url, "--token-file", str(tokens), "--json"],
+                                    ["status", "--server", f"tcp://127.0.0.1:{port}"])
+    assert ready.returncode == 0 and "ready: dice-tiny" in ready.stdout
+    assert json.loads(as_json.stdout)["state"] == "ready"
     assert down.returncode == 2 and down.stderr.count("\n") == 1 and "Connection refused" in down.stderr
 
 
@@ -316,14 +317,16 @@ def test_cli_check_bench_repair_and_optimize_through_the_server(server: tuple[st
     (tmp_path / "sizes.cuh").write_text("#define N 4\n")
     broken = tmp_path / "k.cu"
     broken.write_text('#include "sizes.cuh"\n__global__ void k(float* x) { x[threadIdx.x] = N }\n')
-    there, here = run_cli("check", str(broken), "--json", *remote), run_cli("check", str(broken), "--json")
+    there, here, refused = cli_runs(["check", str(broken), "--json", *remote], ["check", str(broken), "--json"],
+                                    ["check", str(broken), "-I", str(tmp_path), *remote])
+    assert refused.returncode == 2 and "-I does not reach a team server" in refused.stderr
     assert there.returncode == here.returncode == 1
     assert json.loads(there.stdout)["diagnostics"] == json.loads(here.stdout)["diagnostics"]
 
     saxpy = tmp_path / "saxpy.cu"
     good = (EXAMPLES / "saxpy.cu").read_text()
     saxpy.write_text(good.replace("y[i] = a * x[i] + y[i];", "y[i] = a * x[i] + y[i]"))
-    there, here = (run_cli("repair", str(saxpy), "--rounds", "1", "--json", *more) for more in (remote, []))
+    there, here = cli_runs(*(["repair", str(saxpy), "--rounds", "1", "--json", *more] for more in (remote, [])))
     assert there.returncode == here.returncode == 0
     assert json.loads(there.stdout)["text"] == json.loads(here.stdout)["text"] == good
 
@@ -333,8 +336,8 @@ def test_cli_check_bench_repair_and_optimize_through_the_server(server: tuple[st
     assert report["compile"]["ok"], "the server built the file it was sent"
     assert bench.returncode == (0 if report["gpu"] else 3)
 
-    there, here = (run_cli("optimize", str(saxpy), "--kernel", "saxpy", "--candidates", "4", "--rounds", "0",
-                           "--json", *more) for more in (remote, []))
+    there, here = cli_runs(*(["optimize", str(saxpy), "--kernel", "saxpy", "--candidates", "4", "--rounds", "0",
+                              "--json", *more] for more in (remote, [])))
     result, local = json.loads(there.stdout), json.loads(here.stdout)
     assert result["kernel"] == "saxpy" and result["generated"] == 4
     assert [c["rank"] for c in result["candidates"]] == list(range(1, len(result["candidates"]) + 1))
@@ -342,5 +345,3 @@ def test_cli_check_bench_repair_and_optimize_through_the_server(server: tuple[st
     assert [{k: c[k] for k in same} for c in result["candidates"]] == [{k: c[k] for k in same}
                                                                        for c in local["candidates"]]
     assert (there.returncode, result["text"], result["summary"]) == (here.returncode, local["text"], local["summary"])
-    refused = run_cli("check", str(broken), "-I", str(tmp_path), *remote)
-    assert refused.returncode == 2 and "-I does not reach a team server" in refused.stderr

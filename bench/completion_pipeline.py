@@ -58,6 +58,7 @@ STAGES: dict[str, tuple[Pipeline, dict[str, Any]]] = {
     "+remask": (NO_CLANG, OLD_DECODING),
     "+entropy decoding": (NO_CLANG, {}),
     "+clang front end (product)": (PRODUCT, {}),
+    "+clang, no renames": (replace(PRODUCT, renames=False), {}),
     "+clang judges unknown names": (replace(PRODUCT, names_by_front_end=True), {}),
     "+clang, 2 re-mask rounds": (replace(PRODUCT, remask_rounds=2), {}),
     "+clang, 4 sampled candidates": (PRODUCT, {"candidates": 4}),

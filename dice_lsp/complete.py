@@ -7,7 +7,9 @@ The pipeline every caller shares (the CLI, the language server, the team server,
    log-probability of what it committed;
 4. the filters (`dice_lsp.cuda.postprocess`) turn raw fills into text that fits between what is before and
    after, or drop them;
-5. the checks (`dice_lsp.cuda.checks`), cheapest first: the fill parses, every name it uses resolves;
+5. the checks (`dice_lsp.cuda.checks`), cheapest first: the fill parses, every name it uses resolves; a fill
+   that parses but names something wrongly (a misspelt name in scope, the local the code below needs declared
+   under another name) is renamed without a model call (`dice_lsp.cuda.renames`) and checked again;
 6. a fill that fails a check has the tokens of the offending spans (and a few around them) masked again and
    denoised in place (`Draft`), at most `REMASK_ROUNDS` times, kept when it passes more checks than before;
    what only a diffusion model can do (autoregressive checkpoints skip it);
@@ -41,6 +43,7 @@ from dice_lsp.cuda.checks import CheckContext, Checks, header_names_now
 from dice_lsp.cuda.context import build_context
 from dice_lsp.cuda.holes import Hole, canvas_lengths, find_hole
 from dice_lsp.cuda.postprocess import FILTERS, FillContext, Filter, postprocess
+from dice_lsp.cuda.renames import renamed
 from dice_lsp.engine import Draft, FillRequest, FillResult, LoadedModel, fill
 from dice_lsp.engine.sampling import CancelCheck, StepProgress
 from dice_lsp.engine.tokenizer import Tokenizer
@@ -70,6 +73,7 @@ class Pipeline:
     remask_rounds: int = REMASK_ROUNDS
     front_end: bool = True  # clang's front end judges the best fills where a caller has it (`front_end_for`)
     names_by_front_end: bool = False  # clang also judges parsing fills the name check rejects, and overrules it
+    renames: bool = True  # a fill with misspelt names, or the needed local declared as another, is renamed
 
 
 PRODUCT = Pipeline()
@@ -167,10 +171,23 @@ def _document(prepared: PreparedFill) -> str:
     return prepared.context.before + prepared.context.after
 
 
+def checked(text: str, score: float, checker: CheckContext, renames: bool = True) -> Suggestion:
+    """A cleaned fill with its cheap checks; with `renames`, a fill that parses but names something wrongly is
+    replaced by its renamed twin when that passes more checks (`dice_lsp.cuda.renames`)."""
+    suggestion = Suggestion(text, score, checker.check(text))
+    if not renames or suggestion.checks.names or not suggestion.checks.parses:
+        return suggestion
+    fixed = renamed(text, checker)
+    if fixed is None:
+        return suggestion
+    better = Suggestion(fixed, score, checker.check(fixed))
+    return better if better.checks.passed > suggestion.checks.passed else suggestion
+
+
 def suggestions(texts: list[str], scores: list[float], ctx: FillContext, checker: CheckContext | None,
-                filters: tuple[Filter, ...] = FILTERS) -> list[Suggestion]:
+                filters: tuple[Filter, ...] = FILTERS, renames: bool = True) -> list[Suggestion]:
     """Cleaned, de-duplicated (whitespace aside; the better score kept) and checked fills (`checker` None:
-    unchecked, every fill passes)."""
+    unchecked, every fill passes; `renames`: wrong names repaired, see `checked`)."""
     best: dict[str, Suggestion] = {}
     for text, score in zip(texts, scores or [math.nan] * len(texts), strict=True):
         cleaned = postprocess(text, ctx, filters)
@@ -178,7 +195,8 @@ def suggestions(texts: list[str], scores: list[float], ctx: FillContext, checker
             continue
         key = " ".join(cleaned.split())
         if key not in best or best[key].rank()[1] < (score if not math.isnan(score) else -math.inf):
-            best[key] = Suggestion(cleaned, score, checker.check(cleaned) if checker else Checks(True, True))
+            best[key] = checked(cleaned, score, checker, renames) if checker else Suggestion(
+                cleaned, score, Checks(True, True))
     return list(best.values())
 
 
@@ -195,8 +213,8 @@ def remask_spans(text: str, faults: list[tuple[int, int]]) -> tuple[tuple[int, i
 
 
 def remask(prepared: PreparedFill, suggestion: Suggestion, checker: CheckContext, filler: Filler,
-           filters: tuple[Filter, ...] = FILTERS,
-           faults: list[tuple[int, int]] | None = None) -> tuple[Suggestion | None, int]:
+           filters: tuple[Filter, ...] = FILTERS, faults: list[tuple[int, int]] | None = None,
+           renames: bool = True) -> tuple[Suggestion | None, int]:
     """One round: the failing spans of `suggestion` (`faults`, or what the cheap checks reject) masked again
     and denoised in place; the repaired fill when it passes more checks than before (None otherwise), and
     the model calls spent."""
@@ -207,7 +225,7 @@ def remask(prepared: PreparedFill, suggestion: Suggestion, checker: CheckContext
                       draft=Draft(suggestion.text, spans=spans, grow=REMASK_GROW),
                       sampler=replace(prepared.request.sampler, temperature=0.0))
     result = filler(request)
-    found = suggestions(result.texts, result.scores, prepared.context, checker, filters)
+    found = suggestions(result.texts, result.scores, prepared.context, checker, filters, renames)
     better = [s for s in found if s.checks.passed > suggestion.checks.passed]
     return (max(better, key=Suggestion.rank) if better else None), result.model_calls
 
@@ -221,14 +239,15 @@ def finish(prepared: PreparedFill, result: FillResult, filler: Filler | None = N
     checker = None
     if pipeline.checks:
         checker = CheckContext(_document(prepared), len(ctx.before), len(ctx.before), header_names_now())
-    found = suggestions(result.texts, result.scores, ctx, checker, pipeline.filters)
+    found = suggestions(result.texts, result.scores, ctx, checker, pipeline.filters, pipeline.renames)
     ranked = sorted(found, key=Suggestion.rank, reverse=True)
     calls = result.model_calls
     if filler is not None and checker is not None and ranked and not any(s.shown for s in ranked):
         current = ranked[0]
         for _ in range(pipeline.remask_rounds):
             try:
-                repaired, spent = remask(prepared, current, checker, filler, pipeline.filters)
+                repaired, spent = remask(prepared, current, checker, filler, pipeline.filters,
+                                         renames=pipeline.renames)
             except DiceError as exc:  # a family that cannot re-denoise a draft (autoregressive)
                 LOG.debug("no re-masking: %s", exc)
                 break
@@ -401,7 +420,8 @@ def _judged(prepared: PreparedFill, ranked: list[Suggestion], judge: Compiler, c
         faults = _in_fill(filled, hole.start, failing.text, locate(filled) or [])
         baseline = replace(failing, checks=Checks(False, False))  # any repair that passes the cheap checks
         try:
-            repaired, spent = remask(prepared, baseline, checker, filler, pipeline.filters, faults)
+            repaired, spent = remask(prepared, baseline, checker, filler, pipeline.filters, faults,
+                                     pipeline.renames)
         except DiceError as exc:
             LOG.debug("no re-masking: %s", exc)
             break

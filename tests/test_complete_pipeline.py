@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import pytest
 
-from dice_lsp.complete import CompileVerdicts, NvccJudge, PreparedFill, prepare, remask_spans
+from dice_lsp.complete import CompileVerdicts, NvccJudge, Pipeline, PreparedFill, prepare, remask_spans
 from dice_lsp.cuda.checks import Checks
 from dice_lsp.engine import EMBEDDED_MODEL, FillRequest, FillResult, load_model
 from dice_lsp.engine.infill import Draft, fill
@@ -47,7 +47,7 @@ def test_a_capped_canvas_is_still_filled_beside_the_shorter_ones() -> None:
 
 
 def test_garbage_only_shows_nothing_and_says_why(prepared: PreparedFill) -> None:
-    completion = prepared.completion(result(("float maxval = = ;;", -0.1), ("int j = threadIdxx.x;", -0.2),
+    completion = prepared.completion(result(("float maxval = = ;;", -0.1), ("int j = tidq.x;", -0.2),
                                             ("y[i] = x[i.];];];", -0.3)))
     assert completion.texts == [] and completion.checks == []
     assert completion.withheld == "no fill passed the checks (3 tried; the best does not parse)"
@@ -74,16 +74,38 @@ def test_a_planted_unknown_name_is_remasked_and_replaced(prepared: PreparedFill)
         asked.append(request)
         return result(("int j = threadIdx.x;", -0.3))
 
-    completion = prepared.completion(result(("int j = threadIdxx.x;", -0.1)), filler)
-    assert [r.draft for r in asked] == [Draft("int j = threadIdxx.x;", spans=((6, 20),), grow=2)]
+    completion = prepared.completion(result(("int j = tidq.x;", -0.1)), filler)
+    assert [r.draft for r in asked] == [Draft("int j = tidq.x;", spans=((6, 14),), grow=2)]
     assert completion.texts == ["int j = threadIdx.x;"]
     assert completion.checks == [Checks(True, True, None)]
 
 
 def test_a_repair_that_fails_as_much_is_not_kept(prepared: PreparedFill) -> None:
-    completion = prepared.completion(result(("int j = threadIdxx.x;", -0.1)),
-                                     lambda request: result(("int j = blockIdxx.x;", -0.3)))
+    completion = prepared.completion(result(("int j = tidq.x;", -0.1)),
+                                     lambda request: result(("int j = tidr.x;", -0.3)))
     assert completion.texts == [] and completion.withheld is not None
+
+
+def test_a_misspelt_name_in_scope_is_corrected_without_a_model_call(prepared: PreparedFill) -> None:
+    def filler(request: FillRequest) -> FillResult:
+        raise AssertionError("a rename needs no re-masking")
+
+    completion = prepared.completion(result(("int j = threadIdxx.x;", -0.1), ("if (j < N) y[j] = S * x[j];", -0.2)),
+                                     filler)
+    assert completion.texts == ["int j = threadIdx.x;"]  # `N`/`S`: one letter, never edited (and `j` is unknown)
+    assert completion.checks == [Checks(True, True, None)]
+
+
+def test_without_renames_the_misspelt_name_goes_to_re_masking(prepared: PreparedFill) -> None:
+    asked: list[FillRequest] = []
+
+    def filler(request: FillRequest) -> FillResult:
+        asked.append(request)
+        return result(("int j = blockIdx.x;", -0.3))
+
+    completion = prepared.completion(result(("int j = threadIdxx.x;", -0.1)), filler,
+                                     pipeline=Pipeline(renames=False))
+    assert len(asked) == 1 and completion.texts == ["int j = blockIdx.x;"]
 
 
 def test_a_compiler_withdraws_what_does_not_compile(prepared: PreparedFill) -> None:

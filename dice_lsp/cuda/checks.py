@@ -630,6 +630,21 @@ class CheckContext:
                     found.append((_fill_offset(data, first, name.start_byte), text))
         return found
 
+    def declarations(self, fill: str) -> list[tuple[int, str]]:
+        """Names the fill's own statements declare in the hole's block, as (offset in the fill, name):
+        `int tid = ...` gives `tid`; a loop's or a lambda's names do not count (they live in their own scope)."""
+        root, data, first, last = self._placed(fill)
+        found = []
+        for node in _overlapping(root, first, last):
+            parent = node.parent
+            if node.type != "declaration" or parent is None or parent.type != "compound_statement":
+                continue
+            for name in _declared_by(node):
+                if first <= name.start_byte < last:
+                    text = (name.text or b"").decode("utf-8", "replace")
+                    found.append((_fill_offset(data, first, name.start_byte), text))
+        return found
+
     def undeclared(self, fill: str) -> list[str]:
         """Names the code after the hole needs declared that the fill does not declare (see `_needed`)."""
         if not self._needed:
@@ -726,6 +741,13 @@ class CheckContext:
             return (name in self._document_names and name not in self._out_of_scope) or (
                 name in self.headers.globals or (self._uses_namespace and name in self.headers))
         return name in self._document_names or name in self.headers
+
+    @cached_property
+    def names_in_scope(self) -> frozenset[str]:
+        """Names a fill may use at the hole without declaring them, from the document, its local headers and
+        the CUDA built-ins (not the headers' thousands): what a misspelt name may have meant
+        (`dice_lsp.cuda.renames`)."""
+        return (self._document_names - self._out_of_scope) | BUILTINS | self._local_names
 
     def _known_field(self, name: str) -> bool:
         return (name in _VECTOR_FIELDS or name in self._document_words or name in self.headers.fields

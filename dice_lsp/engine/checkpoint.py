@@ -8,6 +8,8 @@ modeling code are loaded through transformers when the user opts in with `trust_
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -47,9 +49,29 @@ def load_state(folder: Path) -> dict[str, torch.Tensor]:
     return state
 
 
+_INITS = ("normal_", "uniform_", "trunc_normal_", "kaiming_uniform_", "kaiming_normal_", "xavier_uniform_",
+          "xavier_normal_", "zeros_", "ones_", "constant_")
+
+
+@contextmanager
+def _placeholders() -> Iterator[None]:
+    """Modules built here get parameters on the meta device and skip their random initialisation (the
+    checkpoint's tensors replace them): initialising meta tensors runs torch's Python reference kernels, whose
+    first use imports ~1 s of modules, paid by every model load (a CLI completion, a server start)."""
+    saved = {name: getattr(torch.nn.init, name) for name in _INITS}
+    for name in _INITS:
+        setattr(torch.nn.init, name, lambda tensor, *args, **kwargs: tensor)
+    try:
+        with torch.device("meta"):
+            yield
+    finally:
+        for name, function in saved.items():
+            setattr(torch.nn.init, name, function)
+
+
 def build_transformer(cfg: ModelConfig, state: dict[str, torch.Tensor], folder: Path) -> Transformer:
     """Instantiate without allocating, then adopt the checkpoint's tensors; shape errors name the tensor."""
-    with torch.device("meta"):
+    with _placeholders():
         model = Transformer(cfg)
     if cfg.tie_word_embeddings:
         state.pop("lm_head.weight", None)

@@ -89,6 +89,34 @@ def test_a_header_clang_cannot_find_means_it_cannot_tell(tmp_path: Path) -> None
     assert judge(base.replace("    \n}", "    float *index = n;\n}", 1)) is None
 
 
+def test_once_the_preamble_is_known_unreadable_no_check_runs_clang(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A header clang cannot find stops every run before the fill: once the preamble's build has said so,
+    checks in that file answer "cannot tell" without running clang (a completion does not pay a cold run
+    that can tell nothing, in each file with a missing or too slow header)."""
+    import time
+
+    from dice_lsp.toolchain import clang
+
+    base = '#include "not_there.cuh"\n' + BASE
+    fill = base.replace("    \n}", "    float *index = n;\n}", 1)
+    judge = _judge(base, tmp_path)
+    front = judge.front
+    assert front is not None and judge(fill) is None  # the first check reads the file whole, starts the build
+    deadline = time.monotonic() + 60
+    options = [f"-std={CompileFlags().std}", f"-iquote{tmp_path}"]
+    while time.monotonic() < deadline:
+        built = clang.preambles().get(front, options, [tmp_path, *front.readable],
+                                      '#include "not_there.cuh"\n#include <cstdio>\n#include <cuda_fp16.h>\n\n')
+        if built is not None:
+            break
+        time.sleep(0.1)
+    assert built is not None and not built.readable and built.pch is None
+    runs: list[list[str]] = []
+    monkeypatch.setattr(clang, "_run", lambda front, argv, *rest, **kw: runs.append(argv) or "")
+    assert _judge(base, tmp_path)(fill) is None and runs == []
+
+
 def test_local_headers_resolve_from_the_document_s_folder(tmp_path: Path) -> None:
     (tmp_path / "pair.cuh").write_text("struct Local { int count; };\n")
     base = '#include "pair.cuh"\n' + BASE

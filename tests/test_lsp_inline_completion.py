@@ -2,17 +2,48 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
+import sys
+import tempfile
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+import pytest_lsp
 from lsprotocol import types
-from pytest_lsp import LanguageClient
+from pytest_lsp import ClientServerConfig, LanguageClient
 
 from dice_lsp.toolchain.clang import find_clang
 
 from .lsp_client import FAST, LOOP_HEADER, URI, fake_calls, fake_fills, open_document, ready, start
 
 pytestmark = pytest.mark.asyncio
+SCRATCH = Path(tempfile.mkdtemp(prefix="dice-test-tmp-"))  # the server's TMPDIR: where its clang preambles go
+OWN_TMP = ClientServerConfig(server_command=[sys.executable, "-m", "dice_lsp.cli"],
+                             server_env={**os.environ, "HF_HUB_OFFLINE": "1", "TMPDIR": str(SCRATCH)})
+
+
+@pytest_lsp.fixture(config=OWN_TMP)
+async def tmp_client(lsp_client: LanguageClient) -> AsyncIterator[None]:
+    """A real `dice-lsp` whose scratch files are in `SCRATCH`."""
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_opening_a_file_precompiles_its_preamble_before_any_completion(tmp_client: LanguageClient) -> None:
+    """The first completion in a file should not wait for clang to read every header the file includes: the
+    server starts that work when the editor opens the file."""
+    if find_clang() is None:
+        pytest.skip("no clang (apt-get install clang)")
+    statuses = await start(tmp_client)
+    await ready(statuses, tmp_client)
+    open_document(tmp_client)  # includes <cuda_runtime.h>
+    for _ in range(600):
+        if list(SCRATCH.glob("dice-clang-pch-*/*.pch")):
+            break
+        await asyncio.sleep(0.1)
+    assert [p.suffix for p in SCRATCH.glob("dice-clang-pch-*/*.pch")] == [".pch"]
 
 
 async def test_initialize_advertises_inline_completion_and_loads_the_model(client: LanguageClient) -> None:

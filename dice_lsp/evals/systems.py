@@ -1,7 +1,8 @@
 """The systems CUDA-Infill measures, and how a suite hole becomes the request an editor would send.
 
 A hole is asked for the way a user meets it: the document is the file with the hole's text removed (the
-truth is never in it, nor its length), and the cursor is where the hole starts.
+truth is never in it, nor its length), and the cursor is where the hole starts. The file was open before (the
+language server starts clang's precompiled preamble when a file opens; here that is waited for, untimed).
 - `line` and `midline`: the editor's own rule at the cursor (`dice_lsp.cuda.holes.find_hole`: an emptied
   line, or the end of a half-typed line). Where the rule finds no region the editor shows nothing.
 - `lines` and `body`: no cursor rule gives a multi-line canvas on an emptied line, so the region is set
@@ -33,10 +34,12 @@ from dice_lsp.cuda.functions import enclosing_function
 from dice_lsp.engine import EMBEDDED_MODEL, LoadedModel, fill
 from dice_lsp.evals.suite import SuiteHole
 from dice_lsp.settings import Settings
+from dice_lsp.toolchain.clang import CHECK_TIMEOUT_S, ClangJudge
 from dice_lsp.toolchain.flags import CompileFlags
 
 IDIOM = "int i = blockIdx.x * blockDim.x + threadIdx.x;"
 LINES_TOKENS = 64  # canvas for 2-5 lines (about 210 characters)
+OPEN_WAIT_S = CHECK_TIMEOUT_S + 5  # a preamble build is given up after CHECK_TIMEOUT_S
 
 
 @dataclass(frozen=True)
@@ -94,8 +97,11 @@ class ModelSystem:
     model: LoadedModel
     settings: Settings
     pipeline: Pipeline = PRODUCT
+    opened: bool = True  # the file was open before the completion: clang's preamble is built, untimed
 
     def answer(self, document: str, hole: SuiteHole) -> Answer:
+        if self.opened and self.pipeline.front_end:
+            self.open(document)
         started = time.perf_counter()
         region = region_for(document, hole)
         if region is None:
@@ -110,6 +116,13 @@ class ModelSystem:
         texts = completion.texts
         shown = texts[0] if texts and texts[0].strip() else None
         return Answer(shown, elapsed, completion.model_calls)
+
+    def open(self, document: str) -> None:
+        """What the language server does when the editor opens a file (`DiceServer.warm_front_end`), waited for:
+        clang's precompiled preamble of the file (the holes of one file share it)."""
+        judge = front_end_for(document, None, CompileFlags(), self.settings)
+        if isinstance(judge, ClangJudge):
+            judge.warm(wait=OPEN_WAIT_S)
 
 
 @dataclass

@@ -193,6 +193,17 @@ def preamble_lines(text: str) -> int:
     return cut
 
 
+@dataclass(frozen=True)
+class Built:
+    """A preamble's build: `pch` the precompiled file (None: clang found an error in the preamble; checks read
+    the file whole); `readable` False when clang can judge nothing of this file in a check's time: a fatal
+    error in the preamble (a header not found: every run stops there, before any fill) or a build that
+    outlasted `CHECK_TIMEOUT_S` (its headers take longer to read than a completion may wait)."""
+
+    pch: Path | None
+    readable: bool = True
+
+
 class Preambles:
     """Precompiled preambles, one per (front end, flags, folder, preamble text), built once on first use (a
     second asker waits for the build under way)."""
@@ -201,11 +212,11 @@ class Preambles:
         self.folder = Path(tempfile.mkdtemp(prefix="dice-clang-pch-"))
         atexit.register(shutil.rmtree, self.folder, True)
         self.kept = kept
-        self.built: OrderedDict[str, Future[Path | None]] = OrderedDict()
+        self.built: OrderedDict[str, Future[Built]] = OrderedDict()
         self.lock = threading.Lock()
 
-    def get(self, front: FrontEnd, flags: list[str], readable: list[Path], preamble: str) -> Path | None:
-        """The precompiled preamble if it is built; else None, and its build starts in the background (a check
+    def get(self, front: FrontEnd, flags: list[str], readable: list[Path], preamble: str) -> Built | None:
+        """The preamble's build if it is done; else None, and its build starts in the background (a check
         never waits for one: it reads the whole file this time, ~0.3 s instead of ~0.05 s)."""
         key = hashlib.sha256("\0".join((str(front), *flags, *map(str, readable), preamble)).encode(
             "utf-8", "surrogatepass")).hexdigest()[:32]
@@ -223,10 +234,14 @@ class Preambles:
                              name="dice-clang-pch", daemon=True).start()
         return future.result() if future.done() and future.exception() is None else None
 
-    def _settle(self, key: str, future: Future[Path | None], front: FrontEnd, flags: list[str],
+    def _settle(self, key: str, future: Future[Built], front: FrontEnd, flags: list[str],
                 readable: list[Path], preamble: str) -> None:
         try:
             future.set_result(self._build(key, front, flags, readable, preamble))
+        except subprocess.TimeoutExpired:  # too slow for any check: none is run on this preamble (`Built`)
+            LOG.debug("clang check: the preamble took longer than %.0f s to read; no checks in its files",
+                      CHECK_TIMEOUT_S)
+            future.set_result(Built(None, readable=False))
         except Exception as exc:  # the check goes on without it; the next asker builds again
             LOG.debug("clang check: no precompiled preamble (%s)", exc)
             future.set_exception(exc)
@@ -234,24 +249,29 @@ class Preambles:
                 if self.built.get(key) is future:
                     del self.built[key]
 
-    def _build(self, key: str, front: FrontEnd, flags: list[str], readable: list[Path], preamble: str) -> Path | None:
+    def _build(self, key: str, front: FrontEnd, flags: list[str], readable: list[Path], preamble: str) -> Built:
         path = self.folder / f"{key}.pch"
         header = self.folder / f"{key}.cuh"
         header.write_text(preamble)
         output = _run(front, [*flags, "-c", "-Xclang", "-emit-pch", "-o", path.name, header.name], self.folder,
                       readable)
-        return path if path.is_file() and not _DIAGNOSTIC.search(output) else None
+        found = [m["severity"] for m in _DIAGNOSTIC.finditer(output)]
+        if "fatal error" in found:
+            LOG.debug("clang check: the preamble cannot be read (%s); no checks in its files",
+                      next(m.group(0) for m in _DIAGNOSTIC.finditer(output) if m["severity"] == "fatal error"))
+            return Built(None, readable=False)
+        return Built(path if path.is_file() and not found else None)
 
     def forget(self, pch: Path) -> None:
         with self.lock:
             for key, future in list(self.built.items()):
-                if future.done() and not future.exception() and future.result() == pch:
+                if future.done() and not future.exception() and future.result().pch == pch:
                     del self.built[key]
         pch.unlink(missing_ok=True)
 
 
-def _remove_built(done: Future[Path | None]) -> None:
-    if done.exception() is None and (path := done.result()) is not None:
+def _remove_built(done: Future[Built]) -> None:
+    if done.exception() is None and (path := done.result().pch) is not None:
         path.unlink(missing_ok=True)
 
 
@@ -267,18 +287,44 @@ def preambles() -> Preambles:
         return _PREAMBLES
 
 
-def front_errors(front: FrontEnd, text: str, folder: Path | None, flags: CompileFlags) -> list[Error] | None:
-    """clang's errors in `text` (a file living in `folder`), in any file it includes too; None when clang cannot
-    tell (a fatal error such as a header not found). A run that outlasts its time (`FrontEnd.cold_timeout` while
-    the preamble is not precompiled yet, else `CHECK_TIMEOUT_S`) raises `subprocess.TimeoutExpired`."""
+def _invocation(front: FrontEnd, folder: Path | None, flags: CompileFlags) -> tuple[list[str], list[Path]]:
+    """clang's options for a file living in `folder` with `flags`, and the folders its runs may read."""
     folders = [*flags.include_dirs, *([folder] if folder is not None else [])]
     # nvcc's device-code options (`extra`) have no clang spelling and change no verdict: left out
     options = [f"-std={flags.std}", *(f"-D{d}" for d in flags.defines),
                *([f"-iquote{folder}"] if folder is not None else []), *(f"-I{d}" for d in flags.include_dirs)]
-    readable = [*folders, *front.readable]
+    return options, [*folders, *front.readable]
+
+
+def _preamble(lines: list[str], cut: int) -> str:
+    return "\n".join(lines[:cut]) + "\n"
+
+
+def warm(front: FrontEnd, text: str, folder: Path | None, flags: CompileFlags, wait: float = 0.0) -> None:
+    """Start precompiling `text`'s preamble in the background (the editor opened the file: its first
+    completion then reads the preamble instead of every header); with `wait`, return once it is built or
+    `wait` seconds have passed."""
+    cut = preamble_lines(text)
+    if not cut:
+        return
+    options, readable = _invocation(front, folder, flags)
+    preamble = _preamble(text.split("\n"), cut)
+    deadline = time.monotonic() + wait
+    while preambles().get(front, options, readable, preamble) is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def front_errors(front: FrontEnd, text: str, folder: Path | None, flags: CompileFlags) -> list[Error] | None:
+    """clang's errors in `text` (a file living in `folder`), in any file it includes too; None when clang cannot
+    tell (a fatal error such as a header not found). A run that outlasts its time (`FrontEnd.cold_timeout` while
+    the preamble is not precompiled yet, else `CHECK_TIMEOUT_S`) raises `subprocess.TimeoutExpired`."""
+    options, readable = _invocation(front, folder, flags)
     cut = preamble_lines(text)
     lines = text.split("\n")
-    pch = preambles().get(front, options, readable, "\n".join(lines[:cut]) + "\n") if cut else None
+    built = preambles().get(front, options, readable, _preamble(lines, cut)) if cut else None
+    if built is not None and not built.readable:
+        return None
+    pch = built.pch if built is not None else None
     body = "\n" * cut + "\n".join(lines[cut:]) if pch is not None else text
     pch_options = ["-include-pch", str(pch)] if pch is not None else []
     with tempfile.TemporaryDirectory(prefix="dice-clang-") as scratch:
@@ -338,6 +384,14 @@ class ClangJudge:
         """How this clang reads the toolkit: found once per process, on the first check (off the editor's
         event loop: checks run beside the model)."""
         return front_end(self.clang, self.cuda)
+
+    def warm(self, wait: float = 0.0) -> None:
+        """Start clang's one-time work for the base's file: how this clang reads the toolkit (blocks the first
+        time, ~0.3 s: call it off the editor's event loop) and the file's precompiled preamble (background;
+        `wait`: at most this long for it)."""
+        front = self.front
+        if front is not None:
+            warm(front, self.base, self.folder, self.flags, wait)
 
     def _errors(self, text: str) -> list[Error] | None:
         front = self.front

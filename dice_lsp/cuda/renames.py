@@ -48,7 +48,7 @@ def edits(a: str, b: str, limit: int) -> int:
         if min(current) > limit:
             return limit + 1
         before, row = row, current
-    return row[-1]
+    return min(row[-1], limit + 1)
 
 
 def _distance(name: str, candidate: str) -> int | None:

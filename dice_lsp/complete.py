@@ -37,21 +37,23 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dice_lsp.cuda.checks import CheckContext, Checks, header_names_now
 from dice_lsp.cuda.context import build_context
 from dice_lsp.cuda.holes import Hole, canvas_lengths, find_hole
 from dice_lsp.cuda.postprocess import FILTERS, FillContext, Filter, postprocess
 from dice_lsp.cuda.renames import renamed
-from dice_lsp.engine import Draft, FillRequest, FillResult, LoadedModel, fill
-from dice_lsp.engine.sampling import CancelCheck, StepProgress
+from dice_lsp.engine.fill_types import CancelCheck, Draft, FillRequest, FillResult, StepProgress
 from dice_lsp.engine.tokenizer import Tokenizer
 from dice_lsp.errors import DiceError
 from dice_lsp.settings import Settings
 from dice_lsp.textdoc import Position, offset_at, position_at
 from dice_lsp.toolchain.cache import CompileCache
 from dice_lsp.toolchain.flags import CompileFlags
+
+if TYPE_CHECKING:  # the engine (torch) loads with the model, not with this module
+    from dice_lsp.engine import LoadedModel
 
 LOG = logging.getLogger("dice_lsp.complete")
 FILL_MARGIN = 4  # tokens of the window kept free: healing and counting differ from the final encoding
@@ -513,6 +515,8 @@ def complete_at(model: LoadedModel, text: str, position: Position, settings: Set
         return no_completion(position, started)
 
     def filler(request: FillRequest) -> FillResult:
+        from dice_lsp.engine import fill
+
         return fill(model, request, cancel, progress)
 
     return prepared.completion(filler(prepared.request), filler, compiler, lf_text(text)[0], front_end=front_end)

@@ -23,12 +23,12 @@ import os
 import sys
 from pathlib import Path
 
-from dice_lsp import cli, complete
+from dice_lsp import cli, engine
 from dice_lsp.engine import FillRequest, FillResult, LoadedModel, SamplerConfig
-from dice_lsp.engine.sampling import CancelCheck, Denoiser, StepProgress
+from dice_lsp.engine.fill_types import CancelCheck, StepProgress
+from dice_lsp.engine.sampling import Denoiser
 from dice_lsp.errors import DiceError
 from dice_lsp.jobs.model_host import Ticket
-from dice_lsp.optimize import candidates, repair
 
 FOLDER = Path(os.environ["DICE_FAKE_MODEL"])
 HOLD_LIMIT_S = 300.0
@@ -67,10 +67,10 @@ def answer(model: LoadedModel, _prompt: str, max_tokens: int, count: int, sample
     return _generate(model, sampler, count, max_tokens, cancel, None)
 
 
-complete.fill = fill  # type: ignore[assignment]
-candidates.fill = fill  # type: ignore[assignment]
-candidates.answer = answer  # type: ignore[assignment]
-repair.fill = fill  # type: ignore[assignment]
+# Every caller (the completion pipeline, optimize's candidates, repair) reaches the model through
+# `dice_lsp.engine.fill` / `.answer`, looked up at the call.
+engine.fill = fill  # type: ignore[attr-defined]
+engine.answer = answer  # type: ignore[attr-defined]
 
 if __name__ == "__main__":
     sys.exit(cli.main(sys.argv[1:]))

@@ -34,9 +34,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from dice_lsp.engine.fill_types import CancelCheck, FillRequest, FillResult, StepProgress
 from dice_lsp.engine.infill import (
-    FillRequest,
-    FillResult,
     batch_key,
     in_place_context,
     in_place_result,
@@ -44,7 +43,7 @@ from dice_lsp.engine.infill import (
     region_of,
 )
 from dice_lsp.engine.model import LoadedModel
-from dice_lsp.engine.sampling import CancelCheck, Denoiser, StepProgress, _ContextCache
+from dice_lsp.engine.sampling import Denoiser, _ContextCache
 from dice_lsp.engine.transformer import KVCache, Transformer
 from dice_lsp.errors import Cancelled, DiceError
 

@@ -22,14 +22,13 @@ import torch
 from torch import Tensor
 
 from dice_lsp.engine.block_graph import BlockStepper, block_stepper
+from dice_lsp.engine.fill_types import CancelCheck, StepProgress
 from dice_lsp.engine.model import DiffusionLM
 from dice_lsp.engine.sampler_config import SamplerConfig
 from dice_lsp.engine.tokenizer import SpecialTokens
 from dice_lsp.engine.transformer import Transformer
 from dice_lsp.errors import Cancelled, DiceError
 
-CancelCheck = Callable[[], bool]
-StepProgress = Callable[[int], None]
 BlockStep = Literal["auto", "dynamic", "static", "graph"]
 
 

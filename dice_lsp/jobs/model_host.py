@@ -25,14 +25,17 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from dice_lsp.engine import FillRequest, FillResult, LoadedModel, batch_key, fill, fill_batch, load_model
-from dice_lsp.engine.continuous import FillScheduler, Stream, supports
+from dice_lsp import engine
 from dice_lsp.errors import Cancelled, DiceError
 from dice_lsp.jobs import MAX_BATCH_ROWS
 from dice_lsp.jobs.status import ModelStatus
 from dice_lsp.settings import Settings
+
+if TYPE_CHECKING:  # the engine (torch) is imported when the model loads, not when a server starts
+    from dice_lsp.engine import FillRequest, FillResult, LoadedModel
+    from dice_lsp.engine.continuous import FillScheduler, Stream
 
 T = TypeVar("T")
 StatusListener = Callable[[ModelStatus], None]
@@ -117,7 +120,7 @@ class ModelHost:
 
     def fill(self, request: FillRequest, ticket: Ticket) -> Future[FillResult]:
         """Fill `request`, batched with the other queued fills of its shape; `ticket` cancels it."""
-        key = batch_key(self._model, request) if self._model is not None else None
+        key = engine.batch_key(self._model, request) if self._model is not None else None
         return self._enqueue(_Job(Future(), fill=request, ticket=ticket, key=key))
 
     @property
@@ -168,7 +171,7 @@ class ModelHost:
                 continue
             first = jobs[0]
             if first.fill is not None and first.key is not None and self._max_rows > 1 and self._model is not None \
-                    and supports(self._model, first.fill):
+                    and _supports(self._model, first.fill):
                 self._run_stepwise(self._model, jobs)
                 continue
             try:
@@ -185,7 +188,7 @@ class ModelHost:
 
     def _run_stepwise(self, model: LoadedModel, jobs: list[_Job]) -> None:
         """Run fills step by step until none is left, admitting the queued fills of their key between steps."""
-        scheduler = FillScheduler(model, jobs[0].key)
+        scheduler = _scheduler(model, jobs[0].key)
         self.fill_batches += 1
         owners: dict[Stream, _Job] = {}
         while True:
@@ -228,8 +231,8 @@ class ModelHost:
         self.fills += len(requests)
         self.fill_batches += 1
         if first.key is None:
-            return [fill(model, requests[0], first.ticket)]
-        return fill_batch(model, requests, lambda: all(job.ticket() for job in jobs))
+            return [engine.fill(model, requests[0], first.ticket)]
+        return engine.fill_batch(model, requests, lambda: all(job.ticket() for job in jobs))
 
     def close(self, wait_s: float = 0.0) -> bool:
         """Cancel every ticket and queued job and stop the thread once its current job ends; wait up to
@@ -251,3 +254,22 @@ class ModelHost:
         if threading.current_thread() is not self._thread:
             self._thread.join(wait_s)
         return not self._thread.is_alive()
+
+
+
+def load_model(path: str | None, device: str | None, dtype: str | None, trust_remote_code: bool) -> LoadedModel:
+    """`dice_lsp.engine.load_model`: the engine (torch, ~1 s to import) is imported here, on the host's model
+    thread, so a server answers its client while the model loads."""
+    return engine.load_model(path, device, dtype, trust_remote_code)
+
+
+def _supports(model: LoadedModel, request: FillRequest) -> bool:
+    from dice_lsp.engine.continuous import supports
+
+    return supports(model, request)
+
+
+def _scheduler(model: LoadedModel, key: object) -> FillScheduler:
+    from dice_lsp.engine.continuous import FillScheduler
+
+    return FillScheduler(model, key)

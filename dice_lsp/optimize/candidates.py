@@ -16,14 +16,18 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
+from dice_lsp import engine
 from dice_lsp.cuda.functions import Function, parse_functions
-from dice_lsp.engine import Draft, FillRequest, LoadedModel, SamplerConfig, answer, fill
-from dice_lsp.engine.sampling import CancelCheck
+from dice_lsp.engine.fill_types import CancelCheck, Draft, FillRequest
+from dice_lsp.engine.sampler_config import SamplerConfig
 from dice_lsp.errors import DiceError, InputError
 from dice_lsp.settings import SAMPLED_TEMPERATURE
 from dice_lsp.wording import counted
+
+if TYPE_CHECKING:  # torch loads with the model, not with this module
+    from dice_lsp.engine import LoadedModel
 
 T = TypeVar("T")
 
@@ -164,7 +168,7 @@ def _renoise(model: LoadedModel, text: str, kernel: Function, body: str, noise: 
     request = FillRequest(text[:kernel.body_open + 1], text[kernel.body_close:], tokens, count,
                           _steps(sampler, round(tokens * noise)), Draft(body, noise=noise))
     return [BodyCandidate(fill_text, f"re-noise {round(noise * 100)}%")
-            for fill_text in fill(model, request, cancel).texts]
+            for fill_text in engine.fill(model, request, cancel).texts]
 
 
 def _from_signature(model: LoadedModel, text: str, kernel: Function, body: str, count: int,
@@ -172,13 +176,13 @@ def _from_signature(model: LoadedModel, text: str, kernel: Function, body: str, 
     tokens = len(model.tokenizer.encode(body))
     prefix = text[:kernel.body_open + 1] + f"\n    // {INSTRUCTION}\n"
     request = FillRequest(prefix, text[kernel.body_close:], tokens, count, _steps(sampler, tokens))
-    return [BodyCandidate("\n" + fill_text, "signature") for fill_text in fill(model, request, cancel).texts]
+    return [BodyCandidate("\n" + fill_text, "signature") for fill_text in engine.fill(model, request, cancel).texts]
 
 
 def _prompted(model: LoadedModel, text: str, kernel: Function, count: int, sampler: SamplerConfig,
               cancel: CancelCheck | None) -> list[BodyCandidate]:
     prompt = PROMPT.format(kernel=text[kernel.head:kernel.body_close + 1])
-    answers = answer(model, prompt, min(ANSWER_TOKENS, model.window // 2), count, sampler, cancel).texts
+    answers = engine.answer(model, prompt, min(ANSWER_TOKENS, model.window // 2), count, sampler, cancel).texts
     bodies = (body_in_answer(reply, kernel.name) for reply in answers)
     return [BodyCandidate(found, "prompted") for found in bodies if found is not None]
 

@@ -14,10 +14,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dice_lsp.engine import LoadedModel, SamplerConfig
-from dice_lsp.engine.sampling import CancelCheck
+from dice_lsp.engine.fill_types import CancelCheck
+from dice_lsp.engine.sampler_config import SamplerConfig
 from dice_lsp.errors import Cancelled, DiceError
 from dice_lsp.harness.bench import bench_rewrite, gpu_arch
 from dice_lsp.harness.limits import Limits
@@ -27,6 +27,9 @@ from dice_lsp.settings import Settings
 from dice_lsp.toolchain.flags import CompileFlags
 from dice_lsp.toolchain.report import KernelResources, base_name
 from dice_lsp.wording import Said, counted
+
+if TYPE_CHECKING:  # torch loads with the model, not with this module
+    from dice_lsp.engine import LoadedModel
 
 
 @dataclass

@@ -26,11 +26,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from dice_lsp import engine
 from dice_lsp.cuda.functions import enclosing_function
-from dice_lsp.engine import Draft, FillRequest, LoadedModel, SamplerConfig, fill
-from dice_lsp.engine.sampling import CancelCheck
+from dice_lsp.engine.fill_types import CancelCheck, Draft, FillRequest
+from dice_lsp.engine.sampler_config import SamplerConfig
 from dice_lsp.errors import Cancelled
 from dice_lsp.optimize.candidates import first_of_each, normalized
 from dice_lsp.settings import REPAIR_CANDIDATES, Settings
@@ -38,13 +39,16 @@ from dice_lsp.toolchain.flags import CompileFlags
 from dice_lsp.toolchain.report import CheckReport, Diagnostic, check_source
 from dice_lsp.wording import counted
 
+if TYPE_CHECKING:  # torch loads with the model, not with this module
+    from dice_lsp.engine import LoadedModel
+
 _WORD = re.compile(r"\w+|[^\w\s]")
 _MISSING_FILE = re.compile(r"No such file|cannot open source file")  # nothing to re-write: a header is missing
 NEARBY_LINES = 6  # errors this close to the first one are re-written in the same round
 ROUNDS_PER_ERROR = 2  # rounds on one error (narrow, then its whole lines) before the next error gets its turn
 CONTEXT_LINES = 2  # unmasked lines around the masked ones that the region keeps in place
 DEFAULT_SAMPLER = SamplerConfig()
-ModelRunner = Callable[[Callable[[LoadedModel], list[str]]], list[str]]
+ModelRunner = Callable[[Callable[["LoadedModel"], list[str]]], list[str]]
 Check = Callable[[str], CheckReport]
 
 
@@ -168,7 +172,7 @@ def _changes(before: str, after: str, error: str) -> list[Change]:
 
 
 def _fills(model: LoadedModel, request: FillRequest, cancel: CancelCheck | None) -> list[str]:
-    return fill(model, request, cancel).texts
+    return engine.fill(model, request, cancel).texts
 
 
 def region(text: str, errors: list[Diagnostic], narrow: bool) -> tuple[int, int, list[tuple[int, int]]]:

@@ -30,11 +30,11 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from dice_lsp import __version__, sandbox
 from dice_lsp.complete import Completion, PreparedFill, front_end_for, lf_text, no_completion, prepare
-from dice_lsp.engine import FillRequest, FillResult, LoadedModel
+from dice_lsp.engine.fill_types import FillRequest, FillResult
 from dice_lsp.engine.tokenizer import Tokenizer
 from dice_lsp.errors import Cancelled
 from dice_lsp.harness.bench import BenchReport, bench_file
@@ -66,6 +66,9 @@ from dice_lsp.toolchain.flags import CompileFlags, flags_for
 from dice_lsp.toolchain.nvcc import find_nvcc
 from dice_lsp.toolchain.report import CheckReport, check_source
 from dice_lsp.wording import Said
+
+if TYPE_CHECKING:  # torch loads with the model, not with this module
+    from dice_lsp.engine import LoadedModel
 
 T = TypeVar("T")
 Reply = Completion | FillResult | CheckReport | BenchReport | OptimizeReport | RepairResult  # a handler's result

@@ -31,6 +31,7 @@ import numpy as np
 from tqdm import tqdm
 
 from dice_lsp.training.packindex import (
+    INDEX_NAME,
     IndexMismatch,
     check_against_meta,
     dialect_of,
@@ -1319,12 +1320,14 @@ def _pack_valid(tokenizer: Any, corpus: Path, out: Path, sep: int, budget: int) 
 
 # ---------------------------------------------------------------- xz archives for the GPU machine
 
-def split_archives(meta: dict[str, Any], limit_bytes: int, ratio: float) -> tuple[list[str], list[str]]:
+def split_archives(meta: dict[str, Any], limit_bytes: int, ratio: float,
+                   index_bytes: int = 0) -> tuple[list[str], list[str]]:
     """Whole shards into two archives whose estimated xz size (`ratio` bytes per token) stays under the limit;
-    the first also holds meta.json and valid.bin. Shards that fit in neither are left out (the caller says so)."""
-    first = ["meta.json", "valid.bin"] + ([meta["train"]["files_index"]] if "files_index" in meta["train"] else [])
+    the first also holds meta.json, valid.bin and, when `index_bytes` > 0, the per-file train index (xz keeps
+    about a tenth of it). Shards that fit in neither are left out (the caller says so)."""
+    first = ["meta.json", "valid.bin"] + ([INDEX_NAME] if index_bytes else [])
     second: list[str] = []
-    sizes = [meta["valid"]["tokens"] * ratio + 4096, 0.0]
+    sizes = [meta["valid"]["tokens"] * ratio + 4096 + index_bytes * 0.12, 0.0]
     for shard in meta["train"]["shards"]:
         cost = shard["tokens"] * ratio
         if not second and sizes[0] + cost <= limit_bytes:
@@ -1341,7 +1344,8 @@ def compress_pack(pack_dir: Path, out: Path, limit_mb: float = 52.0, ratio: floa
     (10^6 bytes); when one comes out too big, its last shard moves on and it is compressed again."""
     meta = json.loads((pack_dir / "meta.json").read_text())
     limit = int(limit_mb * 1_000_000)
-    groups = list(split_archives(meta, limit, ratio))
+    index = pack_dir / INDEX_NAME
+    groups = list(split_archives(meta, limit, ratio, index.stat().st_size if index.exists() else 0))
     out.mkdir(parents=True, exist_ok=True)
     names = ["pack-a.tar.xz", "pack-b.tar.xz"]
     shard_tokens = {s["file"]: s["tokens"] for s in meta["train"]["shards"]}

@@ -34,7 +34,7 @@ def corpus_records() -> list[dict[str, Any]]:
 
 def write_corpus(folder: Path, records: list[dict[str, Any]]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    for split, rows in (("train", records), ("valid", records[:2])):
+    for split, rows in (("train", records), ("valid", records)):
         (folder / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     return folder
 
@@ -52,6 +52,15 @@ def packed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Any]:
         corpus.pack(source, root / "tok", root / "pack", max_train_tokens=1800, max_valid_tokens=10_000,
                     shard_bytes=1024)
     return root / "pack", source, Tokenizer.from_file(str(root / "tok" / "tokenizer.json"))
+
+
+def copy_without_index(pack: Path, copy: Path) -> Path:
+    """The pack as an older pack was: shards, valid.bin and meta.json, no train-files.json."""
+    copy.mkdir()
+    for f in pack.iterdir():
+        if f.name != INDEX_NAME:
+            copy.joinpath(f.name).write_bytes(f.read_bytes())
+    return copy
 
 
 def train_stream(pack: Path) -> np.ndarray:
@@ -84,11 +93,7 @@ def test_the_pack_indexes_every_file_it_packs(packed: tuple[Path, Path, Any]) ->
 def test_the_index_rebuilt_from_the_shards_equals_the_packed_one(packed: tuple[Path, Path, Any], tmp_path: Path,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     pack, source, _ = packed
-    copy = tmp_path / "pack"
-    copy.mkdir()
-    for f in pack.iterdir():
-        if f.name != INDEX_NAME:
-            copy.joinpath(f.name).write_bytes(f.read_bytes())
+    copy = copy_without_index(pack, tmp_path / "pack")
     digests = {f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in copy.iterdir()}
     assert corpus.main(["index", "--pack", str(copy), "--corpus", str(source), "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
@@ -105,11 +110,7 @@ def test_the_index_rebuilt_from_the_shards_equals_the_packed_one(packed: tuple[P
 def test_the_rebuild_refuses_a_corpus_the_pack_was_not_made_from(packed: tuple[Path, Path, Any], tmp_path: Path,
                                                                  change: str) -> None:
     pack, _, _ = packed
-    copy = tmp_path / "pack"
-    copy.mkdir()
-    for f in pack.iterdir():
-        if f.name != INDEX_NAME:
-            copy.joinpath(f.name).write_bytes(f.read_bytes())
+    copy = copy_without_index(pack, tmp_path / "pack")
     records = corpus_records()
     if change == "extra_file":  # one more GPU file: as many packed files, but each paired with another's tokens
         records.append(dict(records[1], path="dir/new.hip"))
@@ -207,3 +208,18 @@ def test_training_draws_windows_from_the_index_of_the_pack(packed: tuple[Path, P
         weighted_sampler(pack, "cuda=2", size - 1, 64)
     with pytest.raises(SystemExit, match="unknown dialect"):
         weighted_sampler(pack, "sycl=2", size, 64)
+
+
+def test_a_training_run_takes_weights_and_refuses_a_pack_without_an_index(packed: tuple[Path, Path, Any],
+                                                                          tmp_path: Path) -> None:
+    from dice_lsp.training.train import main
+
+    pack, _, _ = packed
+    args = ["--tokenizer", str(pack.parent / "tok"), "--out", str(tmp_path / "run"), "--steps", "2", "--batch", "4",
+            "--length", "64", "--hidden", "64", "--layers", "2", "--workers", "0", "--log-every", "1"]
+    assert main(["--data", str(pack), "--weights", "cpp=0,opencl=0.5", *args]) == 0
+    assert json.loads((tmp_path / "run" / "train_log.json").read_text())["args"]["weights"] == "cpp=0,opencl=0.5"
+    with pytest.raises(SystemExit, match="give one"):
+        main(["--data", str(pack), "--weights", "cuda=2", "--gpu-weight", "4", *args])
+    with pytest.raises(SystemExit, match="no per-file index"):
+        main(["--data", str(copy_without_index(pack, tmp_path / "old")), "--weights", "cuda=2", *args])

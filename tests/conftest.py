@@ -28,11 +28,11 @@ CUDA_SNIPPETS = [
 ]
 
 
-def write_tokenizer(folder: Path, mask_token: str = "<|mask|>") -> int:
+def write_tokenizer(folder: Path, mask_token: str = "<|mask|>", extra_specials: tuple[str, ...] = ()) -> int:
     """A byte-level BPE over a few CUDA lines; returns its vocabulary size."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-    specials = [mask_token if t == "<|mask|>" else t for t in SPECIALS]
+    specials = [mask_token if t == "<|mask|>" else t for t in SPECIALS] + list(extra_specials)
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()

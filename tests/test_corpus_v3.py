@@ -154,3 +154,5 @@ def test_split_archives_keeps_whole_shards_under_the_limit() -> None:
     assert first[:2] == ["meta.json", "valid.bin"]
     assert first[2:] == ["train-00.bin", "train-01.bin", "train-02.bin"]  # 0.4 + 3 * 2.4 MB <= 10 MB
     assert second == ["train-03.bin", "train-04.bin", "train-05.bin", "train-06.bin"]  # the rest is left out
+    first, _ = corpus.split_archives(meta, limit_bytes=10_000_000, ratio=0.4, index_bytes=30_000_000)
+    assert first == ["meta.json", "valid.bin", "train-files.json", "train-00.bin", "train-01.bin"]  # + 3.6 MB of xz

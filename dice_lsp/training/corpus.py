@@ -30,6 +30,17 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from dice_lsp.training.packindex import (
+    INDEX_NAME,
+    IndexMismatch,
+    check_against_meta,
+    dialect_of,
+    file_entry,
+    index_from_separators,
+    separator_offsets,
+    token_sums,
+    write_index,
+)
 from dice_lsp.wording import counted
 
 LOG = logging.getLogger("dice_lsp.corpus")
@@ -1191,6 +1202,8 @@ def pack(corpus: Path, tokenizer_dir: Path, out: Path, max_train_tokens: int, ma
     meta: dict[str, Any] = {"vocab_size": vocab, "dtype": "uint16", "file_sep_id": sep,
                             "eos_id": tokenizer.token_to_id("<|eos|>"), "max_train_tokens": max_train_tokens}
     meta["train"] = _pack_train(tokenizer, corpus, out, sep, max_train_tokens, shard_bytes // 2)
+    files = meta["train"].pop("file_list")
+    meta["train"]["files_index"] = write_index(out, files, sep).name
     meta["valid"] = _pack_valid(tokenizer, corpus, out, sep, max_valid_tokens)
     (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
     record_pack(meta)
@@ -1222,6 +1235,7 @@ def _pack_train(tokenizer: Any, corpus: Path, out: Path, sep: int, budget: int,
     info: dict[str, Any] = {"shards": [], "files": defaultdict(int), "tokens": defaultdict(int),
                             "dialect_tokens": defaultdict(int), "source_tokens": defaultdict(int),
                             "skipped_files": defaultdict(int)}
+    file_list: list[dict[str, Any]] = []
     buffer: list[int] = []
     total = 0
 
@@ -1240,10 +1254,11 @@ def _pack_train(tokenizer: Any, corpus: Path, out: Path, sep: int, budget: int,
             break
         lang = record["lang"]
         piece = [*ids, sep]
+        file_list.append(file_entry(record, total, len(ids)))
         total += len(piece)
         info["files"][lang] += 1
         info["tokens"][lang] += len(piece)
-        info["dialect_tokens"][record.get("dialect", "cuda" if lang == "cuda" else "cpp")] += len(piece)
+        info["dialect_tokens"][dialect_of(record)] += len(piece)
         info["source_tokens"][record["source"]] += len(piece)
         while piece:
             room = shard_tokens - len(buffer)
@@ -1254,7 +1269,35 @@ def _pack_train(tokenizer: Any, corpus: Path, out: Path, sep: int, budget: int,
     if buffer:
         flush()
     info["total_tokens"] = total
+    info["file_list"] = file_list
     return {k: dict(v) if isinstance(v, defaultdict) else v for k, v in info.items()}
+
+
+def _without_text(records: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    for record in records:
+        record.pop("text", None)
+        yield record
+
+
+def index_pack(pack_dir: Path, corpus: Path) -> dict[str, Any]:
+    """Rebuild train-files.json for a pack written before the pack kept it, without tokenizing: the
+    separators in the train shards delimit the files, which are the first `sum(meta train.files)` records
+    of the corpus's train split in pack order (the budget cut the rest). Written only when the separators
+    count the packed files and the per-dialect, per-source and per-language token sums equal meta.json's
+    (IndexMismatch otherwise). The shards and meta.json are left as they are."""
+    meta = json.loads((pack_dir / "meta.json").read_text())
+    train = meta["train"]
+    packed = sum(train["files"].values())
+    records = _pack_order(trainable(_without_text(read_split(corpus, "train"))))
+    if len(records) < packed:
+        raise IndexMismatch(f"{corpus}: {len(records)} trainable files, meta.json packed {packed}")
+    separators, total = separator_offsets(pack_dir, train["shards"], meta["file_sep_id"])
+    files = index_from_separators(records[:packed], separators, total)
+    check_against_meta(files, train)
+    path = write_index(pack_dir, files, meta["file_sep_id"])
+    return {"index": str(path), "bytes": path.stat().st_size, "files": len(files), "tokens": total,
+            "dialect_tokens": token_sums(files, "dialect"), "source_tokens": token_sums(files, "source"),
+            "dialect_files": {k: sum(1 for f in files if f["dialect"] == k) for k in token_sums(files, "dialect")}}
 
 
 def _pack_valid(tokenizer: Any, corpus: Path, out: Path, sep: int, budget: int) -> dict[str, Any]:
@@ -1277,12 +1320,14 @@ def _pack_valid(tokenizer: Any, corpus: Path, out: Path, sep: int, budget: int) 
 
 # ---------------------------------------------------------------- xz archives for the GPU machine
 
-def split_archives(meta: dict[str, Any], limit_bytes: int, ratio: float) -> tuple[list[str], list[str]]:
+def split_archives(meta: dict[str, Any], limit_bytes: int, ratio: float,
+                   index_bytes: int = 0) -> tuple[list[str], list[str]]:
     """Whole shards into two archives whose estimated xz size (`ratio` bytes per token) stays under the limit;
-    the first also holds meta.json and valid.bin. Shards that fit in neither are left out (the caller says so)."""
-    first = ["meta.json", "valid.bin"]
+    the first also holds meta.json, valid.bin and, when `index_bytes` > 0, the per-file train index (xz keeps
+    about a tenth of it). Shards that fit in neither are left out (the caller says so)."""
+    first = ["meta.json", "valid.bin"] + ([INDEX_NAME] if index_bytes else [])
     second: list[str] = []
-    sizes = [meta["valid"]["tokens"] * ratio + 4096, 0.0]
+    sizes = [meta["valid"]["tokens"] * ratio + 4096 + index_bytes * 0.12, 0.0]
     for shard in meta["train"]["shards"]:
         cost = shard["tokens"] * ratio
         if not second and sizes[0] + cost <= limit_bytes:
@@ -1299,7 +1344,8 @@ def compress_pack(pack_dir: Path, out: Path, limit_mb: float = 52.0, ratio: floa
     (10^6 bytes); when one comes out too big, its last shard moves on and it is compressed again."""
     meta = json.loads((pack_dir / "meta.json").read_text())
     limit = int(limit_mb * 1_000_000)
-    groups = list(split_archives(meta, limit, ratio))
+    index = pack_dir / INDEX_NAME
+    groups = list(split_archives(meta, limit, ratio, index.stat().st_size if index.exists() else 0))
     out.mkdir(parents=True, exist_ok=True)
     names = ["pack-a.tar.xz", "pack-b.tar.xz"]
     shard_tokens = {s["file"]: s["tokens"] for s in meta["train"]["shards"]}
@@ -1356,6 +1402,32 @@ def _select(names: Sequence[str] | None) -> list[CorpusSource]:
     return [known[n] for n in names]
 
 
+def _index_main(args: Sequence[str]) -> int:
+    """`corpus index --pack DIR --corpus DIR [--json]`: rebuild and check a pack's train-files.json."""
+    parser = argparse.ArgumentParser(prog="python -m dice_lsp.training.corpus index",
+                                     description="rebuild a pack's per-file train index (train-files.json) "
+                                                 "from its shards and the corpus it was packed from")
+    parser.add_argument("--pack", type=Path, default=Path("data/pack"))
+    parser.add_argument("--corpus", type=Path, default=Path("data/corpus"))
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    ns = parser.parse_args(args)
+    for needed in (ns.pack / "meta.json", ns.corpus / "train.jsonl"):
+        if not needed.exists():
+            raise SystemExit(f"{needed}: not found")
+    try:
+        summary = index_pack(ns.pack, ns.corpus)
+    except IndexMismatch as exc:
+        raise SystemExit(f"{ns.corpus} does not match {ns.pack}: {exc}; nothing written") from None
+    if ns.json:
+        print(json.dumps(summary, indent=1))
+        return 0
+    print(f"{summary['files']:,} files, {summary['tokens']:,} tokens -> {summary['index']} "
+          f"({summary['bytes'] / 1e6:.1f} MB); matches meta.json")
+    for name, count in sorted(summary["dialect_tokens"].items(), key=lambda kv: -kv[1]):
+        print(f"  {name:<14} {count:>12,} tokens  {summary['dialect_files'][name]:>6,} files")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """`corpus [--out ...]` builds; `corpus pack ...` writes the token shards."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -1371,6 +1443,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps({k: v["bytes"] for k, v in summary["archives"].items()}), "left out:",
               summary["left_out_shards"], file=sys.stderr)
         return 0
+    if args and args[0] == "index":
+        return _index_main(args[1:])
     if args and args[0] == "pack":
         parser = argparse.ArgumentParser(prog="python -m dice_lsp.training.corpus pack")
         parser.add_argument("--corpus", type=Path, default=Path("data/corpus"))

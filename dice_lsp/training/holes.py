@@ -207,16 +207,63 @@ def window_offset(size: int, span: int, rng: np.random.Generator, gpu_end: int =
     return int(rng.integers(gpu_end, size - span))
 
 
+def window_span(length: int) -> int:
+    """Tokens a training window reads: the example's `length`, room for the largest hole, and a margin."""
+    return length + MAX_HOLE + 64
+
+
+@dataclass(frozen=True)
+class WindowSampler:
+    """Window starts drawn per file weight: a start falls in file i with probability proportional to
+    weight_i x the tokens of file i that can start a window, uniform within them.
+
+    Files are the pack's index (offset, length; the separator after a file counts as its token); a file's
+    starts are clipped to [0, size - span) so every window fits in the stream. A window may run on into the
+    next file, as the unweighted sampler's do. Drawing is one binary search over cumulative weights.
+    """
+
+    files: np.ndarray  # int64: each kept file's place in the index
+    begins: np.ndarray  # int64: first window start of each file with weight > 0 and room for a start
+    counts: np.ndarray  # int64: how many starts it has
+    weights: np.ndarray  # float64: its weight per token
+    cumulative: np.ndarray  # float64: running sum of weights * counts
+
+    @classmethod
+    def build(cls, offsets: np.ndarray, lengths: np.ndarray, weights: np.ndarray, size: int,
+              span: int) -> WindowSampler:
+        last = size - span  # exclusive bound on starts
+        begins = np.minimum(np.asarray(offsets, dtype=np.int64), last)
+        ends = np.minimum(np.asarray(offsets, dtype=np.int64) + np.asarray(lengths, dtype=np.int64) + 1, last)
+        counts = ends - begins
+        keep = (counts > 0) & (np.asarray(weights) > 0)
+        if not keep.any():
+            raise ValueError("every file that can start a window has weight 0")
+        kept = np.asarray(weights, dtype=np.float64)[keep]
+        return cls(np.flatnonzero(keep), begins[keep], counts[keep], kept, np.cumsum(kept * counts[keep]))
+
+    def draw(self, rng: np.random.Generator) -> int:
+        u = rng.random() * float(self.cumulative[-1])
+        i = min(int(np.searchsorted(self.cumulative, u, side="right")), len(self.cumulative) - 1)
+        return int(self.begins[i] + rng.integers(self.counts[i]))
+
+    def shares(self, labels: np.ndarray) -> dict[str, float]:
+        """Expected share of windows per label (`labels`: one per file given to `build`, e.g. its dialect)."""
+        mass = self.weights * self.counts
+        kept = np.asarray(labels)[self.files]
+        return {str(k): float(mass[kept == k].sum() / self.cumulative[-1]) for k in np.unique(labels)}
+
+
 def make_example(stream: np.ndarray, length: int, progress: float, tables: TokenTables,
                  rng: np.random.Generator, objective: str = "diffusion", gpu_end: int = 0,
-                 gpu_weight: float = 1.0) -> Example:
-    """One training example from a random place in `stream` (GPU code weighted by `gpu_weight`, see
-    `window_offset`), shaped by the curriculum."""
+                 gpu_weight: float = 1.0, sampler: WindowSampler | None = None) -> Example:
+    """One training example from a random place in `stream` (drawn by `sampler` when given, else GPU code
+    weighted by `gpu_weight`, see `window_offset`), shaped by the curriculum."""
     weights = mode_weights(progress)
     kinds = list(weights)
     kind = kinds[int(rng.choice(len(kinds), p=np.array([weights[k] for k in kinds])))]
-    span = length + MAX_HOLE + 64
-    offset = window_offset(len(stream), span, rng, gpu_end, gpu_weight)
+    span = window_span(length)
+    drawn = sampler.draw(rng) if sampler is not None else None
+    offset = window_offset(len(stream), span, rng, gpu_end, gpu_weight) if drawn is None else drawn
     window = stream[offset:offset + span]
     shaped = fim_example if objective == "ar" else hole_example
     if kind != "random":

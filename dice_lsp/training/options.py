@@ -19,6 +19,9 @@ def build_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                         help="start the hole curriculum this far along (0..1; a grown model skips its start)")
     parser.add_argument("--gpu-weight", type=float, default=1.0,
                         help="windows from the pack's GPU code are this many times as likely per token as C/C++ ones")
+    parser.add_argument("--weights", default="",
+                        help="window weights per dialect of the pack's index (train-files.json), per token, default 1; "
+                             "source:NAME=W overrides a source: cuda=4,hip=2,opencl=0.5,source:hashcat=0")
     parser.add_argument("--dropout", type=float, default=0.0, help="residual dropout while training")
     parser.add_argument("--weight-decay", type=float, default=0.1)
     parser.add_argument("--objective", choices=("diffusion", "ar"), default="diffusion",

@@ -38,8 +38,17 @@ from dice_lsp.engine.presets import DICE_TINY
 from dice_lsp.engine.quant import dequantize_state
 from dice_lsp.engine.tokenizer import Tokenizer
 from dice_lsp.engine.transformer import Transformer
-from dice_lsp.training.holes import Example, TokenTables, fim_example, hole_example, make_example
+from dice_lsp.training.holes import (
+    Example,
+    TokenTables,
+    WindowSampler,
+    fim_example,
+    hole_example,
+    make_example,
+    window_span,
+)
 from dice_lsp.training.options import build_parser
+from dice_lsp.training.packindex import INDEX_NAME, file_weights, parse_weights, read_index
 
 LOG = logging.getLogger("dice_lsp.train")
 SHARD_BYTES = 15 * 1024**2
@@ -59,6 +68,24 @@ def gpu_tokens(data: Path) -> int:
     if not meta.exists():
         return 0
     return int(json.loads(meta.read_text()).get("train", {}).get("tokens", {}).get("cuda", 0))
+
+
+def weighted_sampler(data: Path, spec: str, size: int, length: int) -> WindowSampler:
+    """The window sampler for `--weights SPEC` over the pack's per-file index; one-line SystemExit on a bad
+    spec, a missing index, or an index that does not cover the `size` tokens of the train stream."""
+    files = read_index(data)
+    total = files[-1]["offset"] + files[-1]["length"] + 1 if files else 0
+    if total != size:
+        raise SystemExit(f"{data / INDEX_NAME}: covers {total} tokens, the train shards hold {size}")
+    try:
+        weights = file_weights(files, parse_weights(spec))
+        sampler = WindowSampler.build(np.array([f["offset"] for f in files]), np.array([f["length"] for f in files]),
+                                      weights, size, window_span(length))
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from None
+    shares = sampler.shares(np.array([f["dialect"] for f in files]))
+    LOG.info("windows per dialect: %s", ", ".join(f"{k} {v:.1%}" for k, v in sorted(shares.items())))
+    return sampler
 
 
 def token_tables(tok: Tokenizer) -> TokenTables:
@@ -83,10 +110,11 @@ class Batches(torch.utils.data.IterableDataset[list[Example]]):
     """Endless batches built in worker processes; `progress` (shared) steers the curriculum."""
 
     def __init__(self, stream: np.ndarray, tables: TokenTables, batch: int, length: int, seed: int,
-                 progress: Any, objective: str, gpu_end: int = 0, gpu_weight: float = 1.0) -> None:
+                 progress: Any, objective: str, gpu_end: int = 0, gpu_weight: float = 1.0,
+                 sampler: WindowSampler | None = None) -> None:
         self.stream, self.tables, self.batch, self.length, self.seed = stream, tables, batch, length, seed
         self.progress, self.objective = progress, objective
-        self.gpu_end, self.gpu_weight = gpu_end, gpu_weight
+        self.gpu_end, self.gpu_weight, self.sampler = gpu_end, gpu_weight, sampler
 
     def __iter__(self) -> Iterator[list[Example]]:
         info = torch.utils.data.get_worker_info()
@@ -94,7 +122,7 @@ class Batches(torch.utils.data.IterableDataset[list[Example]]):
         while True:
             p = self.progress.value
             yield [make_example(self.stream, self.length, p, self.tables, rng, self.objective,
-                                self.gpu_end, self.gpu_weight)
+                                self.gpu_end, self.gpu_weight, self.sampler)
                    for _ in range(self.batch)]
 
 
@@ -254,11 +282,17 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": args.weight_decay},
                                    {"params": no_decay, "weight_decay": 0.0}],
                                   lr=args.lr, betas=(0.9, 0.95), fused=device.type == "cuda")
+    sampler = None
+    if args.weights:
+        if args.gpu_weight != 1.0:
+            raise SystemExit("--weights and --gpu-weight: give one "
+                             "(--weights cuda=W,hip=W,opencl=W weights all GPU code)")
+        sampler = weighted_sampler(Path(args.data), args.weights, len(train_stream), args.length)
     hidden_fn = torch.compile(model.hidden_states) if args.compile else model.hidden_states
     progress = torch.multiprocessing.Value("d", state["step"] / args.steps)
     loader = torch.utils.data.DataLoader(
         Batches(train_stream, tables, args.batch, args.length, args.seed + state["step"], progress, args.objective,
-                gpu_tokens(Path(args.data)), args.gpu_weight),
+                gpu_tokens(Path(args.data)), args.gpu_weight, sampler),
         batch_size=None, num_workers=args.workers, prefetch_factor=4 if args.workers else None,
         persistent_workers=bool(args.workers))
     started = time.time()

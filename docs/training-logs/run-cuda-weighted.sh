@@ -10,6 +10,11 @@
 #   launch v2c INIT       (the shipped model in the tree) start v2c detached
 #   wait SECONDS          follow both logs (keeps the machine held: it goes back when idle)
 #   collect NAME OUT [N]  int8 weights + log of one run into OUT (8 files), after at most N x 10 s for its end
+# Weights per dialect instead of `--gpu-weight 4` (which weights CUDA, HIP and hashcat's OpenCL alike): the pack
+# needs its per-file index, train-files.json next to meta.json (new packs write it; the v3 pack's was rebuilt with
+# python -m dice_lsp.training.corpus index --pack /work/data19/pack --corpus /work/data19/corpus2; `corpus xz`
+# then carries it in pack-a), and launch replaces `--gpu-weight 4` with e.g. `--weights cuda=4,hip=2,opencl=0.5,source:hashcat=0`
+# (per token, default 1; the log's first lines give the expected share of windows per dialect; docs/MODEL.md).
 set -euo pipefail
 ROOT=/root/cw
 export PYTHONPATH=$ROOT/code:$ROOT/site HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1

@@ -140,6 +140,7 @@ def test_optimize_with_nothing_that_compiles_offers_nothing_and_says_why(tmp_pat
     assert path.read_text() == SAXPY
 
 
+@pytest.mark.slow
 def test_repair_and_optimize_take_check_s_include_folders_and_macros(tmp_path: Path) -> None:
     """`-I` and `-D` reach nvcc as they do for `check`: without them this file cannot compile."""
     (tmp_path / "inc").mkdir()

@@ -96,6 +96,7 @@ def test_bad_kind_and_execute_without_gpu_are_one_line_errors() -> None:
         assert proc.returncode == 3 and proc.stderr.count("\n") == 1 and "GPU" in proc.stderr
 
 
+@pytest.mark.slow
 def test_smoke_one_line_holes_with_the_embedded_model() -> None:
     """The CI smoke run: 30 one-line holes of the test split through the editor path on the CPU (the
     benchmark's numbers come from bench/, on every hole; this checks the path and the report)."""

@@ -85,6 +85,7 @@ async def test_repair_runs_on_the_team_server(client: LanguageClient, team_serve
     assert resolved.edit is not None and resolved.edit.document_changes, "the server's nvcc and model repaired it"
 
 
+@pytest.mark.slow
 async def test_optimize_runs_on_the_team_server(client: LanguageClient, team_server: tuple[str, Path],
                                                 tmp_path: Path) -> None:
     url, tokens = team_server

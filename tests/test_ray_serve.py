@@ -49,6 +49,7 @@ async def ask(url: str, method: str, params: dict[str, Any], token: str | None =
     return await ask_once(url, method, params, token)
 
 
+@pytest.mark.slow
 def test_a_replica_answers_a_completion_through_the_gateway(gateway: str) -> None:
     settings = Settings(max_canvas=24, steps=4)  # the fill dice-tiny writes there with 4 steps compiles
     answer = asyncio.run(ask(gateway, "complete", {"text": LOOP_HEADER, "line": 1, "character": 63,

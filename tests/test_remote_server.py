@@ -230,6 +230,7 @@ def test_check_compiles_the_sent_file_with_its_headers(server: tuple[str, Path])
     assert fixed["kernels"][0]["name"] == "k(float*)" and fixed["kernels"][0]["registers"] > 0
 
 
+@pytest.mark.slow
 def test_a_client_reconnects_after_a_server_restart() -> None:
     with serving("--port", "0") as (url, _):
         client = RemoteClient(parse_address(url))
@@ -310,6 +311,7 @@ def test_cli_status_is_a_health_probe(server: tuple[str, Path]) -> None:
     assert down.returncode == 2 and down.stderr.count("\n") == 1 and "Connection refused" in down.stderr
 
 
+@pytest.mark.slow
 def test_cli_check_bench_repair_and_optimize_through_the_server(server: tuple[str, Path], tmp_path: Path) -> None:
     """Each file command with --server sends the file and its headers, and prints what a local run prints."""
     url, tokens = server

@@ -110,6 +110,7 @@ def test_curriculum_moves_from_random_masking_to_larger_holes(setup: tuple[Token
 
 
 @pytest.mark.parametrize("objective", ["diffusion", "ar"])
+@pytest.mark.slow
 def test_a_short_training_run_learns_and_its_checkpoint_completes(setup: tuple[Tokenizer, np.ndarray],
                                                                   tmp_path: Path, objective: str) -> None:
     from dice_lsp.cli import main
@@ -179,6 +180,7 @@ def test_one_line_holes_start_at_the_line_or_after_its_indentation(setup: tuple[
     assert starts == {"indent", "content"}, "the editor asks on an empty line after its indentation, too"
 
 
+@pytest.mark.slow
 def test_a_grown_model_trains_on_the_wall_clock_schedule(setup: tuple[Tokenizer, np.ndarray], native_dir: Path,
                                                           tmp_path: Path) -> None:
     from dice_lsp.cli import main

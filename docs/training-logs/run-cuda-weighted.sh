@@ -12,8 +12,8 @@
 #   collect NAME OUT [N]  int8 weights + log of one run into OUT (8 files), after at most N x 10 s for its end
 # Weights per dialect instead of `--gpu-weight 4` (which weights CUDA, HIP and hashcat's OpenCL alike): the pack
 # needs its per-file index, train-files.json next to meta.json (new packs write it; the v3 pack's was rebuilt with
-# python -m dice_lsp.training.corpus index --pack /work/data19/pack --corpus /work/data19/corpus2; `corpus xz`
-# then carries it in pack-a), and launch replaces `--gpu-weight 4` with e.g. `--weights cuda=4,hip=2,opencl=0.5,source:hashcat=0`
+# python -m dice_lsp.training.corpus index --pack /work/data19/pack --corpus /work/data19/corpus2 and kept as
+# .pack/train-files.json.xz, 1.2 MB: carry it with pack-a; setup unpacks it), and launch replaces `--gpu-weight 4` with e.g. `--weights cuda=4,hip=2,opencl=0.5,source:hashcat=0`
 # (per token, default 1; the log's first lines give the expected share of windows per dialect; docs/MODEL.md).
 set -euo pipefail
 ROOT=/root/cw
@@ -25,6 +25,7 @@ setup)
     mkdir -p $ROOT/tok && cp dice_lsp/models/dice-tiny/tokenizer*.json $ROOT/tok/
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target $ROOT/site .whl/*.whl
     tar -xJf .pack/pack-a.tar.xz -C $ROOT/pack
+    if [ -f .pack/train-files.json.xz ]; then xz -dc .pack/train-files.json.xz > $ROOT/pack/train-files.json; fi
     nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader
     du -sh $ROOT/pack ;;
 unpack)

@@ -56,6 +56,7 @@ DOCUMENTS = {  # `‸` is the cursor; each gives a real hole
     "switch": KERNEL + "    switch (n) {\n        ‸\n    }\n}\n",
     "marker repeat": KERNEL + "    c[0] = f(a[0]);\n    c[0] = /*@fill*/;‸\n}\n",
     "marker sync": KERNEL + "    __syncthreads();\n    /*@fill*/‸\n    c[0] = 1;\n}\n",
+    "marker body": KERNEL[:-1] + " /*@fill*/‸ }\n",
 }
 
 
@@ -243,6 +244,8 @@ CUT_MARKER_AT_ITS_LINE = [
     ("marker condition", "n > 0 &&\n        n < 4", "n > 0 &&"),
     ("marker sync", "c[0] = 2;\n    c[1] = 3;", "c[0] = 2;\n    c[1] = 3;"),  # alone on its line: a region
     ("empty", "c[i] = 0;\n    c[i] += 1;", "c[i] = 0;\n    c[i] += 1;"),  # markers only
+    ("marker body", "\n    int i = threadIdx.x;\n    c[i] = a[i];\n",
+     "\n    int i = threadIdx.x;\n    c[i] = a[i];\n"),  # `{ /*@fill*/ }`: the block's statements
 ]
 
 BALANCE_BRACKETS = [

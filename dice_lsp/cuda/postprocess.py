@@ -393,8 +393,11 @@ def cut_marker_at_its_line(fill: str, ctx: FillContext) -> str | None:
     with code (a marker's canvas invites more), and, where code before the marker starts the statement, it
     ends before the first ';' that would end that statement at the marker's level (the rest of the line ends
     it: `x[i] = /*@fill*/;` takes `a[i]`, not `a[i]; x[j] = 0;`). A ';' inside brackets, the fill's own or
-    those open at the marker (`for (/*@fill*/)`, a lambda's body), stays."""
-    if ctx.hole.kind != "marker" or not ctx.after.split("\n", 1)[0].strip():
+    those open at the marker (`for (/*@fill*/)`, a lambda's body), stays. A marker followed on its line by the
+    `}` that closes its block (`{ /*@fill*/ }`, a body removed whole) stands for that block's statements: not
+    cut."""
+    rest = ctx.after.split("\n", 1)[0].strip()
+    if ctx.hole.kind != "marker" or not rest or rest.startswith("}"):
         return fill
     line = next((line.strip() for line in fill.split("\n") if line.strip()), "")
     if not ctx.line_before.strip():

@@ -247,8 +247,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(json.dumps(report.to_json()))
     else:
         for d in report.diagnostics:
-            start = d.get("range", {}).get("start", {"line": 0, "character": 0})
-            print(f"{args.file}:{start['line'] + 1}:{start['character'] + 1}: {d['severity']}: {d['message']}")
+            print(f"{args.file}:{d.line + 1}:{d.character + 1}: {d.severity}: {d.message}")
         if report.kernels:
             print(f"{'kernel':24} {'median ms':>10} {'spread':>7} {'ref ms':>9} {'speedup':>8}  result")
         for k in report.kernels:

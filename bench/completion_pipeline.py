@@ -42,6 +42,7 @@ from dice_lsp.cuda.checks import header_names
 from dice_lsp.cuda.postprocess import FILTERS
 from dice_lsp.engine import EMBEDDED_MODEL, load_model
 from dice_lsp.evals import systems
+from dice_lsp.evals.results import EvalReport
 from dice_lsp.evals.run import compile_checked, evaluate
 from dice_lsp.evals.stats import bootstrap
 from dice_lsp.evals.suite import KINDS, load_suite
@@ -84,22 +85,24 @@ def pct(values: list[float]) -> str:
     return f"{100 * interval.mean:.1f} [{100 * interval.low:.1f}, {100 * interval.high:.1f}] of {interval.n}"
 
 
-def rows_of(stage: str, report: dict[str, Any]) -> list[str]:
+def rows_of(stage: str, report: EvalReport) -> list[str]:
     """One table row per hole kind (and all kinds together) of one stage's report."""
     lines = []
     for kind in (*KINDS, "all"):
-        fills = [f for f in report["fills"] if kind in ("all", f["kind"])]
-        if not fills or (kind == "all" and len({f["kind"] for f in fills}) < 2):
+        fills = [f for f in report.fills if kind in ("all", f.kind)]
+        if not fills or (kind == "all" and len({f.kind for f in fills}) < 2):
             continue
-        shown = [f for f in fills if f["shown"]]
-        row = report["kinds"][kind]
+        scores = [f.score for f in fills]
+        shown = [s for s in scores if s.shown]
+        row = report.kinds[kind]
+        similarity = row.similarity.mean if row.similarity else 0.0
         lines.append(" | ".join([
-            stage, kind, str(len(fills)), pct([float(f["shown"]) for f in fills]),
-            pct([float(f["exact_ws"]) for f in fills]), f"{row['similarity']['mean']:.2f}",
-            pct([float(f["parses"]) for f in shown]),
-            pct([float(bool(f["compiles"])) for f in shown if f["compiles"] is not None]),
-            f"{sum(f.get('model_calls', 0) for f in fills) / len(fills):.1f}",
-            f"{row['latency_p50_ms']:.0f}", f"{row['latency_p95_ms']:.0f}"]))
+            stage, kind, str(len(fills)), pct([float(s.shown) for s in scores]),
+            pct([float(s.exact_ws) for s in scores]), f"{similarity:.2f}",
+            pct([float(s.parses) for s in shown]),
+            pct([float(bool(s.compiles)) for s in shown if s.compiles is not None]),
+            f"{sum(f.model_calls or 0 for f in fills) / len(fills):.1f}",
+            f"{row.latency_p50_ms:.0f}", f"{row.latency_p95_ms:.0f}"]))
     return lines
 
 
@@ -150,7 +153,7 @@ def main() -> int:
                                   progress=bar.update)
             stem = re.sub(r"[^0-9A-Za-z.]+", "_", stage.replace("+", "plus_")).strip("_")
             prefix = f"{name}_" if args.model else ""
-            (args.out / f"{prefix}{stem}.json").write_text(json.dumps(report))
+            (args.out / f"{prefix}{stem}.json").write_text(json.dumps(report.to_json()))
             table += [f"| {name} | {line} |" for line in rows_of(stage, report)]
             print("\n".join(table[-(len(args.kinds) + 1):]), flush=True)
     (args.out / "table.md").write_text("\n".join(table) + "\n")

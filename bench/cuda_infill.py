@@ -18,6 +18,7 @@ import json
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from tqdm import tqdm
@@ -26,6 +27,7 @@ from dice_lsp.engine import EMBEDDED_MODEL, load_model
 from dice_lsp.errors import DiceError
 from dice_lsp.evals import report, systems
 from dice_lsp.evals.execute import gpu_available
+from dice_lsp.evals.results import EvalReport
 from dice_lsp.evals.run import evaluate
 from dice_lsp.evals.suite import KINDS, load_suite
 from dice_lsp.settings import Settings
@@ -72,8 +74,8 @@ def main() -> int:
     replays = {}
     for item in args.replay:
         label, files = item.split("=", 1)
-        reports = [json.loads(Path(f).read_text(encoding="utf-8")) for f in files.split(",")]
-        replays[reports[0]["system"]] = systems.Replay.from_reports(reports, label)
+        reports = [EvalReport.from_json(json.loads(Path(f).read_text(encoding="utf-8"))) for f in files.split(",")]
+        replays[reports[0].system] = systems.Replay.from_reports(reports, label)
     for name in [*args.systems, *named, *replays]:
         started = time.time()
         system = replays[name] if name in replays else make_system(name, named.get(name), args.device, settings)
@@ -81,11 +83,11 @@ def main() -> int:
             result = evaluate(suite, holes, system, args.execute,
                               {"steps_per_32_tokens": settings.steps, "context_tokens": settings.context_tokens,
                                "device": args.device}, progress=bar.update)
-        result["wall_s"] = round(time.time() - started, 1)
+        result = replace(result, wall_s=round(time.time() - started, 1))
         path = args.out / f"{name}.json"
-        path.write_text(json.dumps(result), encoding="utf-8")
+        path.write_text(json.dumps(result.to_json()), encoding="utf-8")
         written.append(result)
-        print(f"{name}: {len(holes)} holes in {result['wall_s']} s -> {path}", file=sys.stderr)
+        print(f"{name}: {len(holes)} holes in {result.wall_s} s -> {path}", file=sys.stderr)
     (args.out / "table.md").write_text(report.markdown(written) + "\n", encoding="utf-8")
     try:
         report.plot(written, args.out / "cuda_infill.png")

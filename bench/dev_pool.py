@@ -22,6 +22,7 @@ from dice_lsp.cuda.checks import header_names
 from dice_lsp.engine import EMBEDDED_MODEL, load_model
 from dice_lsp.evals import systems
 from dice_lsp.evals.build import cut_holes
+from dice_lsp.evals.results import HoleRow
 from dice_lsp.evals.run import evaluate
 from dice_lsp.evals.suite import Suite, SuiteHole, load_suite
 from dice_lsp.settings import Settings
@@ -61,10 +62,9 @@ def main() -> int:
     system = systems.ModelSystem(args.stage, args.stage, model, settings, pipeline)
     with tqdm(total=len(suite.holes), file=sys.stderr) as bar:
         report = evaluate(suite, suite.holes, system, settings={"stage": args.stage}, progress=bar.update)
-    report["hole_rows"] = [{"id": h.id, "kind": h.kind, "file": h.file, "start": h.start, "end": h.end}
-                           for h in suite.holes]
+    report = replace(report, hole_rows=[HoleRow(h.id, h.kind, h.file, h.start, h.end) for h in suite.holes])
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report))
+    args.out.write_text(json.dumps(report.to_json()))
     print("\n".join(rows_of(args.stage, report)))
     return 0
 

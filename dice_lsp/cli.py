@@ -23,6 +23,7 @@ from dice_lsp.wording import counted
 
 if TYPE_CHECKING:
     from dice_lsp.cuda.checks import Checks
+    from dice_lsp.evals.results import EvalReport
 
 EXIT_BAD_INPUT = 2
 EXIT_NO_GPU = 3
@@ -246,8 +247,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(json.dumps(report.to_json()))
     else:
         for d in report.diagnostics:
-            start = d.get("range", {}).get("start", {"line": 0, "character": 0})
-            print(f"{args.file}:{start['line'] + 1}:{start['character'] + 1}: {d['severity']}: {d['message']}")
+            print(f"{args.file}:{d.line + 1}:{d.character + 1}: {d.severity}: {d.message}")
         if report.kernels:
             print(f"{'kernel':24} {'median ms':>10} {'spread':>7} {'ref ms':>9} {'speedup':>8}  result")
         for k in report.kernels:
@@ -456,11 +456,11 @@ def cmd_eval_infill(args: argparse.Namespace) -> int:
                           {"steps_per_32_tokens": settings.steps, "context_tokens": settings.context_tokens},
                           progress=bar.update)
     if args.out:
-        Path(args.out).write_text(json.dumps(result), encoding="utf-8")
+        Path(args.out).write_text(json.dumps(result.to_json()), encoding="utf-8")
     if args.json:
-        print(json.dumps(result))
+        print(json.dumps(result.to_json()))
     else:
-        print(f"{result['label']} on {args.suite} ({args.split}): {counted(len(holes), 'hole')}"
+        print(f"{result.label} on {args.suite} ({args.split}): {counted(len(holes), 'hole')}"
               + ("" if args.execute else "; executable holes not run (--execute on a GPU)"))
         print(tables.markdown([result]))
     return 0
@@ -475,24 +475,28 @@ def cmd_eval_table(args: argparse.Namespace) -> int:
     if args.plot:
         tables.plot(reports, Path(args.plot))
     if args.json:
-        print(json.dumps([{k: r[k] for k in ("system", "label", "split", "holes", "kinds")} for r in reports]))
+        print(json.dumps([r.summary_json() for r in reports]))
     else:
         print(tables.markdown(reports, args.kinds))
     return 0
 
 
-def _read_reports(names: list[str]) -> list[dict[str, Any]]:
+def _read_reports(names: list[str]) -> list[EvalReport]:
+    from dice_lsp.evals.results import EvalReport
+
     reports = []
     for name in names:
         path = Path(name)
         if not path.is_file():
             raise DiceError(f"{path}: no such report")
         try:
-            reports.append(json.loads(path.read_text(encoding="utf-8")))
+            data = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             raise DiceError(f"{path}: not a JSON report ({exc.msg}, line {exc.lineno})") from exc
-        if "kinds" not in reports[-1]:
-            raise DiceError(f"{path}: not a dice-lsp eval infill report")
+        try:
+            reports.append(EvalReport.from_json(data))
+        except ValueError as exc:
+            raise DiceError(f"{path}: not a dice-lsp eval infill report ({exc})") from exc
     return reports
 
 

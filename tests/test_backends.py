@@ -12,6 +12,7 @@ import pytest
 
 from dice_lsp.backends import FlagOptions, LocalBackend, TeamBackend, backend_for
 from dice_lsp.errors import DiceError
+from dice_lsp.harness.bench import BenchReport, BuildFailure, KernelResult
 from dice_lsp.harness.limits import Limits
 from dice_lsp.optimize import OptimizeReport, OptimizeRequest, RepairResult, Rewrite
 from dice_lsp.optimize.repair import Change
@@ -48,6 +49,25 @@ def test_a_repair_result_round_trips() -> None:
                                       "out of time")):
         sent = wire(RepairResult("int x;\n", 2, report, changes, stopped).to_json())
         assert RepairResult.from_json(sent).to_json() == sent
+
+
+def test_a_bench_report_round_trips_with_typed_diagnostics() -> None:
+    error = Diagnostic(4, 2, 4, 9, "error", "identifier \"q\" is undefined", "20", (Related("k.cu", 3, "in k"),))
+    kernel = KernelResult("k", verified=True, median_ms=0.4, shapes=["n=1024"])
+    sent = wire(BenchReport(True, False, [error], [kernel], "does not compile").to_json())
+    assert sent["compile"] == {"ok": False, "diagnostics": [
+        {"range": {"start": {"line": 4, "character": 2}, "end": {"line": 4, "character": 9}}, "severity": "error",
+         "message": "identifier \"q\" is undefined", "code": "20",
+         "related": [{"file": "k.cu", "line": 3, "message": "in k"}]}]}
+    rebuilt = BenchReport.from_json(sent)
+    assert rebuilt.diagnostics == [error] and rebuilt.to_json() == sent
+    failed = BuildFailure("build failed", "g++: error")
+    built = wire(BenchReport(True, False, [failed], [], "does not compile").to_json())
+    assert built["compile"]["diagnostics"] == [{"severity": "error", "message": "build failed", "detail": "g++: error"}]
+    [failure] = BenchReport.from_json(built).diagnostics
+    assert failure == BuildFailure("build failed", "g++: error") and (failure.line, failure.severity) == (0, "error")
+    with pytest.raises(ValueError, match="severity"):
+        Diagnostic.from_json({**sent["compile"]["diagnostics"][0], "severity": "fatal"})
 
 
 def test_the_request_from_settings_is_the_one_built_by_hand() -> None:

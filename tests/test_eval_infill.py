@@ -5,11 +5,15 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from dice_lsp.cuda import holes as editor
+from dice_lsp.evals.results import EvalReport, FillRow
+from dice_lsp.evals.score import FillScore
+from dice_lsp.evals.stats import Interval, KindSummary
 from dice_lsp.evals.suite import SuiteHole
 from dice_lsp.evals.systems import IDIOM, LINES_TOKENS, document_for, empty, idiom, region_for
 
@@ -114,18 +118,28 @@ def test_smoke_one_line_holes_with_the_embedded_model() -> None:
     assert all(f["latency_ms"] > 0 for f in report["fills"])
 
 
-def interval(mean: float, low: float, high: float, n: int) -> dict[str, float | int]:
-    return {"mean": mean, "low": low, "high": high, "n": n}
+def interval(mean: float, low: float, high: float, n: int) -> Interval:
+    return Interval(mean, low, high, n)
 
 
-REPORT = {
-    "system": "s", "label": "system S", "split": "test", "holes": 4,
-    "kinds": {"line": {"holes": 4, "exact": interval(0.25, 0.0, 0.75, 4), "similarity": interval(0.5, 0.4, 0.6, 4),
-                       "compile_rate": interval(0.5, 0.0, 1.0, 2), "pass_rate": None,
-                       "latency_p50_ms": 12.0, "latency_p95_ms": 30.0}},
-    "fills": [{"hole": "line/00001", "fill": "x = 1;", "latency_ms": 3.5}, {"hole": "line/00002", "fill": None,
-                                                                           "latency_ms": 1.0}],
-}
+def summary(holes: int, exact: Interval | None = None, similarity: Interval | None = None,
+            compile_rate: Interval | None = None, pass_rate: Interval | None = None) -> KindSummary:
+    """A summary row with the rates given measured and every other rate not (None)."""
+    return KindSummary(holes, exact, None, None, similarity, None, compile_rate, pass_rate, None, None, None,
+                       latency_p50_ms=12.0, latency_p95_ms=30.0)
+
+
+def fill_row(hole: str, fill: str | None, latency_ms: float, passes: bool | None = None) -> FillRow:
+    score = FillScore(fill is not None, False, False, False, 0.5, fill is not None, fill is not None, None, passes)
+    return FillRow(hole, "line", fill, latency_ms, 1, score)
+
+
+REPORT = EvalReport(
+    suite="cuda-infill", split="test", system="s", label="system S", executed=False, settings={}, holes=4,
+    kinds={"line": summary(4, exact=interval(0.25, 0.0, 0.75, 4), similarity=interval(0.5, 0.4, 0.6, 4),
+                           compile_rate=interval(0.5, 0.0, 1.0, 2))},
+    fills=[fill_row("line/00001", "x = 1;", 3.5), fill_row("line/00002", None, 1.0)])
+SAVED = Path(__file__).resolve().parent.parent / "docs" / "bench-logs"
 
 
 def test_table_cells_give_percent_intervals_and_their_denominators() -> None:
@@ -151,29 +165,63 @@ def test_replay_answers_with_the_reports_fills() -> None:
 
 def test_eval_table_prints_and_plots_reports(tmp_path: Path) -> None:
     report = tmp_path / "s.json"
-    report.write_text(json.dumps(REPORT))
+    report.write_text(json.dumps(REPORT.to_json()))
     png = tmp_path / "plot.png"
     proc = subprocess.run([sys.executable, "-m", "dice_lsp.cli", "eval", "table", str(report), "--plot", str(png)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert "| system S | line | 4 |" in proc.stdout
+    assert "| system S | line | 2 |" in proc.stdout, "the table is made again from the report's two fills"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     bad = tmp_path / "bad.json"
     bad.write_text("{")
     proc = subprocess.run([sys.executable, "-m", "dice_lsp.cli", "eval", "table", str(bad)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "not a JSON report" in proc.stderr
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"kinds": {}}))
+    proc = subprocess.run([sys.executable, "-m", "dice_lsp.cli", "eval", "table", str(other)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert "not a dice-lsp eval infill report (no 'suite')" in proc.stderr
+
+
+def test_eval_table_json_prints_each_reports_summary(tmp_path: Path) -> None:
+    saved = SAVED / "pipeline" / "dev_lines_body" / "plus_remask.json"
+    proc = subprocess.run([sys.executable, "-m", "dice_lsp.cli", "eval", "table", str(saved), "--json"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(saved.read_text(encoding="utf-8"))
+    [printed] = json.loads(proc.stdout)
+    assert list(printed) == ["system", "label", "split", "holes", "kinds"]
+    assert [printed[k] for k in ("system", "label", "split", "holes")] == ["+remask", "+remask", "dev", 40]
+    for kind, row in data["kinds"].items():
+        # the table is made again from the fills, whose latencies were saved to 0.1 ms: the rates are the same
+        again = printed["kinds"][kind]
+        assert {k: v for k, v in again.items() if not k.startswith("latency")} == \
+            {k: v for k, v in row.items() if not k.startswith("latency")}
+        assert again["latency_p50_ms"] == pytest.approx(row["latency_p50_ms"], abs=0.1)
+
+
+@pytest.mark.parametrize("name", ["pipeline/dev_lines_body/plus_remask.json",  # today's shape
+                                  "infill/cpu_random-sdar_8_per_kind.json",  # before model_calls and shown_valid
+                                  "infill/h200_executable_random-sdar.json",  # with wall_s
+                                  "pipeline/round4_dev_pool/with_clang.json"])  # with hole_rows that name functions
+def test_a_saved_report_reads_and_writes_as_the_same_json(name: str) -> None:
+    text = (SAVED / name).read_text(encoding="utf-8").strip()
+    report = EvalReport.from_json(json.loads(text))
+    assert report.fills and report.kinds["all"].holes == report.holes == len(report.fills)
+    assert json.dumps(report.to_json()) == text
 
 
 def test_pass_rates_come_from_the_gpu_run_of_the_same_system() -> None:
     from dice_lsp.evals.report import with_passes
 
-    executed = {**REPORT, "kinds": {"line": {"holes": 2, "pass_rate": interval(0.5, 0.0, 1.0, 2)}}}
-    other = {**REPORT, "system": "t", "label": "system T"}
+    executed = replace(REPORT, kinds={"line": summary(2, pass_rate=interval(0.5, 0.0, 1.0, 2))})
+    other = replace(REPORT, system="t", label="system T")
     merged = with_passes([REPORT, other], [executed])
-    assert merged[0]["kinds"]["line"]["pass_rate"] == interval(0.5, 0.0, 1.0, 2)
-    assert merged[0]["kinds"]["line"]["exact"] == REPORT["kinds"]["line"]["exact"]  # type: ignore[index]
-    assert merged[1]["kinds"]["line"]["pass_rate"] is None, "another system's run is not used"
+    assert merged[0].kinds["line"].pass_rate == interval(0.5, 0.0, 1.0, 2)
+    assert merged[0].kinds["line"].exact == REPORT.kinds["line"].exact
+    assert merged[1].kinds["line"].pass_rate is None, "another system's run is not used"
 
 
 def test_a_table_is_made_from_the_fills_with_todays_metrics() -> None:
@@ -185,8 +233,10 @@ def test_a_table_is_made_from_the_fills_with_todays_metrics() -> None:
             {"hole": "exec-line/00001", "kind": "line", "fill": "y;", "latency_ms": 6.0, "shown": True,
              "exact": False, "exact_ws": False, "first_line": False, "similarity": 0.5, "parses": True,
              "substantive": True, "compiles": True, "passes": False}]
-    line = resummarised({**REPORT, "kinds": {}, "fills": rows})["kinds"]["line"]
-    assert line["holes"] == 2 and line["exact"]["mean"] == 0.5
-    assert (line["pass_rate"]["mean"], line["pass_rate"]["n"]) == (0.0, 1)
-    assert (line["shown_precision"]["mean"], line["shown_valid"]["mean"]) == (0.5, 0.5)
-    assert line["latency_p50_ms"] == 5.0
+    line = resummarised(replace(REPORT, kinds={}, fills=[FillRow.from_json(row) for row in rows])).kinds["line"]
+    assert line.holes == 2 and line.exact is not None and line.exact.mean == 0.5
+    assert line.pass_rate is not None and (line.pass_rate.mean, line.pass_rate.n) == (0.0, 1)
+    assert line.shown_precision is not None and line.shown_valid is not None
+    assert (line.shown_precision.mean, line.shown_valid.mean) == (0.5, 0.5)
+    assert line.latency_p50_ms == 5.0
+

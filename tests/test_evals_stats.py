@@ -7,7 +7,7 @@ import json
 import pytest
 
 from dice_lsp.evals.score import FillScore
-from dice_lsp.evals.stats import Interval, bootstrap, summarise
+from dice_lsp.evals.stats import RATE_NAMES, Interval, KindSummary, bootstrap, summarise
 from dice_lsp.evals.suite import SuiteHole
 
 
@@ -64,34 +64,54 @@ SCORES = [
 ]
 
 
+def _of(value: Interval | None) -> Interval:
+    assert value is not None, "a rate with a denominator is measured"
+    return value
+
+
 def test_summary_rates_use_their_own_denominators() -> None:
     table = summarise(SCORES)
     assert list(table) == ["line", "body", "all"]
     line, body, every = table["line"], table["body"], table["all"]
-    assert line["holes"] == 4 and body["holes"] == 2 and every["holes"] == 6
-    assert (line["exact"]["mean"], line["exact"]["n"]) == (0.25, 4)
-    assert line["similarity"]["mean"] == pytest.approx((1.0 + 0.5 + 0.0 + 0.5) / 4)
-    assert (line["parses"]["mean"], line["show_rate"]["mean"]) == (0.5, 0.75)
-    assert (line["compile_rate"]["mean"], line["compile_rate"]["n"]) == (0.5, 2)
-    assert line["pass_rate"] is None
-    assert (line["shown_precision"]["mean"], line["shown_precision"]["n"]) == (pytest.approx(1 / 3), 3)
-    assert (body["pass_rate"]["mean"], body["pass_rate"]["n"]) == (0.5, 2)
-    assert (body["shown_precision"]["mean"], body["shown_precision"]["n"]) == (0.5, 2)
-    assert (every["compile_rate"]["mean"], every["compile_rate"]["n"]) == (0.75, 4)
-    assert (every["shown_precision"]["mean"], every["shown_precision"]["n"]) == (0.4, 5)
-    assert (every["shown_valid"]["mean"], every["shown_valid"]["n"]) == (0.4, 5)
-    assert (line["latency_p50_ms"], line["latency_p95_ms"]) == (25.0, pytest.approx(38.5))
-    assert body["latency_p50_ms"] == 200.0
+    assert line.holes == 4 and body.holes == 2 and every.holes == 6
+    assert (_of(line.exact).mean, _of(line.exact).n) == (0.25, 4)
+    assert _of(line.similarity).mean == pytest.approx((1.0 + 0.5 + 0.0 + 0.5) / 4)
+    assert (_of(line.parses).mean, _of(line.show_rate).mean) == (0.5, 0.75)
+    assert (_of(line.compile_rate).mean, _of(line.compile_rate).n) == (0.5, 2)
+    assert line.pass_rate is None
+    assert _of(line.shown_precision).mean == pytest.approx(1 / 3) and _of(line.shown_precision).n == 3
+    assert (_of(body.pass_rate).mean, _of(body.pass_rate).n) == (0.5, 2)
+    assert (_of(body.shown_precision).mean, _of(body.shown_precision).n) == (0.5, 2)
+    assert (_of(every.compile_rate).mean, _of(every.compile_rate).n) == (0.75, 4)
+    assert (_of(every.shown_precision).mean, _of(every.shown_precision).n) == (0.4, 5)
+    assert (_of(every.shown_valid).mean, _of(every.shown_valid).n) == (0.4, 5)
+    assert line.latency_p50_ms == 25.0 and line.latency_p95_ms == pytest.approx(38.5)
+    assert body.latency_p50_ms == 200.0
     for row in table.values():
-        for value in row.values():
-            if isinstance(value, dict):
-                assert value["low"] <= value["mean"] <= value["high"]
+        for name in RATE_NAMES:
+            if (value := row.rate(name)) is not None:
+                assert value.low <= value.mean <= value.high
 
 
-def test_summary_is_plain_json_and_empty_for_no_scores() -> None:
-    text = json.dumps(summarise(SCORES))
-    assert json.loads(text)["all"]["exact"]["n"] == 6
+def test_summary_json_has_every_rate_in_order_and_reads_back() -> None:
+    table = summarise(SCORES)
+    data = json.loads(json.dumps({kind: row.to_json() for kind, row in table.items()}))
+    assert list(data["all"]) == ["holes", *RATE_NAMES, "latency_p50_ms", "latency_p95_ms"]
+    exact = _of(table["all"].exact)
+    assert data["all"]["exact"] == {"mean": exact.mean, "low": exact.low, "high": exact.high, "n": 6}
+    assert data["line"]["pass_rate"] is None
+    assert {kind: KindSummary.from_json(row) for kind, row in data.items()} == table
     assert summarise([]) == {}
+
+
+def test_a_rate_an_older_report_lacks_reads_as_none_and_stays_out() -> None:
+    old = summarise(SCORES)["all"].to_json()
+    del old["shown_valid"]
+    row = KindSummary.from_json(old)
+    assert row.shown_valid is None and row.unrecorded == ("shown_valid",)
+    assert row.to_json() == old and list(row.to_json()) == list(old)
+    with pytest.raises(KeyError):
+        row.rate("holes")
 
 
 def test_a_fill_that_holds_up_is_not_yet_right() -> None:
@@ -99,4 +119,4 @@ def test_a_fill_that_holds_up_is_not_yet_right() -> None:
     valid_only = (_hole("line", 9), _score(True, compiles=True), 5.0)
     ran = (_hole("body", 9, True), _score(True, compiles=True, passes=True), 5.0)
     row = summarise([valid_only, ran])["all"]
-    assert (row["shown_valid"]["mean"], row["shown_precision"]["mean"]) == (1.0, 0.5)
+    assert (_of(row.shown_valid).mean, _of(row.shown_precision).mean) == (1.0, 0.5)

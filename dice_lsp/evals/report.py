@@ -1,4 +1,4 @@
-"""Tables and a plot from CUDA-Infill reports (the JSON `dice-lsp eval infill --json` prints).
+"""Tables and a plot from CUDA-Infill reports (`EvalReport`s: what `dice-lsp eval infill --json` prints, read back).
 
 One row per system and hole kind, every rate with its 95% bootstrap interval, so that two systems are
 compared side by side from reports of the same suite; `plot` draws the rates by kind, one colour per
@@ -7,13 +7,12 @@ system, intervals as error bars.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from dice_lsp.errors import DiceError
-from dice_lsp.evals.score import FillScore
-from dice_lsp.evals.stats import summarise
-from dice_lsp.evals.suite import SuiteHole
+from dice_lsp.evals.results import EvalReport
+from dice_lsp.evals.stats import Interval, summarise
 
 RATES = (("exact", "exact"), ("exact_ws", "exact (tokens)"), ("first_line", "first line"),
          ("similarity", "edit sim."), ("parses", "parses"), ("compile_rate", "compiles"),
@@ -23,56 +22,56 @@ COUNTED = ("compile_rate", "pass_rate", "shown_precision", "shown_valid")  # rat
 PLOTTED = ("exact_ws", "similarity", "parses", "compile_rate", "pass_rate", "shown_precision")
 
 
-def cell(value: dict[str, Any] | None, percent: bool = True, count: bool = False) -> str:
+def cell(value: Interval | None, percent: bool = True, count: bool = False) -> str:
     """`12.3 [9.1, 15.8]` (percent) for an interval, with its number of holes when `count`; `n/a` where
     nothing was measured."""
-    if not value or not value.get("n"):
+    if value is None or not value.n:
         return "n/a"
     scale, digits = (100, 1) if percent else (1, 2)
-    text = f"{value['mean'] * scale:.{digits}f} [{value['low'] * scale:.{digits}f}, {value['high'] * scale:.{digits}f}]"
-    return f"{text} of {value['n']}" if count else text
+    text = f"{value.mean * scale:.{digits}f} [{value.low * scale:.{digits}f}, {value.high * scale:.{digits}f}]"
+    return f"{text} of {value.n}" if count else text
 
 
-def markdown(reports: list[dict[str, Any]], kinds: list[str] | None = None) -> str:
+def markdown(reports: list[EvalReport], kinds: list[str] | None = None) -> str:
     """One table: system × kind rows, every metric's interval, CPU latency percentiles."""
     head = ["system", "kind", "holes", *(f"{title} %" if key != "similarity" else title for key, title in RATES),
             "p50 ms", "p95 ms"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for report in reports:
-        for kind, row in report["kinds"].items():
+        for kind, row in report.kinds.items():
             if kinds and kind not in kinds:
                 continue
-            cells = [cell(row.get(key), key != "similarity", key in COUNTED) for key, _ in RATES]
-            lines.append(f"| {report['label']} | {kind} | {row['holes']} | " + " | ".join(cells)
-                         + f" | {row.get('latency_p50_ms', 0):.0f} | {row.get('latency_p95_ms', 0):.0f} |")
+            cells = [cell(row.rate(key), key != "similarity", key in COUNTED) for key, _ in RATES]
+            lines.append(f"| {report.label} | {kind} | {row.holes} | " + " | ".join(cells)
+                         + f" | {row.latency_p50_ms:.0f} | {row.latency_p95_ms:.0f} |")
     return "\n".join(lines)
 
 
-def resummarised(report: dict[str, Any]) -> dict[str, Any]:
+def resummarised(report: EvalReport) -> EvalReport:
     """`report` with its per-kind summary made again from its fills, so that a table always uses the
     metrics as `stats` defines them now (a report keeps every fill's verdicts and latency)."""
-    names = set(FillScore.__dataclass_fields__)
-    if not report.get("fills") or not names <= set(report["fills"][0]):
+    if not report.fills:
         return report
-    rows = [(SuiteHole(row["hole"], row["kind"], "", 0, 0, "", False, row.get("passes") is not None),
-             FillScore(**{name: row[name] for name in names}), float(row["latency_ms"])) for row in report["fills"]]
-    return {**report, "kinds": summarise(rows)}
+    return replace(report, kinds=summarise([(row.suite_hole(), row.score, float(row.latency_ms))
+                                            for row in report.fills]))
 
 
-def with_passes(reports: list[dict[str, Any]], executed: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def with_passes(reports: list[EvalReport], executed: list[EvalReport]) -> list[EvalReport]:
     """`reports` with each kind's pass rate taken from the report of the same system in `executed` (a run of
     the executable holes on a GPU machine), for systems whose fills were made where there is no GPU."""
-    runs = {report["system"]: report for report in executed}
+    runs = {report.system: report for report in executed}
     merged = []
     for report in reports:
-        run = runs.get(report["system"])
-        kinds = {kind: {**row, "pass_rate": (run["kinds"].get(kind, {}) if run else row).get("pass_rate")}
-                 for kind, row in report["kinds"].items()}
-        merged.append({**report, "kinds": kinds})
+        run = runs.get(report.system)
+        kinds = {}
+        for kind, row in report.kinds.items():
+            source = run.kinds.get(kind) if run else row
+            kinds[kind] = replace(row, pass_rate=source.pass_rate if source else None)
+        merged.append(replace(report, kinds=kinds))
     return merged
 
 
-def plot(reports: list[dict[str, Any]], path: Path) -> None:
+def plot(reports: list[EvalReport], path: Path) -> None:
     """A PNG: one panel per metric, hole kinds on the x axis, one bar per system with its interval."""
     try:
         import matplotlib
@@ -81,17 +80,17 @@ def plot(reports: list[dict[str, Any]], path: Path) -> None:
         import matplotlib.pyplot as plt
     except ImportError as exc:
         raise DiceError("--plot needs matplotlib (pip install 'dice-lsp[bench]')") from exc
-    kinds = [k for k in reports[0]["kinds"] if k != "all"]
+    kinds = [k for k in reports[0].kinds if k != "all"]
     figure, axes = plt.subplots(2, 3, figsize=(15, 8), sharey=True)
     width = 0.8 / max(1, len(reports))
     for axis, metric in zip(axes.flat, PLOTTED, strict=True):
         for index, report in enumerate(reports):
-            values = [report["kinds"].get(k, {}).get(metric) or {} for k in kinds]
-            means = [v.get("mean", 0.0) if v.get("n") else 0.0 for v in values]
-            errors = [[m - v.get("low", m) for m, v in zip(means, values, strict=True)],
-                      [v.get("high", m) - m for m, v in zip(means, values, strict=True)]]
+            values = [row.rate(metric) if (row := report.kinds.get(k)) else None for k in kinds]
+            means = [v.mean if v and v.n else 0.0 for v in values]
+            errors = [[m - v.low if v else 0.0 for m, v in zip(means, values, strict=True)],
+                      [v.high - m if v else 0.0 for m, v in zip(means, values, strict=True)]]
             positions = [k + (index - (len(reports) - 1) / 2) * width for k in range(len(kinds))]
-            axis.bar(positions, means, width, yerr=errors, capsize=2, label=report["label"])
+            axis.bar(positions, means, width, yerr=errors, capsize=2, label=report.label)
         axis.set_title(dict(RATES)[metric])
         axis.set_xticks(range(len(kinds)), kinds)
         axis.set_ylim(0, 1)

@@ -4,18 +4,20 @@ Holes are asked one after another in suite order (the latency is the editor path
 Scoring is independent of the system: tree-sitter parse, nvcc compile-only where the hole's file compiles on
 its own and its function is not a template, and with `execute` (a GPU) the harness's verification of every
 executable hole's filled kernel against the original. Compiles run in a thread pool: nvcc is a subprocess.
-The report keeps every fill, so that a table can be re-made and a fill looked at without re-running.
+The report (`results.EvalReport`) keeps every fill, so that a table can be re-made and a fill looked at without
+re-running.
 """
 
 from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, replace
+from dataclasses import replace
 from typing import Any
 
 from dice_lsp.evals.execute import ItemProgress
 from dice_lsp.evals.execute import execute as execute_fills
+from dice_lsp.evals.results import EvalReport, FillRow
 from dice_lsp.evals.score import FillScore, score_fill
 from dice_lsp.evals.stats import summarise
 from dice_lsp.evals.suite import Suite, SuiteHole
@@ -63,18 +65,15 @@ def run_execution(suite: Suite, holes: list[SuiteHole], answers: list[Answer],
 
 
 def evaluate(suite: Suite, holes: list[SuiteHole], system: System, execute: bool = False,
-             settings: dict[str, Any] | None = None, progress: ItemProgress | None = None) -> dict[str, Any]:
-    """The JSON report of `system` on `holes`: per-kind summary with intervals, and every fill."""
+             settings: dict[str, Any] | None = None, progress: ItemProgress | None = None) -> EvalReport:
+    """The report of `system` on `holes`: per-kind summary with intervals, and every fill."""
     answers = ask(suite, holes, system, progress)
     scores = score(suite, holes, answers)
     if execute:
         scores = run_execution(suite, holes, answers, scores)
     rows = list(zip(holes, scores, [a.latency_ms for a in answers], strict=True))
-    return {
-        "suite": suite.name, "split": suite.split, "system": system.name, "label": system.label,
-        "executed": execute, "settings": settings or {}, "holes": len(holes),
-        "kinds": summarise(rows),
-        "fills": [{"hole": h.id, "kind": h.kind, "fill": a.fill, "latency_ms": round(a.latency_ms, 1),
-                   "model_calls": a.model_calls, **asdict(s)}
-                  for h, s, a in zip(holes, scores, answers, strict=True)],
-    }
+    return EvalReport(
+        suite=suite.name, split=suite.split, system=system.name, label=system.label, executed=execute,
+        settings=settings or {}, holes=len(holes), kinds=summarise(rows),
+        fills=[FillRow(h.id, h.kind, a.fill, round(a.latency_ms, 1), a.model_calls, s)
+               for h, s, a in zip(holes, scores, answers, strict=True)])

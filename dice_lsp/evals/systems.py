@@ -26,12 +26,13 @@ import shutil
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from dice_lsp.complete import PRODUCT, Pipeline, fill_hole, front_end_for
 from dice_lsp.cuda import holes as editor
 from dice_lsp.cuda.functions import enclosing_function
 from dice_lsp.engine import EMBEDDED_MODEL, LoadedModel, fill
+from dice_lsp.evals.results import EvalReport
 from dice_lsp.evals.suite import SuiteHole
 from dice_lsp.settings import Settings
 from dice_lsp.toolchain.clang import CHECK_TIMEOUT_S, ClangJudge
@@ -135,10 +136,10 @@ class Replay:
     fills: dict[str, tuple[str | None, float]]
 
     @classmethod
-    def from_reports(cls, reports: list[dict[str, Any]], label: str | None = None) -> Replay:
-        fills = {row["hole"]: (row["fill"], float(row["latency_ms"])) for report in reports for row in report["fills"]}
+    def from_reports(cls, reports: list[EvalReport], label: str | None = None) -> Replay:
+        fills = {row.hole: (row.fill, float(row.latency_ms)) for report in reports for row in report.fills}
         first = reports[0]
-        return cls(first["system"], label or first["label"], fills)
+        return cls(first.system, label or first.label, fills)
 
     def answer(self, document: str, hole: SuiteHole) -> Answer:
         fill, latency = self.fills.get(hole.id, (None, 0.0))

@@ -16,7 +16,7 @@ import re
 import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from dice_lsp.errors import DiceError
 from dice_lsp.harness.build import Build, build_cubin
@@ -26,7 +26,7 @@ from dice_lsp.harness.spec import LaunchSpec, find_specs
 from dice_lsp.toolchain.cache import cache_root
 from dice_lsp.toolchain.flags import CompileFlags
 from dice_lsp.toolchain.nvcc import SOURCE_NAME, linked_folders
-from dice_lsp.toolchain.report import parse_diagnostics
+from dice_lsp.toolchain.report import Diagnostic, Severity, parse_diagnostics
 from dice_lsp.wording import Said
 
 _REFERENCE_COMMENT = re.compile(r"//\s*dice:reference\s+(\S+)")
@@ -55,23 +55,52 @@ class KernelResult:
         return dict(vars(self))
 
 
+@dataclass(frozen=True)
+class BuildFailure:
+    """A torch extension's failed build: no line of the file to point at, so the message and the end of the
+    build's output. Read like a `Diagnostic` at the top of the file (`line`, `character`, `severity`)."""
+
+    message: str
+    detail: str
+    line: ClassVar[int] = 0
+    character: ClassVar[int] = 0
+    severity: ClassVar[Severity] = "error"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"severity": self.severity, "message": self.message, "detail": self.detail}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> BuildFailure:
+        return cls(data["message"], data["detail"])
+
+
+BenchProblem = Diagnostic | BuildFailure
+
+
+def problem_from_json(data: dict[str, Any]) -> BenchProblem:
+    """A `BenchReport` diagnostic from its JSON: nvcc's (with a range) or a build failure's (without one)."""
+    return Diagnostic.from_json(data) if "range" in data else BuildFailure.from_json(data)
+
+
 @dataclass
 class BenchReport:
     gpu: bool
     compile_ok: bool
-    diagnostics: list[dict[str, Any]]
+    diagnostics: list[BenchProblem]
     kernels: list[KernelResult]
     reason: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"gpu": self.gpu, "compile": {"ok": self.compile_ok, "diagnostics": self.diagnostics},
+        diagnostics = [d.to_json() for d in self.diagnostics]
+        return {"gpu": self.gpu, "compile": {"ok": self.compile_ok, "diagnostics": diagnostics},
                 "kernels": [k.to_json() for k in self.kernels], "reason": self.reason}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> BenchReport:
         """A report a team server sent (`to_json`)."""
-        return cls(data["gpu"], data["compile"]["ok"], data["compile"]["diagnostics"],
-                   [KernelResult(**kernel) for kernel in data["kernels"]], data["reason"])
+        diagnostics = [problem_from_json(d) for d in data["compile"]["diagnostics"]]
+        kernels = [KernelResult(**kernel) for kernel in data["kernels"]]
+        return cls(data["gpu"], data["compile"]["ok"], diagnostics, kernels, data["reason"])
 
 
 def gpu_arch() -> str | None:
@@ -118,7 +147,7 @@ def bench_file(path: Path, ref: Path | None = None, limits: Limits = Limits(), f
     flags = replace(flags or CompileFlags(), arch=arch or (flags or CompileFlags()).arch)
     say(f"building {path.name} for {flags.arch}")
     build = build_cubin(text, path.parent, flags)
-    diagnostics = [d.to_json() for d in parse_diagnostics(build.output, text, Path(SOURCE_NAME))]
+    diagnostics: list[BenchProblem] = list(parse_diagnostics(build.output, text, Path(SOURCE_NAME)))
     ref_build = build_cubin(ref_text, ref.parent, flags) if ref is not None and ref_text is not None else build
     if not build.ok or not ref_build.ok:
         reason = "does not compile" if not build.ok else f"the reference {ref} does not compile"
@@ -213,8 +242,8 @@ def _bench_extension(path: Path, text: str, reference: Path, limits: Limits, say
     built = run_isolated("dice_lsp.harness.extension:build", job, limits.build_timeout, limits.memory_mb,
                          readable=sources, writable=[build_dir])
     if not built.ok:
-        return BenchReport(True, False, [{"severity": "error", "message": built.failure or "build failed",
-                                          "detail": built.output[-2000:]}], [], "does not compile")
+        failure = BuildFailure(built.failure or "build failed", built.output[-2000:])
+        return BenchReport(True, False, [failure], [], "does not compile")
     say(f"verifying and timing {path.name} against {reference.name}")
     call = "dice_lsp.harness.extension:run"
     outcome = run_isolated(call, job, limits.timeout, limits.memory_mb, readable=[*sources, build_dir])

@@ -51,6 +51,19 @@ class Related:
     line: int
     message: str
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Related:
+        return cls(data["file"], data["line"], data["message"])
+
+
+def severity_of(value: object) -> Severity:
+    """`value` as a severity; ValueError when it is neither `error` nor `warning`."""
+    if value == "error":
+        return "error"
+    if value == "warning":
+        return "warning"
+    raise ValueError(f"unknown severity {value!r}")
+
 
 @dataclass(frozen=True)
 class Diagnostic:
@@ -68,6 +81,13 @@ class Diagnostic:
                           "end": {"line": self.end_line, "character": self.end_character}},
                 "severity": self.severity, "message": self.message, "code": self.code,
                 "related": [asdict(r) for r in self.related]}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Diagnostic:
+        """The diagnostic `to_json` wrote (a cache entry, a team server's answer)."""
+        start, end = data["range"]["start"], data["range"]["end"]
+        return cls(start["line"], start["character"], end["line"], end["character"], severity_of(data["severity"]),
+                   data["message"], data["code"], tuple(Related.from_json(r) for r in data["related"]))
 
 
 @dataclass
@@ -256,10 +276,7 @@ class CheckReport:
 
     @classmethod
     def from_json(cls, data: dict[str, Any], elapsed_ms: float) -> CheckReport:
-        diagnostics = [Diagnostic(d["range"]["start"]["line"], d["range"]["start"]["character"],
-                                  d["range"]["end"]["line"], d["range"]["end"]["character"], d["severity"],
-                                  d["message"], d["code"], tuple(Related(**r) for r in d["related"]))
-                       for d in data["diagnostics"]]
+        diagnostics = [Diagnostic.from_json(d) for d in data["diagnostics"]]
         return cls(diagnostics, [KernelResources(**k) for k in data["kernels"]], elapsed_ms, cached=True)
 
 

@@ -155,18 +155,33 @@ class PreparedFill:
         ranked, calls = finish(self, result, filler, compiler, document, pipeline, front_end)
         shown = [s for s in ranked if s.shown]
         elapsed = (time.perf_counter() - self.started) * 1000
-        withheld = None if shown or not ranked else _why(ranked)
+        withheld = None if shown or not ranked else _why(ranked, self)
         if withheld:
             LOG.debug("completion withheld: %s (best: %r)", withheld, ranked[0].text)
         return Completion([s.text.replace("\n", self.newline) for s in shown], self.start, self.end, elapsed, calls,
                           self.context.hole.kind, [s.checks for s in shown], withheld)
 
 
-def _why(ranked: list[Suggestion]) -> str:
+def _why(ranked: list[Suggestion], prepared: PreparedFill) -> str:
     best = ranked[0].checks
-    what = ("does not parse" if not best.parses else "uses unknown names" if not best.names
+    what = ("does not parse" if not best.parses else _name_fault(ranked[0].text, prepared) if not best.names
             else "does not type-check" if best.types is False else "does not compile")
     return f"no fill passed the checks ({len(ranked)} tried; the best {what})"
+
+
+def _name_fault(text: str, prepared: PreparedFill) -> str:
+    """What is wrong with the names of a fill that parses (for the user: `declares 'i' again`)."""
+    before = prepared.context.before
+    checker = CheckContext(_document(prepared), len(before), len(before), header_names_now())
+    if found := checker.unknown_names(text):
+        return f"uses unknown names ({', '.join(dict.fromkeys(name for _, name in found))})"
+    if found := checker.redeclared(text):
+        return f"declares {found[0][1]!r} again"
+    if needed := checker.undeclared(text):
+        return f"leaves {needed[0]!r} undeclared, which the code below uses"
+    if found := checker.wrong_arity(text):
+        return f"calls {found[0][1]!r} with a wrong number of arguments"
+    return "uses unknown names"
 
 
 def _document(prepared: PreparedFill) -> str:

@@ -215,7 +215,7 @@ def test_clang_overrules_the_name_index_only_when_asked(prepared: PreparedFill, 
     builtin = result(("y[i] = __builtin_fmaf(x[i], 2.0f, 1.0f);", -0.1))
     plain = prepared.completion(builtin, None, document=BASE, front_end=judge)
     assert plain.texts == []
-    assert plain.withheld == "no fill passed the checks (1 tried; the best uses unknown names)"
+    assert plain.withheld == "no fill passed the checks (1 tried; the best uses unknown names (__builtin_fmaf))"
     asked = replace(PRODUCT, names_by_front_end=True)
     shown = prepared.completion(builtin, None, document=BASE, pipeline=asked, front_end=judge)
     assert shown.texts == ["y[i] = __builtin_fmaf(x[i], 2.0f, 1.0f);"]
@@ -223,7 +223,7 @@ def test_clang_overrules_the_name_index_only_when_asked(prepared: PreparedFill, 
     unknown = prepared.completion(result(("y[i] = fooo(x[i]);", -0.1)), None, document=BASE, pipeline=asked,
                                   front_end=judge)
     assert unknown.texts == []
-    assert unknown.withheld == "no fill passed the checks (1 tried; the best uses unknown names)"
+    assert unknown.withheld == "no fill passed the checks (1 tried; the best uses unknown names (fooo))"
 
 
 def test_a_completion_never_waits_for_clang_to_read_a_file_s_headers_the_first_time(

@@ -53,6 +53,15 @@ def test_garbage_only_shows_nothing_and_says_why(prepared: PreparedFill) -> None
     assert completion.withheld == "no fill passed the checks (3 tried; the best does not parse)"
 
 
+@pytest.mark.parametrize(("fill", "why"), [
+    ("int i = threadIdx.x;", "declares 'i' again"),
+    ("y[i] = s * xx[i] + bias;", "uses unknown names (xx, bias)"),
+])
+def test_a_withheld_fill_says_which_name_is_wrong(prepared: PreparedFill, fill: str, why: str) -> None:
+    completion = prepared.completion(result((fill, -0.1)))
+    assert completion.texts == [] and completion.withheld == f"no fill passed the checks (1 tried; the best {why})"
+
+
 def test_the_best_fill_that_passes_is_shown_whatever_the_scores(prepared: PreparedFill) -> None:
     completion = prepared.completion(result(("if ( = (int)threadIdx)ii;", -0.01), (GOOD, -0.9),
                                             ("y[i] = s * x[i]; y[i] = 0;", -0.5)))

@@ -28,6 +28,7 @@ def test_a_near_miss_of_one_name_in_scope_is_corrected(name: str, meant: str) ->
 
 @pytest.mark.parametrize("name", [
     "k",  # short names are never edited: `k` is not a typo of `i`
+    "I",  # not even for case: `I` and `i` may both be meant
     "tz",  # nor `tx`/`ty` (and it is a tie)
     "cell_z",  # one edit from cell_x and from cell_y: a tie corrects nothing
     "level_code",  # nothing close

@@ -53,11 +53,11 @@ def edits(a: str, b: str, limit: int) -> int:
 
 def _distance(name: str, candidate: str) -> int | None:
     """How far `candidate` is from `name` (0: the same word but for case and underscores), None: too far."""
-    if _folded(name) == _folded(candidate):
-        return 0
     shortest = min(len(name), len(candidate))
     if shortest < MIN_LENGTH:
         return None
+    if _folded(name) == _folded(candidate):
+        return 0
     limit = 2 if shortest >= LONG else 1
     found = edits(name, candidate, limit)
     return found if found <= limit else None

@@ -301,30 +301,19 @@ def collect_settings(candidates: int, temperature: float, seed: int) -> Settings
     return Settings(candidates=candidates, temperature=temperature, seed=seed, type_check=False)
 
 
-def run_collect(args: argparse.Namespace) -> Counts:
+def collect_to_file(tasks: list[HoleTask], filler: BatchFiller, tokenizer: Tokenizer, window: int,
+                    settings: Settings, out: Path, threshold: float = THRESHOLD, batch: int = BATCH_HOLES,
+                    types: bool = False, quiet: bool = False) -> Counts:
+    """`collect` with a progress bar on stderr, each kept fill written to `out` as one JSON line; the counts."""
     from tqdm import tqdm
 
-    from dice_lsp.engine import load_model
-    from dice_lsp.training.corpus import BenchFilter
-
-    if args.holes < 1 or args.candidates < 1 or args.batch < 1:
-        raise DiceError("--holes, --candidates and --batch must be at least 1")
-    if not 0.0 <= args.threshold <= 1.0:
-        raise DiceError("--threshold must be in [0, 1]")
-    if args.temperature <= 0:
-        raise DiceError("--temperature must be above 0 (rejection sampling draws from the model)")
-    model = load_model(args.model, device=args.device)
-    files = corpus_files([Path(p) for p in args.corpus])
-    tasks = list(hole_tasks(files, args.holes, args.seed, args.per_file, BenchFilter.load()))
-    settings = collect_settings(args.candidates, args.temperature, args.seed)
     counts = Counts()
     started = time.perf_counter()
-    out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w", encoding="utf-8") as handle, tqdm(total=len(tasks), desc="holes", unit="hole",
-                                                          file=sys.stderr, disable=args.quiet) as bar:
-        for _, kept, fills in collect(tasks, model_filler(model), model.tokenizer, model.window, settings,
-                                      args.threshold, args.batch, bar.update, args.types):
+                                                          file=sys.stderr, disable=quiet) as bar:
+        for _, kept, fills in collect(tasks, filler, tokenizer, window, settings, threshold, batch, bar.update,
+                                      types):
             counts.holes += 1
             counts.fills += fills
             counts.kept += len(kept)
@@ -335,6 +324,25 @@ def run_collect(args: argparse.Namespace) -> Counts:
             bar.set_postfix(kept=counts.kept, exact=counts.exact)
     counts.seconds = time.perf_counter() - started
     return counts
+
+
+def run_collect(args: argparse.Namespace) -> Counts:
+    """`collect` from the command line: check the options, load the model, cut the holes, fill, write."""
+    from dice_lsp.engine import load_model
+    from dice_lsp.training.corpus import BenchFilter
+
+    if args.holes < 1 or args.candidates < 1 or args.batch < 1 or args.per_file < 1:
+        raise DiceError("--holes, --candidates, --batch and --per-file must be at least 1")
+    if not 0.0 <= args.threshold <= 1.0:
+        raise DiceError("--threshold must be in [0, 1]")
+    if args.temperature <= 0:
+        raise DiceError("--temperature must be above 0 (rejection sampling draws from the model)")
+    model = load_model(args.model, device=args.device)
+    files = corpus_files([Path(p) for p in args.corpus])
+    tasks = list(hole_tasks(files, args.holes, args.seed, args.per_file, BenchFilter.load()))
+    settings = collect_settings(args.candidates, args.temperature, args.seed)
+    return collect_to_file(tasks, model_filler(model), model.tokenizer, model.window, settings, Path(args.out),
+                           args.threshold, args.batch, args.types, args.quiet)
 
 
 # ---------------------------------------------------------------- training examples

@@ -238,3 +238,10 @@ def test_a_fine_tune_refuses_a_missing_rft_file(native_dir: Path, tmp_path: Path
 
     with pytest.raises(SystemExit, match="no such RFT file"):
         load_rft(tmp_path / "nothing.jsonl", Tokenizer(native_dir), 128)
+
+
+def test_finetune_needs_the_model_and_its_kept_fills(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["finetune", "--data", str(tmp_path), "--tokenizer", str(tmp_path), "--out", str(tmp_path / "o"),
+                 "--rft", str(tmp_path / "fills.jsonl")]) == 2
+    assert capsys.readouterr().err == ("error: finetune needs --init (the model collect sampled) and --rft "
+                                       "(its kept fills)\n")

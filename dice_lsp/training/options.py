@@ -22,6 +22,10 @@ def build_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--weights", default="",
                         help="window weights per dialect of the pack's index (train-files.json), per token, default 1; "
                              "source:NAME=W overrides a source: cuda=4,hip=2,opencl=0.5,source:hashcat=0")
+    parser.add_argument("--rft", default="",
+                        help="kept fills of `python -m dice_lsp.training.rft collect` (JSON lines) to train on too")
+    parser.add_argument("--rft-share", type=float, default=0.5,
+                        help="with --rft: the share of each batch made from its fills (the rest from the pack)")
     parser.add_argument("--dropout", type=float, default=0.0, help="residual dropout while training")
     parser.add_argument("--weight-decay", type=float, default=0.1)
     parser.add_argument("--objective", choices=("diffusion", "ar"), default="diffusion",

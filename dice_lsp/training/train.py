@@ -25,7 +25,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -49,6 +49,9 @@ from dice_lsp.training.holes import (
 )
 from dice_lsp.training.options import build_parser
 from dice_lsp.training.packindex import INDEX_NAME, file_weights, parse_weights, read_index
+
+if TYPE_CHECKING:
+    from dice_lsp.training.rft import RftTokens
 
 LOG = logging.getLogger("dice_lsp.train")
 SHARD_BYTES = 15 * 1024**2
@@ -107,23 +110,54 @@ def collate(examples: list[Example], device: torch.device) -> tuple[torch.Tensor
 
 
 class Batches(torch.utils.data.IterableDataset[list[Example]]):
-    """Endless batches built in worker processes; `progress` (shared) steers the curriculum."""
+    """Endless batches built in worker processes; `progress` (shared) steers the curriculum. With `rft`
+    (kept fills, `dice_lsp.training.rft`), the first `rft_rows` examples of each batch are drawn from them."""
 
     def __init__(self, stream: np.ndarray, tables: TokenTables, batch: int, length: int, seed: int,
                  progress: Any, objective: str, gpu_end: int = 0, gpu_weight: float = 1.0,
-                 sampler: WindowSampler | None = None) -> None:
+                 sampler: WindowSampler | None = None, rft: list[RftTokens] | None = None,
+                 rft_rows: int = 0) -> None:
         self.stream, self.tables, self.batch, self.length, self.seed = stream, tables, batch, length, seed
         self.progress, self.objective = progress, objective
         self.gpu_end, self.gpu_weight, self.sampler = gpu_end, gpu_weight, sampler
+        self.rft, self.rft_rows = rft or [], rft_rows if rft else 0
 
     def __iter__(self) -> Iterator[list[Example]]:
         info = torch.utils.data.get_worker_info()
         rng = np.random.default_rng((self.seed, info.id if info else 0))
         while True:
             p = self.progress.value
-            yield [make_example(self.stream, self.length, p, self.tables, rng, self.objective,
-                                self.gpu_end, self.gpu_weight, self.sampler)
-                   for _ in range(self.batch)]
+            yield [*self._rft_examples(rng),
+                   *(make_example(self.stream, self.length, p, self.tables, rng, self.objective,
+                                  self.gpu_end, self.gpu_weight, self.sampler)
+                     for _ in range(self.batch - self.rft_rows))]
+
+    def _rft_examples(self, rng: np.random.Generator) -> Iterator[Example]:
+        from dice_lsp.training.rft import rft_example
+
+        made = 0
+        while made < self.rft_rows:
+            example = rft_example(self.rft[int(rng.integers(len(self.rft)))], self.length, self.tables, rng)
+            if example is not None:  # `load_rft` keeps only fills that fit, so every draw gives one
+                made += 1
+                yield example
+
+
+def rft_batches(args: argparse.Namespace, tok: Tokenizer) -> tuple[list[RftTokens] | None, int]:
+    """`--rft FILE --rft-share S`: the kept fills in tokens and the rows of each batch made from them."""
+    if not args.rft:
+        return None, 0
+    if args.objective != "diffusion":
+        raise SystemExit("--rft: kept fills train the diffusion objective only")
+    if not 0.0 < args.rft_share <= 1.0:
+        raise SystemExit(f"--rft-share {args.rft_share}: give a share in (0, 1]")
+    from dice_lsp.training.rft import load_rft
+
+    items = load_rft(Path(args.rft), tok, args.length)
+    rows = max(1, min(args.batch, round(args.batch * args.rft_share)))
+    LOG.info("rft: %d kept fills from %s; %d of each batch of %d (share %.2f)", len(items), args.rft, rows,
+             args.batch, rows / args.batch)
+    return items, rows
 
 
 def weighted_loss(model: Transformer, hidden_fn: Any, ids: torch.Tensor, targets: torch.Tensor,
@@ -288,11 +322,14 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
             raise SystemExit("--weights and --gpu-weight: give one "
                              "(--weights cuda=W,hip=W,opencl=W weights all GPU code)")
         sampler = weighted_sampler(Path(args.data), args.weights, len(train_stream), args.length)
+    rft, rft_rows = rft_batches(args, tok)
+    if rft is not None:
+        state["rft"] = {"file": args.rft, "fills": len(rft), "rows": rft_rows, "share": round(rft_rows / args.batch, 4)}
     hidden_fn = torch.compile(model.hidden_states) if args.compile else model.hidden_states
     progress = torch.multiprocessing.Value("d", state["step"] / args.steps)
     loader = torch.utils.data.DataLoader(
         Batches(train_stream, tables, args.batch, args.length, args.seed + state["step"], progress, args.objective,
-                gpu_tokens(Path(args.data)), args.gpu_weight, sampler),
+                gpu_tokens(Path(args.data)), args.gpu_weight, sampler, rft, rft_rows),
         batch_size=None, num_workers=args.workers, prefetch_factor=4 if args.workers else None,
         persistent_workers=bool(args.workers))
     started = time.time()
@@ -325,6 +362,8 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
                      "loss": float(loss.detach()), "masked_top1": float(accuracy),
                      "tokens_per_s": round(ids.numel() * args.log_every / max(1e-9, time.time() - last_eval))
                      if state["step"] % args.log_every == 0 else None}
+            if rft is not None:
+                entry["rft_share"] = round(rft_rows / args.batch, 4)
             validate = state["step"] % (args.log_every * 10) == 0 or finished
             if validate:
                 entry.update(evaluate(model, val_examples, tables, device))

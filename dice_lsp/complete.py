@@ -36,6 +36,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -147,6 +148,12 @@ class PreparedFill:
     started: float  # time.perf_counter() when the completion was asked for
     newline: str = "\n"  # the document's line break: the fill is made on `\n` text and given back with this
 
+    @cached_property
+    def checker(self) -> CheckContext:
+        """The request's checks: the document parsed once, shared by every step of this completion."""
+        before = self.context.before
+        return CheckContext(_document(self), len(before), len(before), header_names_now())
+
     def completion(self, result: FillResult, filler: Filler | None = None, compiler: Compiler | None = None,
                    document: str | None = None, pipeline: Pipeline = PRODUCT,
                    front_end: Compiler | None = None) -> Completion:
@@ -171,8 +178,7 @@ def _why(ranked: list[Suggestion], prepared: PreparedFill) -> str:
 
 def _name_fault(text: str, prepared: PreparedFill) -> str:
     """What is wrong with the names of a fill that parses (for the user: `declares 'i' again`)."""
-    before = prepared.context.before
-    checker = CheckContext(_document(prepared), len(before), len(before), header_names_now())
+    checker = prepared.checker
     if found := checker.unknown_names(text):
         return f"uses unknown names ({', '.join(dict.fromkeys(name for _, name in found))})"
     if found := checker.redeclared(text):
@@ -253,9 +259,7 @@ def finish(prepared: PreparedFill, result: FillResult, filler: Filler | None = N
     """Every candidate of `result` cleaned, checked, repaired where it fails and ranked (best first), and
     the model calls spent in all."""
     ctx = prepared.context
-    checker = None
-    if pipeline.checks:
-        checker = CheckContext(_document(prepared), len(ctx.before), len(ctx.before), header_names_now())
+    checker = prepared.checker if pipeline.checks else None
     found = suggestions(result.texts, result.scores, ctx, checker, pipeline.filters, pipeline.renames)
     ranked = sorted(found, key=Suggestion.rank, reverse=True)
     calls = result.model_calls

@@ -68,23 +68,18 @@ BatchFiller = Callable[[list["FillRequest"]], list["FillResult"]]
 # ---------------------------------------------------------------- what is kept
 
 
-def _edit_distance(a: Sequence[str], b: Sequence[str]) -> int:
-    """Insertions, deletions and substitutions of whole tokens turning `a` into `b`."""
-    row = list(range(len(b) + 1))
-    for i, token in enumerate(a, start=1):
-        previous, row[0] = row[0], i
-        for j, other in enumerate(b, start=1):
-            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (token != other))
-    return row[-1]
-
-
 def token_similarity(fill: str, truth: str) -> float:
-    """1 - (token edit distance) / (the longer token count), over C tokens (whitespace never counts)."""
-    from dice_lsp.evals.score import tokens
+    """1 - (token edit distance) / (the longer token count), over C tokens (whitespace never counts): each
+    distinct token stands for one character, so the suite's character distance (`evals.score.levenshtein`)
+    counts whole tokens."""
+    from dice_lsp.evals.score import levenshtein, tokens
 
     a, b = [t for t, _ in tokens(fill)], [t for t, _ in tokens(truth)]
     longest = max(len(a), len(b))
-    return 1.0 if longest == 0 else 1.0 - _edit_distance(a, b) / longest
+    if longest == 0:
+        return 1.0
+    code = {token: chr(0x10000 + n) for n, token in enumerate(dict.fromkeys(a + b))}
+    return 1.0 - levenshtein("".join(code[t] for t in a), "".join(code[t] for t in b)) / longest
 
 
 @dataclass(frozen=True)

@@ -255,10 +255,10 @@ class Preambles:
         header.write_text(preamble)
         output = _run(front, [*flags, "-c", "-Xclang", "-emit-pch", "-o", path.name, header.name], self.folder,
                       readable)
-        found = [m["severity"] for m in _DIAGNOSTIC.finditer(output)]
-        if "fatal error" in found:
-            LOG.debug("clang check: the preamble cannot be read (%s); no checks in its files",
-                      next(m.group(0) for m in _DIAGNOSTIC.finditer(output) if m["severity"] == "fatal error"))
+        found = list(_DIAGNOSTIC.finditer(output))
+        fatal = next((m.group(0) for m in found if m["severity"] == "fatal error"), None)
+        if fatal is not None:
+            LOG.debug("clang check: the preamble cannot be read (%s); no checks in its files", fatal)
             return Built(None, readable=False)
         return Built(path if path.is_file() and not found else None)
 

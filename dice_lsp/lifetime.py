@@ -5,7 +5,7 @@ tracked here while it runs. `stop_all` kills every tracked group at once (nvcc w
 ptxas) and refuses new runs from then on; the servers call it when they shut down, so the threads that
 waited on those runs finish at once and remove their scratch folders on the way out. `terminated` turns
 SIGTERM into that orderly shutdown for an asyncio server. A helper process that the server starts with
-Python's multiprocessing (the team server's preparers) calls `watch_parent`, so that it exits when the
+Python's multiprocessing (the team server's completion workers) calls `watch_parent`, so that it exits when the
 server dies without a word (SIGKILL from the OOM killer).
 """
 

@@ -236,25 +236,25 @@ def test_a_sigterm_to_the_team_server_leaves_no_compiler_and_no_scratch_folder(t
     assert ours(scratch) == [], "no scratch folder left behind"
 
 
-def test_an_oom_killed_team_server_leaves_no_preparer_behind(tmp_path: Path) -> None:
+def test_an_oom_killed_team_server_leaves_no_completion_worker_behind(tmp_path: Path) -> None:
     from tests.remote_server import wait_loaded
 
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     server = team_server(tmp_path, fake_nvcc(tmp_path, HANG), scratch)
     try:
-        from dice_lsp.remote.service import PREPARERS
+        from dice_lsp.remote.completers import WORKERS
 
         wait_loaded(read_address(server), None)
-        wait_for(lambda: len(preparers(server.pid)) == PREPARERS, "the server runs its preparer processes")
-        children = preparers(server.pid)
+        wait_for(lambda: len(workers(server.pid)) == WORKERS, "the server runs its completion workers")
+        children = workers(server.pid)
         server.send_signal(signal.SIGKILL)
         server.wait(WAIT_S)
     finally:
         if server.poll() is None:
             server.kill()
             server.wait()
-    wait_for(lambda: not any(alive(pid) for pid in children), "the preparers exit with their server")
+    wait_for(lambda: not any(alive(pid) for pid in children), "the completion workers exit with their server")
 
 
 def team_server(tmp_path: Path, nvcc: Path, scratch: Path) -> subprocess.Popen[str]:
@@ -286,7 +286,7 @@ def _quietly(call: Callable[[], object]) -> None:
         call()
 
 
-def preparers(server: int) -> list[int]:
+def workers(server: int) -> list[int]:
     """The processes `server` started through multiprocessing's spawn."""
     found = []
     for entry in os.listdir("/proc"):

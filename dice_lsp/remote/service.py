@@ -1,8 +1,9 @@
 """What the team server does for each request, whatever carries it (`dice-lsp serve`, a Ray Serve replica).
 
-The model lives on one `ModelHost` thread, which batches concurrent fills. Completions are prepared
-(hole, context, tokens) in a few worker processes: done on threads, that Python work would hold the GIL
-the model thread needs between denoising steps, and the batches would stay small. Requests wait on a pool
+The model lives on one `ModelHost` thread, which batches concurrent fills. A completion's Python work
+(hole, context, tokens, then the checks of its fills) runs in a few worker processes that ask the model
+for fills (`remote.completers`): done on threads, it would hold the GIL the model thread needs between
+denoising steps, and every step would wait for it. Requests wait on a pool
 with a thread per request in flight; benchmarks and optimizations take turns on one more thread, since
 two timings sharing a GPU would disturb each other. Requests carry the source
 text (and any local headers it needs as `files`), never paths on the server: each request that compiles
@@ -21,30 +22,27 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import multiprocessing
-import os
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from dice_lsp import __version__, sandbox
-from dice_lsp.complete import Completion, PreparedFill, front_end_for, lf_text, no_completion, prepare
+from dice_lsp.complete import Completion, no_completion
 from dice_lsp.engine.fill_types import FillRequest, FillResult
-from dice_lsp.engine.tokenizer import Tokenizer
 from dice_lsp.errors import Cancelled
 from dice_lsp.harness.bench import BenchReport, bench_file
 from dice_lsp.harness.limits import Limits
 from dice_lsp.jobs import MAX_BATCH_ROWS
 from dice_lsp.jobs.model_host import ModelHost, Ticket
 from dice_lsp.jobs.status import ModelStatus
-from dice_lsp.lifetime import watch_parent
 from dice_lsp.optimize import OptimizeReport, OptimizeRequest, RepairResult, checker, optimize, repair
 from dice_lsp.optimize.repair import Check
+from dice_lsp.remote.completers import Completers
 from dice_lsp.remote.limits import MAX_PENDING, RequestLimits, check_params, check_settings
 from dice_lsp.remote.protocol import RemoteError
 from dice_lsp.remote.requests import (
@@ -60,7 +58,6 @@ from dice_lsp.remote.requests import (
 )
 from dice_lsp.remote.sources import check_reference, check_sources
 from dice_lsp.settings import SERVER_OWNED, UNTRUSTED, Settings, editor_key
-from dice_lsp.textdoc import Position
 from dice_lsp.toolchain.cache import CompileCache
 from dice_lsp.toolchain.flags import CompileFlags, flags_for
 from dice_lsp.toolchain.nvcc import find_nvcc
@@ -90,22 +87,19 @@ class Service:
         self.pool = ThreadPoolExecutor(config.max_pending, thread_name_prefix="dice-work")
         self.gpu = ThreadPoolExecutor(1, thread_name_prefix="dice-gpu")
         self.loading: asyncio.Future[None] | None = None
-        self.preparers: ProcessPoolExecutor | None = None
+        self.completers: Completers | None = None
         self.in_flight = 0
         self.served = 0
         self.started = time.time()
         self.cache = CompileCache()
 
     def start(self) -> None:
-        """Load the model, then start the processes that prepare completions (with its tokenizer)."""
+        """Load the model, then start the processes that complete (with its tokenizer)."""
         self.host.load(self.config.settings).result()
         if self.host.status.state != "ready":
             return  # requests are answered with the load error
         model = self.host.model()
-        self.preparers = ProcessPoolExecutor(PREPARERS, mp_context=multiprocessing.get_context("spawn"),
-                                             initializer=load_preparer,
-                                             initargs=(model.tokenizer.folder, model.window, os.getpid()))
-        list(self.preparers.map(str, range(PREPARERS)))  # each worker has imported and loaded before the first request
+        self.completers = Completers(model.tokenizer.folder, model.window)
 
     def load(self) -> asyncio.Future[None]:
         """`start` in the background; requests that need the model wait for it."""
@@ -114,9 +108,10 @@ class Service:
 
     def close(self) -> None:
         self.host.close()
-        for pool in (self.pool, self.gpu, self.preparers):
-            if pool is not None:
-                pool.shutdown(wait=False, cancel_futures=True)
+        for pool in (self.pool, self.gpu):
+            pool.shutdown(wait=False, cancel_futures=True)
+        if self.completers is not None:
+            self.completers.close()
 
     async def call(self, method: str, params: dict[str, Any], ticket: Ticket, progress: Said) -> Any:
         """Answer one request; RemoteError for what the client did wrong or when the server is full."""
@@ -158,6 +153,7 @@ class Service:
         return {**host.status.to_json(), "version": __version__, "in_flight": self.in_flight, "queued": host.pending,
                 "served": self.served, "fills": host.fills, "fill_batches": host.fill_batches,
                 "fill_steps": host.fill_steps, "step_rows": host.step_rows,
+                "completion_ms": self.completers.timing.to_json() if self.completers is not None else None,
                 "uptime_s": round(time.time() - self.started, 1), "sandbox": sandbox.mode(),
                 "limits": self.config.limits.to_json()}
 
@@ -187,24 +183,11 @@ class Service:
 
     def _complete(self, request: CompleteParams, ticket: Ticket, _progress: Said) -> Completion:
         started = time.perf_counter()
-        settings, position = request.settings, request.position
         self.host.model()  # "no model: why" when it did not load
-        assert self.preparers is not None
-        prepared = self.preparers.submit(prepare_here, request.text, position, settings, request.selection).result()
-        if prepared is None:
-            return no_completion(position, started)
-        filled = self.host.fill(prepared.request, ticket)
-
-        def filler(fill: FillRequest) -> FillResult:  # re-masking rounds, batched like any fill
-            return self.host.fill(fill, ticket).result()
-
-        # the client's folders are not here: clang reads the text with the server's CUDA headers and the request's
-        # defines (a local #include it cannot find means it cannot tell)
-        document = lf_text(request.text)[0]
-        flags = CompileFlags(arch=settings.arch, std=settings.std, defines=settings.defines)
-        front_end = front_end_for(document, None, flags, settings)
-        return replace(prepared, started=started).completion(filled.result(), filler, document=document,
-                                                             front_end=front_end)
+        assert self.completers is not None
+        completion = self.completers.complete(request.text, request.position, request.settings, request.selection,
+                                              started, lambda fill: self.host.fill(fill, ticket).result())
+        return completion or no_completion(request.position, started)
 
     def _fill(self, request: FillParams, ticket: Ticket, _progress: Said) -> FillResult:
         settings = request.settings
@@ -236,24 +219,6 @@ class Service:
 
 def log_status(status: ModelStatus) -> None:
     LOG.info("model: %s", " ".join(f"{k}={v}" for k, v in status.to_json().items()))
-
-
-PREPARERS = max(1, min(8, (os.cpu_count() or 2) // 2))  # processes that parse and tokenize completions
-_PREPARER: tuple[Tokenizer, int] | None = None  # in a preparer process: the tokenizer and the model window
-
-
-def load_preparer(folder: Path, window: int, server: int) -> None:
-    """In a preparer process: exit with the server (`server` is its pid), load the tokenizer."""
-    global _PREPARER
-    watch_parent(server)
-    _PREPARER = Tokenizer(folder), window
-
-
-def prepare_here(text: str, position: Position, settings: Settings,
-                 selection: tuple[Position, Position] | None) -> PreparedFill | None:
-    """`prepare` in a preparer process."""
-    assert _PREPARER is not None, "load_preparer runs first"
-    return prepare(*_PREPARER, text, position, settings, selection)
 
 
 def _relative(name: str) -> PurePosixPath:

@@ -1,0 +1,84 @@
+"""The team server's completion workers: real worker processes, the embedded tokenizer, fills given by the test.
+
+The server's end-to-end tests (tests/test_remote_server.py) run the same path with the model; here the fills
+are chosen, so the round trips a completion makes between its worker and the model are exact."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dice_lsp.engine.checkpoint import EMBEDDED_MODEL
+from dice_lsp.engine.fill_types import FillRequest, FillResult
+from dice_lsp.errors import Cancelled
+from dice_lsp.remote.completers import Completers
+from dice_lsp.settings import Settings
+from dice_lsp.textdoc import Position
+
+from .lsp_client import LOOP_HEADER
+
+SETTINGS = Settings(max_canvas=24, type_check=False)
+AT = Position(1, 63)  # after `i < n; ` in LOOP_HEADER
+
+
+@pytest.fixture(scope="module")
+def completers() -> Iterator[Completers]:
+    workers = Completers(Path(EMBEDDED_MODEL), window=2048, count=1)
+    yield workers
+    workers.close()
+
+
+def test_a_completion_asks_the_server_for_its_fill_and_checks_it_in_the_worker(completers: Completers) -> None:
+    asked: list[FillRequest] = []
+
+    def fill(request: FillRequest) -> FillResult:
+        asked.append(request)
+        return FillResult(["++i) {", "j++) {"], 4, [-0.1, -0.2])
+
+    completion = completers.complete(LOOP_HEADER, AT, SETTINGS, None, 0.0, fill)
+    assert completion is not None
+    assert len(asked) == 1 and asked[0].draft is None
+    assert completion.texts == ["++i) {"]  # `j` is no name in scope: withheld
+    assert completion.checks is not None and completion.checks[0].names
+
+
+def test_a_fill_that_fails_the_checks_is_remasked_through_the_server(completers: Completers) -> None:
+    asked: list[FillRequest] = []
+
+    def fill(request: FillRequest) -> FillResult:
+        asked.append(request)
+        return FillResult(["k++) {"] if request.draft is None else ["i++) {"], 4, [-0.1])
+
+    completion = completers.complete(LOOP_HEADER, AT, SETTINGS, None, 0.0, fill)
+    assert [request.draft is not None for request in asked] == [False, True]
+    assert asked[1].draft is not None and asked[1].draft.text == "k++) {"
+    assert completion is not None and completion.texts == ["i++) {"]
+    assert completion.model_calls == 8
+
+
+def test_a_cancelled_fill_ends_the_completion_with_cancelled(completers: Completers) -> None:
+    def fill(request: FillRequest) -> FillResult:
+        raise Cancelled("cancelled after 2 model calls")
+
+    with pytest.raises(Cancelled, match="after 2 model calls"):
+        completers.complete(LOOP_HEADER, AT, SETTINGS, None, 0.0, fill)
+    # the worker is free for the next one
+    completion = completers.complete(LOOP_HEADER, AT, SETTINGS, None, 0.0, lambda _: FillResult(["++i) {"], 4))
+    assert completion is not None and completion.texts == ["++i) {"]
+
+
+def test_no_hole_at_the_cursor_asks_for_no_fill(completers: Completers) -> None:
+    def fill(request: FillRequest) -> FillResult:
+        raise AssertionError("no fill may be asked for")
+
+    assert completers.complete("int x = 1;\n", Position(0, 3), SETTINGS, None, 0.0, fill) is None
+
+
+def test_timing_counts_each_completion_and_where_its_time_went(completers: Completers) -> None:
+    before = completers.timing.completions
+    completers.complete(LOOP_HEADER, AT, SETTINGS, None, 0.0, lambda _: FillResult(["++i) {"], 4))
+    timing = completers.timing.to_json()
+    assert timing["completions"] == before + 1
+    assert timing["worker_ms"] > 0 and timing["total_ms"] >= timing["worker_ms"]

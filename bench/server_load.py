@@ -10,7 +10,11 @@ of the machine (clocks warming up, caches) weighs on both servers alike. The req
 held-out kernels with 1-3 lines removed and the cursor on the emptied line (bench/lsp_latency.py's holes),
 with the editor's default settings. Prints throughput, p50/p95 round trip and the rows the batched
 server's fill scheduler ran per model call (from its status: fills join a running batch between
-denoising steps, so "fills per batch" no longer measures anything; the unbatched server fills alone).
+denoising steps, so "fills per batch" no longer measures anything; the unbatched server fills alone),
+and where a completion's time went on the server (its status `completion_time`, means per completion):
+"worker ms" in the completion workers (prepare, checks, clang), "model ms" waiting for fills (queue and
+denoising), "server ms" the whole handler (the rest is the hops between processes and threads; the
+round trip adds the event loop and the socket).
 """
 
 from __future__ import annotations
@@ -74,7 +78,9 @@ async def run_clients(url: str, cases: list[tuple[str, int, int, int]], clients:
     after = await connections[-1].call("status")
     for connection in connections:
         await connection.close()
-    return {"latencies": latencies, "wall_s": wall, "fills": after["fills"] - before["fills"],
+    timing = {key: (after.get("completion_time") or {}).get(key, 0) - (before.get("completion_time") or {}).get(key, 0)
+              for key in ("completions", "worker_s", "model_s", "total_s")}
+    return {"latencies": latencies, "wall_s": wall, "fills": after["fills"] - before["fills"], "timing": timing,
             "steps": after.get("fill_steps", 0) - before.get("fill_steps", 0),
             "step_rows": after.get("step_rows", 0) - before.get("step_rows", 0)}
 
@@ -82,10 +88,13 @@ async def run_clients(url: str, cases: list[tuple[str, int, int, int]], clients:
 def row(server: str, clients: int, phases: list[dict[str, Any]]) -> dict[str, Any]:
     latencies = sorted(ms for phase in phases for ms in phase["latencies"])
     wall, steps = sum(p["wall_s"] for p in phases), sum(p["steps"] for p in phases)
+    done = sum(p["timing"]["completions"] for p in phases)
     return {"server": server, "clients": clients, "requests": len(latencies), "wall_s": round(wall, 2),
             "throughput_rps": round(len(latencies) / wall, 2), "p50_ms": round(statistics.median(latencies), 1),
             "p95_ms": round(latencies[min(len(latencies) - 1, int(0.95 * len(latencies)))], 1),
-            "rows_per_step": round(sum(p["step_rows"] for p in phases) / steps, 2) if steps else None}
+            "rows_per_step": round(sum(p["step_rows"] for p in phases) / steps, 2) if steps else None,
+            **{f"{part}_ms": round(1000 * sum(p["timing"][f"{part}_s"] for p in phases) / done, 1) if done else None
+               for part in ("worker", "model", "total")}}
 
 
 def main() -> None:
@@ -115,10 +124,12 @@ def main() -> None:
             process.terminate()
             process.wait(timeout=30)
     rows = [row(label, clients, phases[label, clients]) for label, clients in order]
-    print(f"{'server':10} {'clients':>7} {'requests':>8} {'req/s':>7} {'p50 ms':>8} {'p95 ms':>8} {'rows/step':>9}")
+    print(f"{'server':10} {'clients':>7} {'requests':>8} {'req/s':>7} {'p50 ms':>8} {'p95 ms':>8} {'rows/step':>9} "
+          f"{'worker ms':>9} {'model ms':>8} {'server ms':>9}")
     for line in rows:
         print(f"{line['server']:10} {line['clients']:>7} {line['requests']:>8} {line['throughput_rps']:>7} "
-              f"{line['p50_ms']:>8} {line['p95_ms']:>8} {line['rows_per_step'] or '-':>9}")
+              f"{line['p50_ms']:>8} {line['p95_ms']:>8} {line['rows_per_step'] or '-':>9} "
+              f"{line['worker_ms'] or '-':>9} {line['model_ms'] or '-':>8} {line['total_ms'] or '-':>9}")
     by = {(r["server"], r["clients"]): r for r in rows}
     print(f"throughput, {n} clients vs 1 (batched): "
           f"{by['batched', n]['throughput_rps'] / by['batched', 1]['throughput_rps']:.2f}x; "

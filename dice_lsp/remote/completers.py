@@ -9,16 +9,19 @@ process (the two cores shared) and 643 ms with them on a thread of the model's p
 (`docs/PERFORMANCE.md`, team server). Preparation moved to processes for this reason first; the checks
 that the completion pipeline added since ran on the request threads, in the model's process.
 
-So a completion runs whole in one worker: `begin` prepares it and starts `PreparedFill.completion` on a
-thread of the worker (`_Run`) whose filler hands each fill request back to the server and blocks until
-`resume` brings the result. The pipeline (`complete.finish`) is unchanged, and a worker interleaves many
-completions while their fills are on the model. A completion stays on its worker from `begin` to its
-answer (its state lives there); a file's completions go to the same worker unless it is busier than
-another, so clang precompiles a file's preamble once (`toolchain.clang.Preambles` is per process).
+So a completion runs whole in one worker process, on a thread of its own there (`_Run`): it prepares the
+request, then runs `PreparedFill.completion` with a filler that sends each fill request to the server over
+the worker's pipe and blocks until the server sends the result back. The pipeline (`complete.finish`) is
+unchanged; a worker's loop only routes messages, so its completions run side by side while their fills
+are on the model or clang reads their files. A completion stays on its worker from start to answer (its
+state lives there); a file's completions go to the same worker unless it is busier than another, so
+clang precompiles a file's preamble once (`toolchain.clang.Preambles` is per process). A worker that dies
+fails its completions with a one-line error and is started again for the next one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import multiprocessing
 import os
@@ -27,14 +30,15 @@ import threading
 import time
 import zlib
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
 from dice_lsp.complete import Completion, Filler, front_end_for, lf_text, prepare
 from dice_lsp.engine.fill_types import FillRequest, FillResult
 from dice_lsp.engine.tokenizer import Tokenizer
+from dice_lsp.errors import DiceError
 from dice_lsp.lifetime import watch_parent
 from dice_lsp.settings import Settings
 from dice_lsp.textdoc import Position
@@ -53,89 +57,142 @@ class Step:
     worker_ms: float
 
 
+@dataclass(frozen=True)
+class Begin:
+    """The server asks a worker for a completion."""
+
+    job: int
+    text: str
+    position: Position
+    settings: Settings
+    selection: tuple[Position, Position] | None
+    started: float  # time.perf_counter() when the server got the request (one clock for all processes)
+
+
 class _Run:
-    """One completion on a thread of a worker process; its filler waits for the server's answers."""
+    """One completion on a thread of a worker; its filler sends fill requests to the server and waits."""
 
-    def __init__(self, work: Callable[[Filler], Completion]) -> None:
-        self._asks: queue.Queue[tuple[FillRequest | None, Completion | None, BaseException | None]] = queue.Queue()
-        self._answers: queue.Queue[FillResult | BaseException] = queue.Queue()
-        threading.Thread(target=self._main, args=(work,), name="dice-completion", daemon=True).start()
+    def __init__(self, begin: Begin, tokenizer: tuple[Tokenizer, int], send: Callable[[int, Any], None]) -> None:
+        self.begin, self.tokenizer, self.send = begin, tokenizer, send
+        self.answers: queue.Queue[FillResult | BaseException] = queue.Queue()
+        self.clock = time.perf_counter()  # the worker's time is counted from here to each message it sends
+        threading.Thread(target=self._main, name="dice-completion", daemon=True).start()
 
-    def _main(self, work: Callable[[Filler], Completion]) -> None:
+    def _say(self, fill: FillRequest | None, completion: Completion | None) -> None:
+        self.send(self.begin.job, Step(fill, completion, (time.perf_counter() - self.clock) * 1000))
+
+    def _main(self) -> None:
         try:
-            self._asks.put((None, work(self._fill), None))
-        except BaseException as exc:  # raised to the server by `resume`
-            self._asks.put((None, None, exc))
+            self._say(None, self._complete())
+        except BaseException as exc:  # raised to the server's caller
+            self.send(self.begin.job, exc)
+
+    def _complete(self) -> Completion | None:
+        b = self.begin
+        prepared = prepare(*self.tokenizer, b.text, b.position, b.settings, b.selection)
+        if prepared is None:
+            return None
+        prepared = replace(prepared, started=b.started)
+        # the client's folders are not here: clang reads the text with the server's CUDA headers and the request's
+        # defines (a local #include it cannot find means it cannot tell)
+        document = lf_text(b.text)[0]
+        front_end = front_end_for(document, None, CompileFlags(arch=b.settings.arch, std=b.settings.std,
+                                                               defines=b.settings.defines), b.settings)
+        filler: Filler = self._fill
+        return prepared.completion(filler(prepared.request), filler, document=document, front_end=front_end)
 
     def _fill(self, request: FillRequest) -> FillResult:
-        self._asks.put((request, None, None))
-        answer = self._answers.get()
+        self._say(request, None)
+        answer = self.answers.get()
+        self.clock = time.perf_counter()
         if isinstance(answer, BaseException):
             raise answer
         return answer
 
-    def next(self, answer: FillResult | BaseException | None = None) -> tuple[FillRequest | None, Completion | None]:
-        """Give the fill asked for last (None at the start), then wait for the next ask or the end."""
-        if answer is not None:
-            self._answers.put(answer)
-        request, completion, error = self._asks.get()
-        if error is not None:
-            raise error
-        return request, completion
 
-
-_TOKENIZER: tuple[Tokenizer, int] | None = None  # in a worker: the model's tokenizer and window
-_RUNS: dict[int, _Run] = {}  # in a worker: its completions waiting for fills
-
-
-def load_worker(folder: Path, window: int, server: int) -> None:
-    """In a worker process: exit with the server (`server` is its pid), load the tokenizer."""
-    global _TOKENIZER
+def serve_worker(connection: Connection, folder: Path, window: int, server: int) -> None:
+    """A worker process's loop: start a `_Run` for each `Begin`, hand each (job, answer) to its run; ends at
+    None or when the server is gone."""
     watch_parent(server)
-    _TOKENIZER = Tokenizer(folder), window
+    tokenizer = Tokenizer(folder), window
+    lock = threading.Lock()
+    runs: dict[int, _Run] = {}
+
+    def send(job: int, message: Any) -> None:
+        if not isinstance(message, Step) or message.fill is None:
+            runs.pop(job, None)
+        with lock:
+            try:
+                connection.send((job, message))
+            except Exception as exc:  # an error that does not pickle: its words do
+                connection.send((job, DiceError(f"completion failed: {message!r} ({exc})")))
+
+    connection.send((-1, "ready"))
+    while (message := connection.recv()) is not None:
+        if isinstance(message, Begin):
+            runs[message.job] = _Run(message, tokenizer, send)
+        else:
+            job, answer = message
+            if job in runs:
+                runs[job].answers.put(answer)
 
 
-def begin(job: int, text: str, position: Position, settings: Settings,
-          selection: tuple[Position, Position] | None, started: float) -> Step:
-    """In a worker: prepare the completion and run it up to its first fill."""
-    assert _TOKENIZER is not None, "load_worker runs first"
-    clock = time.perf_counter()
-    prepared = prepare(*_TOKENIZER, text, position, settings, selection)
-    if prepared is None:
-        return Step(None, None, (time.perf_counter() - clock) * 1000)
-    prepared = replace(prepared, started=started)
-    # the client's folders are not here: clang reads the text with the server's CUDA headers and the request's
-    # defines (a local #include it cannot find means it cannot tell)
-    document = lf_text(text)[0]
+class _Worker:
+    """The server's end of one worker process: sends requests, routes its messages to the waiting callers."""
 
-    def work(filler: Filler) -> Completion:
-        front_end = front_end_for(document, None, CompileFlags(arch=settings.arch, std=settings.std,
-                                                               defines=settings.defines), settings)
-        return prepared.completion(filler(prepared.request), filler, document=document, front_end=front_end)
+    def __init__(self, folder: Path, window: int) -> None:
+        context = multiprocessing.get_context("spawn")
+        self.connection, theirs = context.Pipe()
+        self.process = context.Process(target=serve_worker, args=(theirs, folder, window, os.getpid()),
+                                       name="dice-completer", daemon=True)
+        self.process.start()
+        theirs.close()
+        self.lock = threading.Lock()
+        self.waiting: dict[int, queue.Queue[Step | BaseException]] = {}
+        self.alive = True
+        if self.connection.recv() != (-1, "ready"):
+            raise DiceError("a completion worker did not start")
+        threading.Thread(target=self._read, name="dice-completer-reader", daemon=True).start()
 
-    _RUNS[job] = _Run(work)
-    return _step(job, None, clock)
+    def _read(self) -> None:
+        try:
+            while True:
+                job, message = self.connection.recv()
+                with self.lock:
+                    box = self.waiting.get(job)
+                if box is not None:
+                    box.put(message)
+        except (EOFError, OSError):
+            pass
+        with self.lock:
+            self.alive = False
+            boxes = list(self.waiting.values())
+        for box in boxes:
+            box.put(DiceError(f"the completion worker (pid {self.process.pid}) ended"))
 
+    def send(self, job: int, message: Any) -> queue.Queue[Step | BaseException]:
+        with self.lock:
+            if not self.alive:
+                raise DiceError(f"the completion worker (pid {self.process.pid}) ended")
+            box = self.waiting.setdefault(job, queue.Queue())
+            self.connection.send(message)
+        return box
 
-def resume(job: int, answer: FillResult | BaseException) -> Step:
-    """In a worker: give a completion the fill it asked for (or why there is none) and run it on."""
-    return _step(job, answer, time.perf_counter())
+    def done(self, job: int) -> None:
+        with self.lock:
+            self.waiting.pop(job, None)
 
-
-def _step(job: int, answer: FillResult | BaseException | None, clock: float) -> Step:
-    try:
-        request, completion = _RUNS[job].next(answer)
-    except BaseException:
-        del _RUNS[job]
-        raise
-    if request is None:
-        del _RUNS[job]
-    return Step(request, completion, (time.perf_counter() - clock) * 1000)
+    def close(self) -> None:
+        with self.lock, contextlib.suppress(OSError, ValueError):
+            self.connection.send(None)
+        self.process.join(1)
+        if self.process.is_alive():
+            self.process.kill()
 
 
 @dataclass
 class Timing:
-    """Where the server's completions spent their time, summed (`status` reports the means)."""
+    """Where the server's completions spent their time, summed since the server started (`status`)."""
 
     completions: int = 0
     worker_ms: float = 0.0  # in the workers: prepare, checks, clang
@@ -143,58 +200,70 @@ class Timing:
     total_ms: float = 0.0  # the whole handler, hops between processes included
 
     def to_json(self) -> dict[str, Any]:
-        n = max(1, self.completions)
-        return {"completions": self.completions, "worker_ms": round(self.worker_ms / n, 1),
-                "model_ms": round(self.model_ms / n, 1), "total_ms": round(self.total_ms / n, 1)}
+        return {"completions": self.completions, "worker_s": round(self.worker_ms / 1000, 3),
+                "model_s": round(self.model_ms / 1000, 3), "total_s": round(self.total_ms / 1000, 3)}
 
 
 class Completers:
     """`count` worker processes completing for the server; see the module's docstring."""
 
     def __init__(self, folder: Path, window: int, count: int = WORKERS) -> None:
-        spawn = multiprocessing.get_context("spawn")
-        self.pools = [ProcessPoolExecutor(1, mp_context=spawn, initializer=load_worker,
-                                          initargs=(folder, window, os.getpid())) for _ in range(count)]
+        self.folder, self.window = folder, window
+        self.workers = [_Worker(folder, window) for _ in range(count)]  # each has loaded before the first request
         self.busy = [0] * count
         self.timing = Timing()
         self._lock = threading.Lock()
         self._jobs = itertools.count()
-        for pool in self.pools:  # each worker has imported and loaded before the first request
-            pool.submit(str, 0).result()
 
     def _pick(self, text: str) -> int:
         """The worker for a completion of `text`: the one its #include lines hash to (where clang's preamble of
         the file is), unless that one is busier than the least busy by more than one completion."""
         includes = "\n".join(line for line in text.split("\n") if line.lstrip().startswith("#include"))
         with self._lock:
-            index = zlib.crc32(includes.encode("utf-8", "surrogatepass")) % len(self.pools)
-            least = min(range(len(self.pools)), key=self.busy.__getitem__)
+            index = zlib.crc32(includes.encode("utf-8", "surrogatepass")) % len(self.workers)
+            least = min(range(len(self.workers)), key=self.busy.__getitem__)
             if self.busy[index] > self.busy[least] + 1:
                 index = least
             self.busy[index] += 1
             return index
 
+    def _worker(self, index: int) -> _Worker:
+        with self._lock:
+            worker = self.workers[index]
+            if worker.alive:
+                return worker
+        fresh = _Worker(self.folder, self.window)  # the last one died (killed, out of memory)
+        with self._lock:
+            self.workers[index] = fresh
+        return fresh
+
     def complete(self, text: str, position: Position, settings: Settings,
                  selection: tuple[Position, Position] | None, started: float,
                  fill: Callable[[FillRequest], FillResult]) -> Completion | None:
         """The completion at `position` (None: the cursor is at no hole), its fills made by `fill`."""
-        index = self._pick(text)
-        pool, job = self.pools[index], next(self._jobs)
+        index, job = self._pick(text), next(self._jobs)
         worker_ms = model_ms = 0.0
         try:
-            step = pool.submit(begin, job, text, position, settings, selection, started).result()
-            worker_ms += step.worker_ms
-            while step.fill is not None:
-                clock = time.perf_counter()
-                answer: FillResult | BaseException
-                try:
-                    answer = fill(step.fill)
-                except Exception as exc:  # the worker's pipeline decides (a re-masking round may go without)
-                    answer = exc
-                model_ms += (time.perf_counter() - clock) * 1000
-                step = pool.submit(resume, job, answer).result()
-                worker_ms += step.worker_ms
-            return step.completion
+            worker = self._worker(index)
+            box = worker.send(job, Begin(job, text, position, settings, selection, started))
+            try:
+                while True:
+                    step = box.get()
+                    if isinstance(step, BaseException):
+                        raise step
+                    worker_ms += step.worker_ms
+                    if step.fill is None:
+                        return step.completion
+                    clock = time.perf_counter()
+                    answer: FillResult | BaseException
+                    try:
+                        answer = fill(step.fill)
+                    except Exception as exc:  # the worker's pipeline decides (a re-masking round may go without)
+                        answer = exc
+                    model_ms += (time.perf_counter() - clock) * 1000
+                    worker.send(job, (job, answer))
+            finally:
+                worker.done(job)
         finally:
             with self._lock:
                 self.busy[index] -= 1
@@ -204,5 +273,5 @@ class Completers:
                 self.timing.total_ms += (time.perf_counter() - started) * 1000
 
     def close(self) -> None:
-        for pool in self.pools:
-            pool.shutdown(wait=False, cancel_futures=True)
+        for worker in self.workers:
+            worker.close()

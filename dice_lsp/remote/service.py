@@ -153,7 +153,7 @@ class Service:
         return {**host.status.to_json(), "version": __version__, "in_flight": self.in_flight, "queued": host.pending,
                 "served": self.served, "fills": host.fills, "fill_batches": host.fill_batches,
                 "fill_steps": host.fill_steps, "step_rows": host.step_rows,
-                "completion_ms": self.completers.timing.to_json() if self.completers is not None else None,
+                "completion_time": self.completers.timing.to_json() if self.completers is not None else None,
                 "uptime_s": round(time.time() - self.started, 1), "sandbox": sandbox.mode(),
                 "limits": self.config.limits.to_json()}
 

@@ -14,6 +14,7 @@ diffusion families can do this; pad/EOS anywhere in a re-denoised draft delete t
 from __future__ import annotations
 
 import math
+import re
 
 import torch
 
@@ -79,17 +80,31 @@ def draft_rows(model: LoadedModel, draft: Draft, overlap: str, rows: int, seed: 
     return out.to(model.device)
 
 
+def after_overlap(text: str, overlap: str) -> str:
+    """What of a decoded region follows the text the user typed, given the healed prefix tail `overlap` the
+    model wrote the region from.
+
+    A region that starts with the tail goes on after it. One that does not has rewritten the tail, and is
+    placed after the typed text whole (a model that ignores a healed space or a closing word is often right:
+    `N + i` typed, `) = col_sum[i];` written), except where that would glue its first word onto the word the
+    user is typing (`_storage` typed, healed tail `e`, the model wrote `or = 0;` after `_storag`: shown, it
+    reads `_storageor = 0;`, a name nobody wrote): that region has nothing to show ("")."""
+    if text.startswith(overlap):
+        return text[len(overlap):]
+    glued = re.match(r"\w", text) is not None and re.search(r"\w\Z", overlap) is not None
+    return "" if glued else text
+
+
 def _decode(model: LoadedModel, rows: torch.Tensor, overlap: str = "", edited: bool = False) -> list[str]:
     """Cut each row at its first pad/EOS (an edited draft: drop them all), decode it, and drop the healed
-    prefix tail it repeats."""
+    prefix tail it repeats (`after_overlap`)."""
     stops = model.special.stop_ids
     texts = []
     for row in rows.tolist():
         if edited:
             row = [tok for tok in row if tok not in stops]
         cut = next((i for i, tok in enumerate(row) if tok in stops), len(row))
-        text = model.tokenizer.decode(row[:cut])
-        texts.append(text[len(overlap):] if text.startswith(overlap) else text)
+        texts.append(after_overlap(model.tokenizer.decode(row[:cut]), overlap))
     return texts
 
 

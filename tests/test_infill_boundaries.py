@@ -23,6 +23,8 @@ def tok() -> Tokenizer:
     ("    foo(", ""),
     ("", ""),
     ("__global__ void k() {\n", ""),
+    ("    // \u200b note, é, 中文\n    int i = 0;\n    ", " "),  # characters of several byte tokens
+    ("    float d = 1.f; // 1 µs\n    int i = blockId", " blockId"),
 ])
 def test_heal_prefix_leaves_the_text_the_model_rewrites(tok: Tokenizer, prefix: str, overlap: str) -> None:
     ids, tail = heal_prefix(tok, prefix)

@@ -44,14 +44,21 @@ def heal_prefix(tok: Tokenizer, prefix: str) -> tuple[list[int], str]:
     the same text followed by code: `"\n    "` alone is one token, but before `if` it is `"\n   "` + `" if"`.
     Encoding the prefix with a word after it and dropping the tokens that reach past the prefix gives
     the tokens the model knows; the uncovered tail (`" "`) must then open the fill, and is cut from it.
+    A character outside ASCII (`é`, a zero-width space in a comment) may take several byte-level tokens,
+    each of which alone decodes to a replacement character: they are matched as one run, so such a
+    character anywhere in the file does not end the healed prefix there (which left the model only the
+    text before it, and the rest as a "tail" to rewrite).
     """
     ids = tok.encode(prefix + HEALING_SENTINEL)
-    text = ""
-    for count, token in enumerate(ids):
-        piece = tok.decode([token])
-        if len(text) + len(piece) > len(prefix) or not prefix.startswith(piece, len(text)):
-            return ids[:count], prefix[len(text):]
-        text += piece
+    text, start = "", 0  # the text of ids[:start], matched against the prefix
+    for count in range(len(ids)):
+        piece = tok.decode(ids[start:count + 1])
+        fits = len(text) + len(piece) <= len(prefix) and prefix.startswith(piece, len(text))
+        if not fits and "\ufffd" in piece and count + 1 < len(ids):
+            continue  # part of a character: the run goes on
+        if not fits:
+            return ids[:start], prefix[len(text):]
+        text, start = text + piece, count + 1
     return tok.encode(prefix), ""
 
 

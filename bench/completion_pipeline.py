@@ -39,7 +39,16 @@ from tqdm import tqdm
 
 from dice_lsp.complete import PRODUCT, Pipeline
 from dice_lsp.cuda.checks import header_names
-from dice_lsp.cuda.postprocess import FILTERS
+from dice_lsp.cuda.postprocess import (
+    FILTERS,
+    balance_braces,
+    close_open_brackets,
+    cut_suffix_repeat,
+    drop_degenerate,
+    fix_indentation,
+    strip_retyped_word,
+    strip_special_tokens,
+)
 from dice_lsp.engine import EMBEDDED_MODEL, load_model
 from dice_lsp.evals import systems
 from dice_lsp.evals.results import EvalReport
@@ -48,7 +57,8 @@ from dice_lsp.evals.stats import bootstrap
 from dice_lsp.evals.suite import KINDS, load_suite
 from dice_lsp.settings import Settings
 
-ORIGINAL_FILTERS = FILTERS[:5]  # strip_special_tokens .. drop_degenerate: the filters before this pipeline
+ORIGINAL_FILTERS = (strip_special_tokens, cut_suffix_repeat, balance_braces, fix_indentation,
+                    drop_degenerate)  # the filters before this pipeline
 OLD_DECODING: dict[str, Any] = {"sampler": "low-confidence", "steps": 4}  # the default before the pipeline
 NO_CLANG = replace(PRODUCT, front_end=False)  # the product without the clang front-end check
 STAGES: dict[str, tuple[Pipeline, dict[str, Any]]] = {
@@ -60,6 +70,9 @@ STAGES: dict[str, tuple[Pipeline, dict[str, Any]]] = {
     "+entropy decoding": (NO_CLANG, {}),
     "+clang front end (product)": (PRODUCT, {}),
     "+clang, no renames": (replace(PRODUCT, renames=False), {}),
+    "+clang, no retyped-word strip or bracket close": (
+        replace(PRODUCT, filters=tuple(f for f in FILTERS if f not in (strip_retyped_word, close_open_brackets))),
+        {}),
     "+clang judges unknown names": (replace(PRODUCT, names_by_front_end=True), {}),
     "+clang, 2 re-mask rounds": (replace(PRODUCT, remask_rounds=2), {}),
     "+clang, 4 sampled candidates": (PRODUCT, {"candidates": 4}),

@@ -429,3 +429,15 @@ def test_a_name_the_headers_declare_only_in_a_namespace_is_demanded_of_the_fill(
     with_using = "using namespace std;\n" + text
     at = with_using.index("    \n") + 4
     assert CheckContext(with_using, at, at, headers).undeclared("__syncthreads();") == []
+
+
+@pytest.mark.parametrize(("fill", "unknown"), [
+    ("or = 0;", ["_storageor"]),  # glued onto the typed word: the whole identifier is judged
+    ("_t = true;", ["_storage_t"]),
+    (".y ^= 1;", []),
+])
+def test_a_fill_that_glues_onto_the_typed_word_is_judged_as_the_whole_identifier(fill: str,
+                                                                                 unknown: list[str]) -> None:
+    text = "__global__ void k(int* out) {\n    int2 _storage = make_int2(0, 0);\n    _storage\n    out[0] = 0;\n}\n"
+    at = text.index("    _storage\n") + len("    _storage")
+    assert [name for _, name in CheckContext(text, at, at).unknown_names(fill)] == unknown

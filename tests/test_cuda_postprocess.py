@@ -11,6 +11,7 @@ from dice_lsp.cuda.postprocess import (
     balance_braces,
     balance_brackets,
     clean_candidates,
+    close_open_brackets,
     cut_line_at_statement_end,
     cut_marker_at_its_line,
     cut_suffix_repeat,
@@ -19,6 +20,7 @@ from dice_lsp.cuda.postprocess import (
     drop_neighbour_repeat,
     fix_indentation,
     postprocess,
+    strip_retyped_word,
     strip_special_tokens,
 )
 
@@ -57,6 +59,10 @@ DOCUMENTS = {  # `‸` is the cursor; each gives a real hole
     "marker repeat": KERNEL + "    c[0] = f(a[0]);\n    c[0] = /*@fill*/;‸\n}\n",
     "marker sync": KERNEL + "    __syncthreads();\n    /*@fill*/‸\n    c[0] = 1;\n}\n",
     "marker body": KERNEL[:-1] + " /*@fill*/‸ }\n",
+    "typed if": KERNEL + "    if (‸\n    c[0] = 1;\n}\n",
+    "typed prefix": KERNEL + "    float _storage_x = 0.f;\n    _st‸\n    c[0] = _storage_x;\n}\n",
+    "typed word": KERNEL + "    float2 _storage;\n    _storage‸\n    c[0] = _storage.x;\n}\n",
+    "typed s": KERNEL + "    int ss_ = 0, s = 1;\n    s‸\n    c[0] = ss_ + s;\n}\n",
 }
 
 
@@ -175,7 +181,7 @@ DROP_DEGENERATE = [
 # statement that does not parse: no filter here can tell, the parse check drops them later.
 GARBAGE = [
     ("if ( = (int)threadIdx)ii;", "if ( = (int)threadIdx)ii;"),  # balanced, one statement: parse check
-    ("__syncthreads(tid = threadIdx.x();", "__syncthreads(tid = threadIdx.x();"),  # '(' left open: parse check
+    ("__syncthreads(tid = threadIdx.x();", "__syncthreads(tid = threadIdx.x());"),  # closed: clang's to judge
     ("out[...] = tile[x.];];];", "out[...] = tile[x.];"),  # cut at the ';' (`x.]` is for the parse check)
     ("float maxval = = ;;", "float maxval = = ;"),  # cut at the ';' (`= =` is for the parse check)
     ("out[i] = tile[x];];", "out[i] = tile[x];"),
@@ -287,6 +293,47 @@ BALANCE_BRACKETS = [
     ("body", "));\n}", None),
 ]
 
+STRIP_RETYPED_WORD = [
+    ("typed prefix", "_storage_x = 1.0f;", "orage_x = 1.0f;"),  # the line reads `_storage_x = 1.0f;`
+    ("typed word", "_storage.x = 1.0f;", ".x = 1.0f;"),
+    ("typed word", "_storage;", ";"),
+    ("typed s", "s = 2;", " = 2;"),  # `ss` is no word of the document
+    ("typed s", "s_ = 2;", "s_ = 2;"),  # `ss_` is: the fill completes that name
+    ("typed prefix", "orage_x = 1.0f;", "orage_x = 1.0f;"),  # completes the typed word
+    ("typed word", ".y = 0.f;", ".y = 0.f;"),
+    ("typed word", "or = 0;", "or = 0;"),  # glued, not repeated: the name check judges `_storageor`
+    ("typed word", " = make_float2(0.f, 0.f);", " = make_float2(0.f, 0.f);"),
+    ("empty", "c[i] = 0;", "c[i] = 0;"),  # nothing typed
+    ("unfinished", "blockDim.x;", "blockDim.x;"),  # `*` typed last
+    ("marker call", "f(a[0])", "f(a[0])"),  # only a line hole continues a typed word
+]
+
+CLOSE_OPEN_BRACKETS = [
+    ("empty", "return (code >> (nbits - 3 * (level + 1));", "return (code >> (nbits - 3 * (level + 1)));"),
+    ("empty", "int cur_offset = f(a, g(b);", "int cur_offset = f(a, g(b));"),  # innermost first
+    ("empty", "c[i] = a[b[i];", "c[i] = a[b[i]];"),
+    ("empty", "c[i] = f(a[i ;", "c[i] = f(a[i]);"),
+    ("empty", "c[i] = f(a; // note", "c[i] = f(a); // note"),
+    ("unfinished", "(a[0] + 1;", "(a[0] + 1);"),  # a declaration typed before the hole
+    ("after statement", "\n    c[i] = f(a;", "\n    c[i] = f(a);"),  # the next line
+    ("call open", "g(a[1];", "g(a[1]);"),  # the fill's own '(' only: `max(` was typed
+    ("call open", "a[1];", "a[1];"),
+    ("split call", "1.0f;", "1.0f;"),  # the '(' is on the line above
+    ("empty", "if (x == 0;", "if (x == 0;"),  # a control head: `if (x == 0);` is an empty `if`
+    ("empty", "for (int j = 0; j++)", "for (int j = 0; j++)"),
+    ("empty", "for (int j = 0; j < n;", "for (int j = 0; j < n;"),
+    ("empty", "while (i < n;", "while (i < n;"),
+    ("empty", "switch (n;", "switch (n;"),
+    ("empty", "} else if (f(i) < n;", "} else if (f(i) < n;"),
+    ("typed if", "f(i) < g(n;", "f(i) < g(n;"),  # the head was typed before the hole
+    ("marker call", "g(a[0]", "g(a[0]"),  # `f(/*@fill*/);`: not a line hole
+    ("empty", "c[i] = (a[i]; c[j] = 0;", "c[i] = (a[i]; c[j] = 0;"),  # not one statement
+    ("empty", "int w[2] = {f(1;", "int w[2] = {f(1;"),  # a '{' of its own
+    ("empty", "c[i] = f(a)", "c[i] = f(a)"),  # no ';' to close before
+    ("empty", "c[i] = a[i];", "c[i] = a[i];"),
+    ("empty", "c[i] = f(a\n    c[j] = 0;", "c[i] = f(a\n    c[j] = 0;"),  # not one line
+]
+
 DROP_BLOCK_CLOSER = [
     ("empty", "} c[i] = 0;", None),  # closes the kernel: the code after the hole lands outside it
     ("empty", "} if (i < n) {", None),  # parses, and moves the code after the hole into the `if`
@@ -328,7 +375,9 @@ DROP_NEIGHBOUR_REPEAT = [
     (drop_degenerate, DROP_DEGENERATE),
     (cut_line_at_statement_end, CUT_LINE_AT_STATEMENT_END),
     (cut_marker_at_its_line, CUT_MARKER_AT_ITS_LINE),
+    (strip_retyped_word, STRIP_RETYPED_WORD),
     (balance_brackets, BALANCE_BRACKETS),
+    (close_open_brackets, CLOSE_OPEN_BRACKETS),
     (drop_block_closer, DROP_BLOCK_CLOSER),
     (drop_neighbour_repeat, DROP_NEIGHBOUR_REPEAT),
 ], ids=lambda value: getattr(value, "__name__", ""))

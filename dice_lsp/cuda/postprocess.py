@@ -6,7 +6,10 @@ line hole they go on past the statement (`float maxval = = ;;`, `out[i] = tile[x
 nobody opened. Each filter takes a fill and the `FillContext` and returns the fixed fill, or None to drop
 it. The order (`FILTERS`) matters:
 
-1. `strip_special_tokens`: the model's own markers go first, so every later filter sees code.
+1. `strip_special_tokens`: the model's own markers go first, so every later filter sees code; then
+   `strip_retyped_word`: a fill that writes again the word typed before the cursor loses that part, so
+   every later filter (and the neighbour-repeat one, which reads the line with what was typed) sees the
+   line as it will read.
 2. `cut_suffix_repeat` and 3. `balance_braces`: what the code after the hole already has (its lines, its
    '}'), judged on the whole fill; a body fill gets its closing '}' here.
 4. `fix_indentation`: trims and re-indents every line, so later filters see the document's layout.
@@ -17,6 +20,8 @@ it. The order (`FILTERS`) matters:
 7. `balance_brackets`: ')' and ']' with no opener, on what is left (a ';' cut in 6 may already have
    removed them); the openers it may close are counted over the document up to the hole, not only the
    hole's line, since a call or a `for (` header may be split over lines.
+   Then `close_open_brackets`: a one-line statement that ends in ';' with its own '(' or '[' still open
+   gets them closed before the ';' (after 7, so only what is really missing is added).
 8. `drop_block_closer`: a fill that closes the block the hole is in (`} else {`, `} if (i < n) {` on an
    empty line: they parse, and move the code after the hole into another block) is dropped, judged on
    what 6 and 7 left of it (a `c[i] = 0; } else {` may be cut back to its good first statement).
@@ -127,6 +132,33 @@ Filter = Callable[[str, FillContext], str | None]
 def strip_special_tokens(fill: str, ctx: FillContext) -> str | None:
     """Text after a pad/EOS token is not part of the fill; other special tokens are never code."""
     return _SPECIAL.sub("", _END.split(fill, maxsplit=1)[0])
+
+
+_TYPED_WORD = re.compile(r"(?<!\w)[A-Za-z_]\w*\Z")
+_FIRST_WORD = re.compile(r"\w+")
+
+
+def strip_retyped_word(fill: str, ctx: FillContext) -> str | None:
+    """A fill on a half-typed line that writes again the word typed before the cursor loses that part:
+    `_st` typed and `_storage_x = 0;` filled shows `orage_x = 0;` (the line reads `_storage_x = 0;`, not
+    `_st_storage_x = 0;`); `_storage` typed and `_storage.x++;` filled shows `.x++;`.
+
+    Ghost text after a half-typed word continues that word, so the fill is read as the whole word again
+    when its first word starts with the typed one, unless the glued word (typed + the fill's first word) is
+    a word of the document (`s` typed, `s_` filled, and the file has `ss_`: the fill completes that name).
+    A fill that glues onto the typed word without repeating it (`_storage` + `or = 0;`) is left to the
+    name check, which judges the whole identifier the line then holds (`_storageor`).
+    """
+    if ctx.hole.kind != "line":
+        return fill
+    typed = _TYPED_WORD.search(ctx.line_before)
+    first = _FIRST_WORD.match(fill)
+    if typed is None or first is None or not first.group().startswith(typed.group()):
+        return fill
+    glued = re.compile(rf"(?<!\w){re.escape(typed.group() + first.group())}(?!\w)")
+    if glued.search(ctx.before) or glued.search(ctx.after):
+        return fill
+    return fill[len(typed.group()):]
 
 
 def _brackets(text: str) -> list[int]:
@@ -509,6 +541,52 @@ def _stray_closers(text: str) -> list[str]:
     return stray
 
 
+_CONTROL_HEAD = re.compile(r"\s*(?:\}\s*)?(?:else\s+)?(?:if|for|while|switch|catch)\b")
+
+
+def close_open_brackets(fill: str, ctx: FillContext) -> str | None:
+    """Close the '(' and '[' a one-line fill opened and left open before its final ';', innermost first
+    (`return (code >> (nbits - 3 * (level + 1));` gets its last ')', `int o = f(a, g(b);` its two).
+
+    The model often ends the statement one closer short; the ';' says where the statement ends, so the
+    missing closers can only go there. Only on a line hole (the end of an empty or half-typed line), for a
+    fill that is one line of code ending in its only ';', and only for an expression, declaration or
+    return statement: a control head (`if (x == 0;`, `for (int i = 0; i++)`, `while (`, `switch (`, also
+    when the head was typed before the hole) is no statement to close (`if (x == 0);` is an empty `if`),
+    so it stays as it is for the parse check and re-masking. Only the fill's own brackets: those open
+    before the hole (`foo(` typed, a call split over lines, a marker's `f(/*@fill*/);`) belong to the
+    user's code, and a fill with a '{' of its own (an initialiser list, a lambda) is left alone.
+    """
+    if ctx.hole.kind != "line" or ctx.after.split("\n", 1)[0].strip():
+        return fill
+    lines = fill.split("\n")
+    code = [index for index, line in enumerate(lines) if line.strip()]
+    if len(code) != 1:
+        return fill
+    index = code[0]
+    line = lines[index]
+    statement = (ctx.line_before if index == 0 else "") + line
+    if _CONTROL_HEAD.match(statement) or statement.lstrip().startswith("#"):
+        return fill
+    marks = _marks(line)
+    ends = [at for at, mark in marks if mark == ";"]
+    if len(ends) != 1 or _uncomment(line[ends[0] + 1:]).strip():
+        return fill
+    own: list[str] = []
+    for _, mark in marks:
+        if mark in "([{":
+            own.append(mark)
+        elif mark in _OPENER and own:  # a closer with no own opener closes a bracket typed before the hole
+            if own[-1] != _OPENER[mark]:
+                return fill
+            own.pop()
+    if not own or "{" in own:
+        return fill
+    closers = "".join(")" if opener == "(" else "]" for opener in reversed(own))
+    lines[index] = line[:ends[0]].rstrip() + closers + line[ends[0]:]
+    return "\n".join(lines)
+
+
 def drop_block_closer(fill: str, ctx: FillContext) -> str | None:
     """Drop a fill that closes a block it did not open, unless the document leaves that many blocks open
     (`unclosed`: a block the user has not closed yet is the fill's to close). A body hole's own '}' is
@@ -559,9 +637,9 @@ def drop_neighbour_repeat(fill: str, ctx: FillContext) -> str | None:
     return None if repeats(line, above) or (one_line and repeats(line, ctx.line_below)) else fill
 
 
-FILTERS: tuple[Filter, ...] = (strip_special_tokens, cut_suffix_repeat, balance_braces, fix_indentation,
-                               drop_degenerate, cut_line_at_statement_end, cut_marker_at_its_line, balance_brackets,
-                               drop_block_closer, drop_neighbour_repeat)
+FILTERS: tuple[Filter, ...] = (strip_special_tokens, strip_retyped_word, cut_suffix_repeat, balance_braces,
+                               fix_indentation, drop_degenerate, cut_line_at_statement_end, cut_marker_at_its_line,
+                               balance_brackets, close_open_brackets, drop_block_closer, drop_neighbour_repeat)
 
 
 def postprocess(fill: str, ctx: FillContext, filters: tuple[Filter, ...] = FILTERS) -> str | None:

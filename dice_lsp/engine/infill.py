@@ -14,6 +14,7 @@ diffusion families can do this; pad/EOS anywhere in a re-denoised draft delete t
 from __future__ import annotations
 
 import math
+import re
 
 import torch
 
@@ -43,14 +44,21 @@ def heal_prefix(tok: Tokenizer, prefix: str) -> tuple[list[int], str]:
     the same text followed by code: `"\n    "` alone is one token, but before `if` it is `"\n   "` + `" if"`.
     Encoding the prefix with a word after it and dropping the tokens that reach past the prefix gives
     the tokens the model knows; the uncovered tail (`" "`) must then open the fill, and is cut from it.
+    A character outside ASCII (`é`, a zero-width space in a comment) may take several byte-level tokens,
+    each of which alone decodes to a replacement character: they are matched as one run, so such a
+    character anywhere in the file does not end the healed prefix there (which left the model only the
+    text before it, and the rest as a "tail" to rewrite).
     """
     ids = tok.encode(prefix + HEALING_SENTINEL)
-    text = ""
-    for count, token in enumerate(ids):
-        piece = tok.decode([token])
-        if len(text) + len(piece) > len(prefix) or not prefix.startswith(piece, len(text)):
-            return ids[:count], prefix[len(text):]
-        text += piece
+    text, start = "", 0  # the text of ids[:start], matched against the prefix
+    for count in range(len(ids)):
+        piece = tok.decode(ids[start:count + 1])
+        fits = len(text) + len(piece) <= len(prefix) and prefix.startswith(piece, len(text))
+        if not fits and "\ufffd" in piece and count + 1 < len(ids):
+            continue  # part of a character: the run goes on
+        if not fits:
+            return ids[:start], prefix[len(text):]
+        text, start = text + piece, count + 1
     return tok.encode(prefix), ""
 
 
@@ -79,17 +87,31 @@ def draft_rows(model: LoadedModel, draft: Draft, overlap: str, rows: int, seed: 
     return out.to(model.device)
 
 
+def after_overlap(text: str, overlap: str) -> str:
+    """What of a decoded region follows the text the user typed, given the healed prefix tail `overlap` the
+    model wrote the region from.
+
+    A region that starts with the tail goes on after it. One that does not has rewritten the tail, and is
+    placed after the typed text whole (a model that ignores a healed space or a closing word is often right:
+    `N + i` typed, `) = col_sum[i];` written), except where that would glue its first word onto the word the
+    user is typing (`_storage` typed, healed tail `e`, the model wrote `or = 0;` after `_storag`: shown, it
+    reads `_storageor = 0;`, a name nobody wrote): that region has nothing to show ("")."""
+    if text.startswith(overlap):
+        return text[len(overlap):]
+    glued = re.match(r"\w", text) is not None and re.search(r"\w\Z", overlap) is not None
+    return "" if glued else text
+
+
 def _decode(model: LoadedModel, rows: torch.Tensor, overlap: str = "", edited: bool = False) -> list[str]:
     """Cut each row at its first pad/EOS (an edited draft: drop them all), decode it, and drop the healed
-    prefix tail it repeats."""
+    prefix tail it repeats (`after_overlap`)."""
     stops = model.special.stop_ids
     texts = []
     for row in rows.tolist():
         if edited:
             row = [tok for tok in row if tok not in stops]
         cut = next((i for i, tok in enumerate(row) if tok in stops), len(row))
-        text = model.tokenizer.decode(row[:cut])
-        texts.append(text[len(overlap):] if text.startswith(overlap) else text)
+        texts.append(after_overlap(model.tokenizer.decode(row[:cut]), overlap))
     return texts
 
 

@@ -6,8 +6,10 @@ how many there are.
 Each configuration runs in a fresh process (the OpenMP runtime reads its settings once, when torch loads it) that
 fills the same held-out holes (bench/lsp_latency.py's, editor defaults) with dice-tiny on the CPU, while `--busy`
 other processes spin on the cores (as an editor, clang, nvcc or a build would keep them busy). Configurations:
-the product (torch's threads, which wait sleeping: dice_lsp/__init__.py), the same threads spinning while they
-wait (OMP_WAIT_POLICY=ACTIVE, OpenMP's usual default and the product's before), and one thread. Rows alternate
+the product (half the cores' threads, `engine.device.cpu_threads`, which wait sleeping: dice_lsp/__init__.py);
+as many threads as cores (torch's default), waiting sleeping, as OpenMP's default has them (torch loaded
+before dice_lsp: they spin a while, then sleep; the product's before) or always spinning
+(OMP_WAIT_POLICY=ACTIVE); and one thread. Rows alternate
 in the order of the list and then back (ABCCBA) so a drift of the machine weighs on all alike; p50 and mean over
 both passes.
 """
@@ -26,6 +28,7 @@ from pathlib import Path
 
 CHILD = """
 import json, sys, time
+{first}
 sys.path.insert(0, {bench!r})
 from lsp_latency import holes
 from dice_lsp.complete import prepare
@@ -44,9 +47,12 @@ for request in requests:
     times.append((time.perf_counter() - started) * 1000)
 print(json.dumps({{"threads": torch.get_num_threads(), "ms": times}}))
 """
-CONFIGS = {  # name: environment changes
-    "product (threads sleep while waiting)": {},
-    "threads spin while waiting": {"OMP_WAIT_POLICY": "ACTIVE"},
+CONFIGS: dict[str, dict[str, str]] = {  # name: environment changes ("torch first": torch loads before dice_lsp)
+    "product": {},
+    "all cores' threads, which sleep while waiting": {"OMP_NUM_THREADS": str(os.cpu_count() or 2)},
+    "all cores' threads, OpenMP's default wait (spin a while, then sleep)": {
+        "torch first": "1", "OMP_NUM_THREADS": str(os.cpu_count() or 2)},
+    "all cores' threads, which always spin": {"OMP_WAIT_POLICY": "ACTIVE", "OMP_NUM_THREADS": str(os.cpu_count() or 2)},
     "one thread": {"OMP_NUM_THREADS": "1"},
 }
 
@@ -57,9 +63,12 @@ def spin(until: float) -> None:
 
 
 def run(config: dict[str, str], holes: int) -> dict[str, object]:
-    env = {key: value for key, value in os.environ.items() if key not in ("OMP_WAIT_POLICY", "OMP_NUM_THREADS")}
-    code = CHILD.format(bench=str(Path(__file__).resolve().parent), holes=holes)
-    done = subprocess.run([sys.executable, "-c", code], env={**env, **config, "HF_HUB_OFFLINE": "1"},
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("OMP_WAIT_POLICY", "OMP_NUM_THREADS", "GOMP_SPINCOUNT")}
+    first = "import torch" if config.get("torch first") else ""
+    code = CHILD.format(first=first, bench=str(Path(__file__).resolve().parent), holes=holes)
+    changes = {key: value for key, value in config.items() if key != "torch first"}
+    done = subprocess.run([sys.executable, "-c", code], env={**env, **changes, "HF_HUB_OFFLINE": "1"},
                           capture_output=True, text=True, timeout=1800)
     if done.returncode != 0:
         raise SystemExit(f"bench: a fill process failed: {done.stderr.strip().splitlines()[-1:]}")

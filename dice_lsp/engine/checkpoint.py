@@ -16,7 +16,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from dice_lsp.engine.config import ModelConfig, read_config
-from dice_lsp.engine.device import resolve_device, resolve_dtype
+from dice_lsp.engine.device import resolve_device, resolve_dtype, use_cpu_threads
 from dice_lsp.engine.model import LoadedModel
 from dice_lsp.engine.quant import dequantize_state, int8_linears, is_quantized
 from dice_lsp.engine.tokenizer import Tokenizer
@@ -104,6 +104,8 @@ def load_model(path: Path | str | None = None, device: str | None = None, dtype:
     tokenizer = Tokenizer(folder)
     torch_device = resolve_device(device)
     torch_dtype = resolve_dtype(torch_device, dtype)
+    if torch_device.type == "cpu":
+        use_cpu_threads()
     if trust_remote_code and has_remote_code(folder):
         from dice_lsp.engine.remote_code import RemoteCodeLM
 

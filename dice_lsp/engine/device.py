@@ -1,8 +1,10 @@
 """Where the model runs: CUDA in bf16 when there is a GPU, else the CPU, in bf16 where the processor computes
-it natively (about twice as fast as fp32 for the embedded model) and fp32 elsewhere; both overridable."""
+it natively (about twice as fast as fp32 for the embedded model) and fp32 elsewhere; both overridable. On the
+CPU, with half the cores' threads (`cpu_threads`)."""
 
 from __future__ import annotations
 
+import os
 from functools import cache
 from pathlib import Path
 
@@ -45,3 +47,22 @@ def resolve_dtype(device: torch.device, name: str | None = None) -> torch.dtype:
     if name not in DTYPES:
         raise DiceError(f"unknown dtype {name!r} (use {', '.join(DTYPES)})")
     return DTYPES[name]
+
+
+def cpu_threads(cores: int | None = None) -> int:
+    """Intra-op threads for a model on the CPU: half the logical cores (one per physical core where each has
+    two), at most 8.
+
+    Every torch op of a denoising step waits at a barrier for all its threads, and a thread the OS has
+    descheduled for another busy process (the editor, clang, nvcc, a build) holds up each of those barriers.
+    With dice-tiny on 2 cores (`bench/cpu_contention.py`, docs/PERFORMANCE.md): one thread 0.20 s per fill
+    on an idle machine, 0.20 s with one other busy process, 0.33 s with two; two threads 0.14 s idle but
+    2.6-3.2 s with one busy process (0.22-0.26 s while they wait sleeping, `dice_lsp/__init__.py`).
+    """
+    return max(1, min(8, (cores if cores is not None else os.cpu_count() or 2) // 2))
+
+
+def use_cpu_threads() -> None:
+    """Set torch's intra-op threads to `cpu_threads()`, unless the user chose them (OMP_NUM_THREADS)."""
+    if not os.environ.get("OMP_NUM_THREADS"):
+        torch.set_num_threads(cpu_threads())

@@ -6,8 +6,10 @@
 # working tree <= 64 MiB with what it carries, <= 8 files back) and what each carries:
 #   setup                 (carry .whl, .pack/pack-a.tar.xz; the shipped model left out of the tree) code, wheels, pack a
 #   unpack ARCHIVE        (carry .pack/pack-b.tar.xz) the second half of the pack
-#   launch v3c INIT       (carry .v3: the v3 int8 folder) start v3c detached
-#   launch v2c INIT       (the shipped model in the tree) start v2c detached
+#   launch v3c INIT [W]   (carry .v3: the v3 int8 folder) start v3c detached
+#   launch v2c INIT [W]   (the shipped model in the tree) start v2c detached
+#     W: the sampling weights; default: per dialect (WEIGHTS below) when the pack has train-files.json, else
+#     `--gpu-weight 4`
 #   wait SECONDS          follow both logs (keeps the machine held: it goes back when idle)
 #   collect NAME OUT [N]  int8 weights + log of one run into OUT (8 files), after at most N x 10 s for its end
 # Weights per dialect instead of `--gpu-weight 4` (which weights CUDA, HIP and hashcat's OpenCL alike): the pack
@@ -17,6 +19,7 @@
 # (per token, default 1; the log's first lines give the expected share of windows per dialect; docs/MODEL.md).
 set -euo pipefail
 ROOT=/root/cw
+WEIGHTS="--weights cuda=4,hip=2,opencl=0.5,source:hashcat=0"
 export PYTHONPATH=$ROOT/code:$ROOT/site HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
 case "$1" in
 setup)
@@ -35,9 +38,10 @@ launch)
     rm -rf "$init" && cp -r "$3" "$init"
     layers=$(python3 -c "import json; print(json.load(open('$init/config.json'))['num_hidden_layers'])")
     lr=$([ "$name" = v3c ] && echo 3e-4 || echo 5e-4)
+    weighting=${4:-$([ -f $ROOT/pack/train-files.json ] && echo "$WEIGHTS" || echo "--gpu-weight 4")}
     cd $ROOT
     setsid nohup python3 -m dice_lsp.training.train --data pack --tokenizer tok --out runs/$name --init "$init" \
-        --layers "$layers" --gpu-weight 4 --run-minutes 18 --minutes 19 --batch 128 --lr "$lr" --warmup 0.03 \
+        --layers "$layers" $weighting --run-minutes 18 --minutes 19 --batch 128 --lr "$lr" --warmup 0.03 \
         --curriculum-from 0.5 --workers 7 --compile --log-every 100 > logs/$name.log 2>&1 < /dev/null &
     sleep 45; tail -3 logs/$name.log ;;
 wait)

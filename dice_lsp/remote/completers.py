@@ -49,8 +49,8 @@ WORKERS = max(1, min(8, (os.cpu_count() or 2) // 2))  # processes that prepare a
 
 @dataclass(frozen=True)
 class Step:
-    """What a worker says after `begin` or `resume`: the next fill it needs (`fill`), or the completion (None
-    when the cursor is at no hole); `worker_ms`: the time the worker spent on this step."""
+    """What a worker's completion says to the server: the next fill it needs (`fill`), or its completion (None
+    when the cursor is at no hole); `worker_ms`: the worker's time since the last thing it said."""
 
     fill: FillRequest | None
     completion: Completion | None

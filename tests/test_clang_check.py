@@ -256,3 +256,65 @@ def test_a_completion_never_waits_for_clang_to_read_a_file_s_headers_the_first_t
         warm = _judge(base)
     assert warm(wrong) is False and not warm.gave_up
     assert warm(wrong.replace("p.c * x[i]", "p.a * x[i]")) is True
+
+
+def test_preambles_build_one_at_a_time_the_most_recently_asked_for_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An editor restoring a session opens many files at once: their preamble builds queue, one runs at a time,
+    and the file asked for last (the one being edited) is built next."""
+    import threading
+    import time
+
+    from dice_lsp.toolchain import clang
+
+    started: list[str] = []
+    running: list[str] = []
+    most = [0]
+    release = threading.Event()
+
+    def build(self: clang.Preambles, key: str, front: clang.FrontEnd, flags: list[str], readable: list[Path],
+              preamble: str) -> clang.Built:
+        running.append(preamble)
+        most[0] = max(most[0], len(running))
+        started.append(preamble)
+        if preamble == "first":
+            release.wait(30)
+        running.remove(preamble)
+        return clang.Built(None)
+
+    monkeypatch.setattr(clang.Preambles, "_build", build)
+    preambles = clang.Preambles()
+    front = clang.FrontEnd(Path("/usr/bin/clang++"), (), ())
+    assert preambles.get(front, [], [], "first") is None
+    deadline = time.monotonic() + 30
+    while started != ["first"] and time.monotonic() < deadline:
+        time.sleep(0.01)
+    for asked in ("second", "third", "second"):  # "second" is asked for again last: the file being edited
+        assert preambles.get(front, [], [], asked) is None
+    release.set()
+    while len(started) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    while preambles.get(front, [], [], "third") is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert started == ["first", "second", "third"] and most == [1]
+
+
+def test_a_preamble_build_runs_at_low_priority(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+
+    from dice_lsp.toolchain import clang
+
+    seen: list[list[str]] = []
+
+    def run_tool(argv: list[str], *args: object, **kwargs: object) -> subprocess.CompletedProcess[str]:
+        seen.append(list(argv))
+        return subprocess.CompletedProcess(argv, 0, "", "")
+
+    monkeypatch.setattr(clang, "run_tool", run_tool)
+    front = clang.FrontEnd(Path("/usr/bin/clang++"), ("--cuda-host-only",), ())
+    clang.Preambles()._build("k", front, ["-std=c++17"], [], "#include <cstdio>\n")
+    clang._run(front, ["-fsyntax-only", "source.cu"], tmp_path, [])
+    nice = shutil.which("nice")
+    assert nice is not None
+    assert seen[0][:4] == [nice, "-n", str(clang.BUILD_NICENESS), "/usr/bin/clang++"]
+    assert seen[1][0] == "/usr/bin/clang++"  # a completion's check runs at the editor's priority

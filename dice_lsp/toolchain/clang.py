@@ -52,6 +52,7 @@ CHECK_TIMEOUT_S = 10.0  # one front-end run (a stuck one is killed; the check th
 COLD_CHECK_TIMEOUT_S = 1.0
 COLD_CHECK_FACTOR = 4.0
 PREAMBLES_KEPT = 32  # precompiled preambles kept (one per file and flags; least recently used dropped)
+BUILD_NICENESS = 10  # preamble builds run in the background at this lower CPU priority (`Preambles`)
 SOURCE = "source.cu"
 _DIAGNOSTIC = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<column>\d+): (?P<severity>fatal error|error): "
                          r"(?P<message>.*)$", re.MULTILINE)
@@ -109,8 +110,11 @@ class FrontEnd:
 
 
 def _run(front: FrontEnd, argv: list[str], scratch: Path, readable: list[Path],
-         timeout: float = CHECK_TIMEOUT_S) -> str:
-    proc = run_tool([str(front.clang), *front.arguments, *argv], scratch, timeout, readable)
+         timeout: float = CHECK_TIMEOUT_S, niceness: int = 0) -> str:
+    """clang's output of one run; `niceness` > 0: at that lower CPU priority (through `nice`, where there is one)."""
+    nice = shutil.which("nice") if niceness else None
+    lower = [nice, "-n", str(niceness)] if nice else []
+    proc = run_tool([*lower, str(front.clang), *front.arguments, *argv], scratch, timeout, readable)
     return proc.stderr + proc.stdout
 
 
@@ -206,33 +210,52 @@ class Built:
 
 class Preambles:
     """Precompiled preambles, one per (front end, flags, folder, preamble text), built once on first use (a
-    second asker waits for the build under way)."""
+    second asker waits for the build under way).
+
+    One build runs at a time, the most recently asked-for preamble first (the file being edited), at a low
+    CPU priority (`BUILD_NICENESS`): an editor that restores a session opens many files at once, and their
+    builds (CUB's takes ~10 s of a core) would otherwise all run beside the model and its completions."""
 
     def __init__(self, kept: int = PREAMBLES_KEPT) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="dice-clang-pch-"))
         atexit.register(shutil.rmtree, self.folder, True)
         self.kept = kept
-        self.built: OrderedDict[str, Future[Built]] = OrderedDict()
+        self.built: OrderedDict[str, Future[Built]] = OrderedDict()  # least recently asked for first
+        self.waiting: dict[str, tuple[Future[Built], FrontEnd, list[str], list[Path], str]] = {}
+        self.builder: threading.Thread | None = None
         self.lock = threading.Lock()
 
     def get(self, front: FrontEnd, flags: list[str], readable: list[Path], preamble: str) -> Built | None:
-        """The preamble's build if it is done; else None, and its build starts in the background (a check
-        never waits for one: it reads the whole file this time, ~0.3 s instead of ~0.05 s)."""
+        """The preamble's build if it is done; else None, and its build is queued (a check never waits for
+        one: it reads the whole file this time, ~0.3 s instead of ~0.05 s)."""
         key = hashlib.sha256("\0".join((str(front), *flags, *map(str, readable), preamble)).encode(
             "utf-8", "surrogatepass")).hexdigest()[:32]
         with self.lock:
-            mine = key not in self.built
-            if mine:
+            if key not in self.built:
                 self.built[key] = Future()
+                self.waiting[key] = (self.built[key], front, flags, readable, preamble)
                 while len(self.built) > self.kept:
                     _, dropped = self.built.popitem(last=False)
                     dropped.add_done_callback(_remove_built)
+                if self.builder is None:
+                    self.builder = threading.Thread(target=self._builds, name="dice-clang-pch", daemon=True)
+                    self.builder.start()
             self.built.move_to_end(key)
             future = self.built[key]
-        if mine:
-            threading.Thread(target=self._settle, args=(key, future, front, flags, readable, preamble),
-                             name="dice-clang-pch", daemon=True).start()
         return future.result() if future.done() and future.exception() is None else None
+
+    def _builds(self) -> None:
+        """Build the waiting preambles one after another, the most recently asked-for first, until none waits."""
+        while True:
+            with self.lock:
+                for dropped in [key for key in self.waiting if key not in self.built]:  # dropped before its turn
+                    self.waiting.pop(dropped)[0].set_exception(DiceError("dropped before it was built"))
+                latest = next((key for key in reversed(self.built) if key in self.waiting), None)
+                if latest is None:
+                    self.builder = None
+                    return
+                future, front, flags, readable, preamble = self.waiting.pop(latest)
+            self._settle(latest, future, front, flags, readable, preamble)
 
     def _settle(self, key: str, future: Future[Built], front: FrontEnd, flags: list[str],
                 readable: list[Path], preamble: str) -> None:
@@ -254,7 +277,7 @@ class Preambles:
         header = self.folder / f"{key}.cuh"
         header.write_text(preamble)
         output = _run(front, [*flags, "-c", "-Xclang", "-emit-pch", "-o", path.name, header.name], self.folder,
-                      readable)
+                      readable, niceness=BUILD_NICENESS)
         found = list(_DIAGNOSTIC.finditer(output))
         fatal = next((m.group(0) for m in found if m["severity"] == "fatal error"), None)
         if fatal is not None:

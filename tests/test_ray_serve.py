@@ -18,7 +18,7 @@ from dice_lsp.textdoc import Position
 
 from .lsp_client import LOOP_HEADER
 from .remote_server import ask as ask_once
-from .remote_server import free_port, token_file
+from .remote_server import token_file
 
 serve = pytest.importorskip("ray.serve", reason="Ray Serve is not installed (pip install 'dice-lsp[serve]')")
 SOURCE = (Path(__file__).resolve().parents[1] / "examples" / "vector_add.cu").read_text()
@@ -32,14 +32,15 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     from dice_lsp.remote.ray_serve import build_app
 
     tokens = token_file(tmp_path_factory.mktemp("ray"), TOKEN)
-    port = free_port()
     ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False,
              runtime_env={"env_vars": {"HF_HUB_OFFLINE": "1"}})
     try:
         serve.start(proxy_location="Disabled")
-        serve.run(build_app({"port": port, "token_file": str(tokens), "device": "cpu"}), name="dice",
-                  route_prefix=None)
-        yield f"tcp://127.0.0.1:{port}"
+        # port 0: the OS picks a free one when the gateway binds (a port probed free beforehand can be taken by
+        # another test's server before the gateway starts)
+        handle = serve.run(build_app({"port": 0, "token_file": str(tokens), "device": "cpu"}), name="dice",
+                           route_prefix=None)
+        yield handle.address.remote().result()
     finally:
         serve.shutdown()
         ray.shutdown()

@@ -91,6 +91,10 @@ class Gateway:
         if failed:
             raise failed[0]
 
+    def address(self) -> str:
+        """Where editors reach the gateway (`tcp://host:port`, with the port the OS chose for a config's port 0)."""
+        return self.where
+
     def check_health(self) -> None:
         if not self.thread.is_alive():
             raise DiceError(f"the gateway on {self.where} stopped")

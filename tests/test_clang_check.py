@@ -318,3 +318,35 @@ def test_a_preamble_build_runs_at_low_priority(monkeypatch: pytest.MonkeyPatch, 
     assert nice is not None
     assert seen[0][:4] == [nice, "-n", str(clang.BUILD_NICENESS), "/usr/bin/clang++"]
     assert seen[1][0] == "/usr/bin/clang++"  # a completion's check runs at the editor's priority
+
+
+def test_a_file_whose_preamble_cannot_be_precompiled_and_reads_too_slowly_gets_no_more_runs(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """clang cannot precompile a preamble with an error in it, so every check reads such a file whole; once one
+    of those runs outlasts the cold bound, checks in the file run clang no more (each completion there had
+    paid the whole bound, ~1 s, for no verdict)."""
+    import time
+    import uuid
+
+    from dice_lsp.toolchain import clang
+
+    base = f"#include <cstdio>\n#error not precompiled {uuid.uuid4().hex}\n" + BASE
+    fill = base.replace("    \n}", "    float *index = n;\n}", 1)
+    judge = _judge(base)
+    front = judge.front
+    assert front is not None
+    judge(fill)  # starts the preamble's build
+    cut = clang.preamble_lines(base)
+    preamble = clang._preamble(base.split("\n"), cut)
+    options, readable = clang._invocation(front, None, CompileFlags())
+    deadline = time.monotonic() + 60
+    while (built := clang.preambles().get(front, options, readable, preamble)) is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert built is not None and built.pch is None and built.readable  # read whole by every check
+    monkeypatch.setattr(clang, "COLD_CHECK_TIMEOUT_S", 0.001)
+    monkeypatch.setattr(clang, "COLD_CHECK_FACTOR", 0.0)
+    slow = _judge(base)
+    assert slow(fill) is None and slow.gave_up
+    runs: list[list[str]] = []
+    monkeypatch.setattr(clang, "_run", lambda front, argv, *rest, **kw: runs.append(argv) or "")
+    assert _judge(base)(fill) is None and runs == []

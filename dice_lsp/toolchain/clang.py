@@ -228,8 +228,7 @@ class Preambles:
     def get(self, front: FrontEnd, flags: list[str], readable: list[Path], preamble: str) -> Built | None:
         """The preamble's build if it is done; else None, and its build is queued (a check never waits for
         one: it reads the whole file this time, ~0.3 s instead of ~0.05 s)."""
-        key = hashlib.sha256("\0".join((str(front), *flags, *map(str, readable), preamble)).encode(
-            "utf-8", "surrogatepass")).hexdigest()[:32]
+        key = _key(front, flags, readable, preamble)
         with self.lock:
             if key not in self.built:
                 self.built[key] = Future()
@@ -285,12 +284,27 @@ class Preambles:
             return Built(None, readable=False)
         return Built(path if path.is_file() and not found else None)
 
+    def too_slow(self, front: FrontEnd, flags: list[str], readable: list[Path], preamble: str) -> None:
+        """A preamble clang could not precompile, whose files take longer to read whole than a check may wait:
+        from now on as unreadable as a build that timed out (checks in its files run no clang)."""
+        key = _key(front, flags, readable, preamble)
+        with self.lock:
+            if key in self.built:
+                slow: Future[Built] = Future()
+                slow.set_result(Built(None, readable=False))
+                self.built[key] = slow
+
     def forget(self, pch: Path) -> None:
         with self.lock:
             for key, future in list(self.built.items()):
                 if future.done() and not future.exception() and future.result().pch == pch:
                     del self.built[key]
         pch.unlink(missing_ok=True)
+
+
+def _key(front: FrontEnd, flags: list[str], readable: list[Path], preamble: str) -> str:
+    return hashlib.sha256("\0".join((str(front), *flags, *map(str, readable), preamble)).encode(
+        "utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def _remove_built(done: Future[Built]) -> None:
@@ -339,12 +353,14 @@ def warm(front: FrontEnd, text: str, folder: Path | None, flags: CompileFlags, w
 
 def front_errors(front: FrontEnd, text: str, folder: Path | None, flags: CompileFlags) -> list[Error] | None:
     """clang's errors in `text` (a file living in `folder`), in any file it includes too; None when clang cannot
-    tell (a fatal error such as a header not found). A run that outlasts its time (`FrontEnd.cold_timeout` while
-    the preamble is not precompiled yet, else `CHECK_TIMEOUT_S`) raises `subprocess.TimeoutExpired`."""
+    tell (a fatal error such as a header not found). A run that outlasts its time (`FrontEnd.cold_timeout` without
+    a precompiled preamble, else `CHECK_TIMEOUT_S`) raises `subprocess.TimeoutExpired`; when the preamble could
+    not be precompiled at all, its files then get no more runs (`Preambles.too_slow`)."""
     options, readable = _invocation(front, folder, flags)
     cut = preamble_lines(text)
     lines = text.split("\n")
-    built = preambles().get(front, options, readable, _preamble(lines, cut)) if cut else None
+    preamble = _preamble(lines, cut)
+    built = preambles().get(front, options, readable, preamble) if cut else None
     if built is not None and not built.readable:
         return None
     pch = built.pch if built is not None else None
@@ -352,9 +368,14 @@ def front_errors(front: FrontEnd, text: str, folder: Path | None, flags: Compile
     pch_options = ["-include-pch", str(pch)] if pch is not None else []
     with tempfile.TemporaryDirectory(prefix="dice-clang-") as scratch:
         (Path(scratch) / SOURCE).write_text(body)
-        output = _run(front, ["-fsyntax-only", *options, *pch_options, SOURCE], Path(scratch),
-                      [*readable, *([pch.parent] if pch is not None else [])],
-                      CHECK_TIMEOUT_S if pch is not None or not cut else front.cold_timeout)
+        try:
+            output = _run(front, ["-fsyntax-only", *options, *pch_options, SOURCE], Path(scratch),
+                          [*readable, *([pch.parent] if pch is not None else [])],
+                          CHECK_TIMEOUT_S if pch is not None or not cut else front.cold_timeout)
+        except subprocess.TimeoutExpired:
+            if built is not None and pch is None:  # never precompiled: every check would read it whole again
+                preambles().too_slow(front, options, readable, preamble)
+            raise
     found = list(_DIAGNOSTIC.finditer(output))
     if any(m["severity"] == "fatal error" for m in found):
         if pch is not None and "precompiled" in output:  # a header changed since: build it again next time

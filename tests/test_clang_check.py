@@ -350,3 +350,55 @@ def test_a_file_whose_preamble_cannot_be_precompiled_and_reads_too_slowly_gets_n
     runs: list[list[str]] = []
     monkeypatch.setattr(clang, "_run", lambda front, argv, *rest, **kw: runs.append(argv) or "")
     assert _judge(base)(fill) is None and runs == []
+
+
+def test_a_file_whose_checks_outlast_the_warm_bound_gets_no_more_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With its preamble precompiled, a check of a kernel that instantiates heavy templates (CUB) still takes
+    ~0.5-0.9 s; past `FrontEnd.warm_timeout` (here made ~0) that completion has no verdict and the file's later
+    completions run no clang (they get the cheap checks), instead of each paying the bound again."""
+    import time
+    import uuid
+
+    from dice_lsp.toolchain import clang
+
+    base = BASE.replace("#include <cstdio>\n", f"#include <cstdio>\n#define DICE_TEST_{uuid.uuid4().hex} 1\n")
+    fill = base.replace("    \n}", "    float *index = n;\n}", 1)
+    judge = _judge(base)
+    front = judge.front
+    assert front is not None
+    cut = clang.preamble_lines(base)
+    preamble = clang._preamble(base.split("\n"), cut)
+    options, readable = clang._invocation(front, None, CompileFlags())
+    deadline = time.monotonic() + 60
+    while (built := clang.preambles().get(front, options, readable, preamble)) is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert built is not None and built.pch is not None
+    assert _judge(base)(fill) is False  # within the bound: clang's verdict
+    monkeypatch.setattr(clang, "WARM_CHECK_TIMEOUT_S", 0.001)
+    monkeypatch.setattr(clang, "WARM_CHECK_FACTOR", 0.0)
+    slow = _judge(base)
+    assert slow(fill.replace("index", "other")) is None and slow.gave_up
+    runs: list[list[str]] = []
+    monkeypatch.setattr(clang, "_run", lambda front, argv, *rest, **kw: runs.append(argv) or "")
+    assert _judge(base)(fill) is None and runs == []
+
+
+def test_an_include_guarded_file_clang_cannot_read_is_not_read_again(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A .cuh under an include guard has no preamble to precompile, so each check reads it whole; when such a read
+    stops at a header clang cannot find, every later check in the file would stop there too: they run no clang."""
+    import uuid
+
+    from dice_lsp.toolchain import clang
+
+    guard = f"GUARD_{uuid.uuid4().hex}"
+    base = f'#ifndef {guard}\n#define {guard}\n#include "project/not_there.h"\n' + BASE + "#endif\n"
+    assert clang.preamble_lines(base) == 0
+    fill = base.replace("    \n}", "    float *index = n;\n}", 1)
+    assert _judge(base, tmp_path)(fill) is None
+    runs: list[list[str]] = []
+    monkeypatch.setattr(clang, "_run", lambda front, argv, *rest, **kw: runs.append(argv) or "")
+    assert _judge(base, tmp_path)(fill) is None and runs == []
+    readable = base.replace('#include "project/not_there.h"\n', "")  # other #include lines: judged as before
+    monkeypatch.undo()
+    assert _judge(readable, tmp_path)(readable.replace("    \n}", "    float *index = n;\n}", 1)) is False

@@ -19,7 +19,7 @@ from dice_lsp.engine.infill import Draft
 from dice_lsp.engine.tokenizer import Tokenizer
 from dice_lsp.settings import Settings
 from dice_lsp.textdoc import Position
-from dice_lsp.toolchain.clang import ClangJudge, clang_judge, find_clang, preamble_lines
+from dice_lsp.toolchain.clang import Built, ClangJudge, clang_judge, find_clang, preamble_lines
 from dice_lsp.toolchain.flags import CompileFlags
 
 BASE = ("#include <cstdio>\n"
@@ -325,24 +325,14 @@ def test_a_file_whose_preamble_cannot_be_precompiled_and_reads_too_slowly_gets_n
     """clang cannot precompile a preamble with an error in it, so every check reads such a file whole; once one
     of those runs outlasts the cold bound, checks in the file run clang no more (each completion there had
     paid the whole bound, ~1 s, for no verdict)."""
-    import time
     import uuid
 
     from dice_lsp.toolchain import clang
 
     base = f"#include <cstdio>\n#error not precompiled {uuid.uuid4().hex}\n" + BASE
     fill = base.replace("    \n}", "    float *index = n;\n}", 1)
-    judge = _judge(base)
-    front = judge.front
-    assert front is not None
-    judge(fill)  # starts the preamble's build
-    cut = clang.preamble_lines(base)
-    preamble = clang._preamble(base.split("\n"), cut)
-    options, readable = clang._invocation(front, None, CompileFlags())
-    deadline = time.monotonic() + 60
-    while (built := clang.preambles().get(front, options, readable, preamble)) is None and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert built is not None and built.pch is None and built.readable  # read whole by every check
+    built = _built(base)
+    assert built.pch is None and built.readable  # read whole by every check
     monkeypatch.setattr(clang, "COLD_CHECK_TIMEOUT_S", 0.001)
     monkeypatch.setattr(clang, "COLD_CHECK_FACTOR", 0.0)
     slow = _judge(base)
@@ -356,23 +346,13 @@ def test_a_file_whose_checks_outlast_the_warm_bound_gets_no_more_runs(monkeypatc
     """With its preamble precompiled, a check of a kernel that instantiates heavy templates (CUB) still takes
     ~0.5-0.9 s; past `FrontEnd.warm_timeout` (here made ~0) that completion has no verdict and the file's later
     completions run no clang (they get the cheap checks), instead of each paying the bound again."""
-    import time
     import uuid
 
     from dice_lsp.toolchain import clang
 
     base = BASE.replace("#include <cstdio>\n", f"#include <cstdio>\n#define DICE_TEST_{uuid.uuid4().hex} 1\n")
     fill = base.replace("    \n}", "    float *index = n;\n}", 1)
-    judge = _judge(base)
-    front = judge.front
-    assert front is not None
-    cut = clang.preamble_lines(base)
-    preamble = clang._preamble(base.split("\n"), cut)
-    options, readable = clang._invocation(front, None, CompileFlags())
-    deadline = time.monotonic() + 60
-    while (built := clang.preambles().get(front, options, readable, preamble)) is None and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert built is not None and built.pch is not None
+    assert _built(base).pch is not None
     assert _judge(base)(fill) is False  # within the bound: clang's verdict
     monkeypatch.setattr(clang, "WARM_CHECK_TIMEOUT_S", 0.001)
     monkeypatch.setattr(clang, "WARM_CHECK_FACTOR", 0.0)
@@ -402,3 +382,20 @@ def test_an_include_guarded_file_clang_cannot_read_is_not_read_again(tmp_path: P
     readable = base.replace('#include "project/not_there.h"\n', "")  # other #include lines: judged as before
     monkeypatch.undo()
     assert _judge(readable, tmp_path)(readable.replace("    \n}", "    float *index = n;\n}", 1)) is False
+
+
+def _built(base: str) -> Built:
+    """`base`'s preamble build, once done (started here if it was not)."""
+    import time
+
+    from dice_lsp.toolchain import clang
+
+    front = _judge(base).front
+    assert front is not None
+    preamble = clang._preamble(base.split("\n"), clang.preamble_lines(base))
+    options, readable = clang._invocation(front, None, CompileFlags())
+    deadline = time.monotonic() + 60
+    while (built := clang.preambles().get(front, options, readable, preamble)) is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert built is not None, "the preamble's build did not end within 60 s"
+    return built

@@ -235,7 +235,6 @@ class Preambles:
         self.built: OrderedDict[str, Future[Built]] = OrderedDict()  # least recently asked for first
         self.waiting: dict[str, tuple[Future[Built], FrontEnd, list[str], list[Path], str]] = {}
         self.builder: threading.Thread | None = None
-        self.unreadable: set[str] = set()  # files without a preamble (include guard) that clang cannot judge
         self.lock = threading.Lock()
 
     def get(self, front: FrontEnd, flags: list[str], readable: list[Path], preamble: str) -> Built | None:
@@ -246,9 +245,7 @@ class Preambles:
             if key not in self.built:
                 self.built[key] = Future()
                 self.waiting[key] = (self.built[key], front, flags, readable, preamble)
-                while len(self.built) > self.kept:
-                    _, dropped = self.built.popitem(last=False)
-                    dropped.add_done_callback(_remove_built)
+                self._trim()
                 if self.builder is None:
                     self.builder = threading.Thread(target=self._builds, name="dice-clang-pch", daemon=True)
                     self.builder.start()
@@ -297,16 +294,26 @@ class Preambles:
             return Built(None, readable=False)
         return Built(path if path.is_file() and not found else None)
 
-    def too_slow(self, front: FrontEnd, flags: list[str], readable: list[Path], preamble: str) -> None:
-        """A preamble whose files take longer to check than a completion may wait (with the precompiled preamble,
-        or read whole where clang could not precompile it): from now on as unreadable as a build that timed out
-        (checks in its files run no clang)."""
-        key = _key(front, flags, readable, preamble)
+    def _trim(self) -> None:
+        """Drop the least recently asked-for entries past `kept` (lock held)."""
+        while len(self.built) > self.kept:
+            _, dropped = self.built.popitem(last=False)
+            dropped.add_done_callback(_remove_built)
+
+    def give_up(self, key: str) -> None:
+        """The file `key` names (`_file_key`) takes longer to check than a completion may wait, or its checks can
+        tell nothing: from now on as unreadable as a preamble whose build timed out (its checks run no clang)."""
+        unreadable: Future[Built] = Future()
+        unreadable.set_result(Built(None, readable=False))
         with self.lock:
-            if key in self.built:
-                slow: Future[Built] = Future()
-                slow.set_result(Built(None, readable=False))
-                self.built[key] = slow
+            self.built[key] = unreadable
+            self.built.move_to_end(key)
+            self._trim()
+
+    def unreadable(self, key: str) -> bool:
+        with self.lock:
+            future = self.built.get(key)
+        return future is not None and future.done() and future.exception() is None and not future.result().readable
 
     def forget(self, pch: Path) -> None:
         with self.lock:
@@ -319,6 +326,14 @@ class Preambles:
 def _key(front: FrontEnd, flags: list[str], readable: list[Path], preamble: str) -> str:
     return hashlib.sha256("\0".join((str(front), *flags, *map(str, readable), preamble)).encode(
         "utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def _file_key(front: FrontEnd, flags: list[str], readable: list[Path], lines: list[str], cut: int) -> str:
+    """What the checks of a file are remembered by: its preamble, or, without one, its #include lines."""
+    if cut:
+        return _key(front, flags, readable, _preamble(lines, cut))
+    return _key(front, flags, readable, "whole file including:\n" + "\n".join(
+        line.strip() for line in lines if _INCLUDE_LINE.match(line)))
 
 
 def _remove_built(done: Future[Built]) -> None:
@@ -369,20 +384,16 @@ def front_errors(front: FrontEnd, text: str, folder: Path | None, flags: Compile
     """clang's errors in `text` (a file living in `folder`), in any file it includes too; None when clang cannot
     tell (a fatal error such as a header not found). A run that outlasts its time (`FrontEnd.warm_timeout` with the
     precompiled preamble, else `FrontEnd.cold_timeout`) raises `subprocess.TimeoutExpired`; the file then gets no
-    more runs (`Preambles.too_slow`; a file without a preamble, by its #include lines, also after a fatal error)."""
+    more runs (`Preambles.give_up`; a file without a preamble, by its #include lines, also after a fatal error)."""
     options, readable = _invocation(front, folder, flags)
     cut = preamble_lines(text)
     lines = text.split("\n")
     preamble = _preamble(lines, cut)
     built = preambles().get(front, options, readable, preamble) if cut else None
-    if built is not None and not built.readable:
-        return None
-    # no preamble (an include guard around the file, an #include after code): each check reads it whole; what makes
-    # one such run fail or outlast its time (a header not found, CUB) makes them all, so the file is remembered by
-    # its #include lines
-    whole = None if cut else _key(front, options, readable, "\n".join(
-        line.strip() for line in lines if _INCLUDE_LINE.match(line)))
-    if whole is not None and whole in preambles().unreadable:
+    # a file without a preamble (an include guard around it, an #include after code) is read whole by each check;
+    # what makes one such run fail or outlast its time (a header not found, CUB) makes them all
+    key = _file_key(front, options, readable, lines, cut)
+    if (built is not None and not built.readable) or (not cut and preambles().unreadable(key)):
         return None
     pch = built.pch if built is not None else None
     body = "\n" * cut + "\n".join(lines[cut:]) if pch is not None else text
@@ -394,18 +405,16 @@ def front_errors(front: FrontEnd, text: str, folder: Path | None, flags: Compile
                           [*readable, *([pch.parent] if pch is not None else [])],
                           front.warm_timeout if pch is not None else front.cold_timeout)
         except subprocess.TimeoutExpired:
-            if built is not None:  # every later check in this file would take as long again
-                preambles().too_slow(front, options, readable, preamble)
-            elif whole is not None:
-                preambles().unreadable.add(whole)
+            if built is not None or not cut:  # every later check in this file would take as long again
+                preambles().give_up(key)
             raise
     found = list(_DIAGNOSTIC.finditer(output))
     if any(m["severity"] == "fatal error" for m in found):
         if pch is not None and "precompiled" in output:  # a header changed since: build it again next time
             preambles().forget(pch)
         LOG.debug("clang check cannot tell: %s", next(m.group(0) for m in found if m["severity"] == "fatal error"))
-        if whole is not None:
-            preambles().unreadable.add(whole)
+        if not cut:
+            preambles().give_up(key)
         return None
     return [(int(m["line"]) - 1 if Path(m["file"]).name == SOURCE else -1, int(m["column"]) - 1, m["message"])
             for m in found]

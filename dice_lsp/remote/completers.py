@@ -76,6 +76,8 @@ class _Run:
         self.begin, self.tokenizer, self.send = begin, tokenizer, send
         self.answers: queue.Queue[FillResult | BaseException] = queue.Queue()
         self.clock = time.perf_counter()  # the worker's time is counted from here to each message it sends
+
+    def start(self) -> None:
         threading.Thread(target=self._main, name="dice-completion", daemon=True).start()
 
     def _say(self, fill: FillRequest | None, completion: Completion | None) -> None:
@@ -129,8 +131,9 @@ def serve_worker(connection: Connection, folder: Path, window: int, server: int)
 
     connection.send((-1, "ready"))
     while (message := connection.recv()) is not None:
-        if isinstance(message, Begin):
-            runs[message.job] = _Run(message, tokenizer, send)
+        if isinstance(message, Begin):  # registered before it runs: its last message takes it out
+            runs[message.job] = run = _Run(message, tokenizer, send)
+            run.start()
         else:
             job, answer = message
             if job in runs:

@@ -301,8 +301,9 @@ class Preambles:
             dropped.add_done_callback(_remove_built)
 
     def give_up(self, key: str) -> None:
-        """The file `key` names (`_file_key`) takes longer to check than a completion may wait, or its checks can
-        tell nothing: from now on as unreadable as a preamble whose build timed out (its checks run no clang)."""
+        """The file `key` names (its preamble's key, or `_whole_file_key`) takes longer to check than a completion
+        may wait, or its checks can tell nothing: from now on as unreadable as a preamble whose build timed out
+        (its checks run no clang)."""
         unreadable: Future[Built] = Future()
         unreadable.set_result(Built(None, readable=False))
         with self.lock:
@@ -328,10 +329,8 @@ def _key(front: FrontEnd, flags: list[str], readable: list[Path], preamble: str)
         "utf-8", "surrogatepass")).hexdigest()[:32]
 
 
-def _file_key(front: FrontEnd, flags: list[str], readable: list[Path], lines: list[str], cut: int) -> str:
-    """What the checks of a file are remembered by: its preamble, or, without one, its #include lines."""
-    if cut:
-        return _key(front, flags, readable, _preamble(lines, cut))
+def _whole_file_key(front: FrontEnd, flags: list[str], readable: list[Path], lines: list[str]) -> str:
+    """What the checks of a file without a preamble are remembered by: its #include lines."""
     return _key(front, flags, readable, "whole file including:\n" + "\n".join(
         line.strip() for line in lines if _INCLUDE_LINE.match(line)))
 
@@ -392,8 +391,8 @@ def front_errors(front: FrontEnd, text: str, folder: Path | None, flags: Compile
     built = preambles().get(front, options, readable, preamble) if cut else None
     # a file without a preamble (an include guard around it, an #include after code) is read whole by each check;
     # what makes one such run fail or outlast its time (a header not found, CUB) makes them all
-    key = _file_key(front, options, readable, lines, cut)
-    if (built is not None and not built.readable) or (not cut and preambles().unreadable(key)):
+    whole = None if cut else _whole_file_key(front, options, readable, lines)
+    if (built is not None and not built.readable) or (whole is not None and preambles().unreadable(whole)):
         return None
     pch = built.pch if built is not None else None
     body = "\n" * cut + "\n".join(lines[cut:]) if pch is not None else text
@@ -405,16 +404,16 @@ def front_errors(front: FrontEnd, text: str, folder: Path | None, flags: Compile
                           [*readable, *([pch.parent] if pch is not None else [])],
                           front.warm_timeout if pch is not None else front.cold_timeout)
         except subprocess.TimeoutExpired:
-            if built is not None or not cut:  # every later check in this file would take as long again
-                preambles().give_up(key)
+            if built is not None or whole is not None:  # every later check in this file would take as long again
+                preambles().give_up(whole or _key(front, options, readable, preamble))
             raise
     found = list(_DIAGNOSTIC.finditer(output))
     if any(m["severity"] == "fatal error" for m in found):
         if pch is not None and "precompiled" in output:  # a header changed since: build it again next time
             preambles().forget(pch)
         LOG.debug("clang check cannot tell: %s", next(m.group(0) for m in found if m["severity"] == "fatal error"))
-        if not cut:
-            preambles().give_up(key)
+        if whole is not None:
+            preambles().give_up(whole)
         return None
     return [(int(m["line"]) - 1 if Path(m["file"]).name == SOURCE else -1, int(m["column"]) - 1, m["message"])
             for m in found]

@@ -561,13 +561,31 @@ def spawn(argv: Sequence[str], cwd: Path, jail: Jail, stdout: int | IO[Any], std
 
 
 def run_tool(argv: Sequence[str], cwd: Path, timeout: float, readable: Sequence[Path] = (),
-             cancel: threading.Event | None = None) -> subprocess.CompletedProcess[str]:
+             cancel: threading.Event | None = None, niceness: int = 0) -> subprocess.CompletedProcess[str]:
     """Run `argv` in `cwd` (its scratch folder, the only place it may write) and capture its output (capped:
     `TOOL_OUTPUT_KEPT`); `readable` are the folders it reads besides the toolkit (include folders). With
     its whole process group killed, raises `subprocess.TimeoutExpired` after `timeout` seconds and
-    `lifetime.Stopped` once `cancel` is set or dice-lsp shuts down."""
+    `lifetime.Stopped` once `cancel` is set or dice-lsp shuts down. `niceness` > 0: background work, at
+    that lower CPU priority (`lower_priority`)."""
+    nice = shutil.which("nice") if niceness else None
+    lower = [nice, "-n", str(niceness)] if nice else []
     jail = Jail(compile_quota(timeout), (cwd,), tuple(readable))
-    return _finish(spawn(argv, cwd, jail, subprocess.PIPE, subprocess.PIPE), timeout, cancel)
+    process = spawn([*lower, *argv], cwd, jail, subprocess.PIPE, subprocess.PIPE)
+    if niceness:
+        lower_priority(process.popen.pid, niceness)
+    return _finish(process, timeout, cancel)
+
+
+def lower_priority(pid: int, niceness: int) -> None:
+    """Give the session that `pid` leads (every run starts its own) `niceness` against the rest of the machine.
+
+    `nice` alone is not enough where the kernel groups processes by session for scheduling (autogroup, on by
+    default on most desktop Linux): a nice value then ranks a process only against its own session's, and
+    a run in a session of its own got a whole core's share beside the model, however nice. The group's
+    own nice value (`/proc/PID/autogroup`) ranks it against the other sessions. Nothing happens where the
+    kernel has no such groups or does not let us (the run then has its `nice` alone)."""
+    with contextlib.suppress(OSError):
+        Path(f"/proc/{pid}/autogroup").write_text(str(niceness))
 
 
 def run_host_tool(argv: Sequence[str], timeout: float, stdin_text: str = "") -> subprocess.CompletedProcess[str]:

@@ -23,6 +23,7 @@ half-line fills, clang finds an error in every fill nvcc rejects and in 1 of 207
 from __future__ import annotations
 
 import atexit
+import contextlib
 import hashlib
 import logging
 import re
@@ -45,12 +46,14 @@ from dice_lsp.toolchain.flags import CompileFlags
 LOG = logging.getLogger("dice_lsp.clang")
 NAMES = ("clang++", *(f"clang++-{version}" for version in range(22, 13, -1)))
 CHECK_TIMEOUT_S = 10.0  # one front-end run (a stuck one is killed; the check then cannot tell)
-# A run before the file's preamble is precompiled reads every header it includes: ~0.3 s for a kernel file that
-# includes the runtime, seconds for one that includes Thrust, CUB or ATen. A completion waits at most the larger
-# of these for such a run (the factor scales with how fast this machine read the self-test kernel's headers);
-# past it, clang has no verdict on this completion and the next one in the file uses the preamble.
-COLD_CHECK_TIMEOUT_S = 1.0
-COLD_CHECK_FACTOR = 4.0
+# A run before the file's preamble is precompiled reads every header it includes: ~0.2 s for a kernel file that
+# includes the runtime, ~0.8 s to seconds for one that includes Thrust, CUB or ATen (2-core machine). A completion
+# waits at most the larger of these for the preamble's build, or for such a run where the file has no preamble
+# (the factor scales with how fast this machine read the self-test kernel's headers; ~0.5 s on 2 cores): a
+# completion must stay within ~0.8 s with its fill (~0.2-0.35 s). Past it clang has no verdict on this
+# completion; the next one in the file uses the preamble, and a file without one gets no more clang runs.
+COLD_CHECK_TIMEOUT_S = 0.5
+COLD_CHECK_FACTOR = 3.0
 # A run with the precompiled preamble reads only the file's own code: ~0.05 s for a kernel on the runtime, but
 # ~0.45-0.9 s for one that instantiates CUB's templates (26 of the 32 held-out kernels include CUB). A completion
 # waits at most the larger of these for it (scaled like the cold bound); past it, the file is as unreadable as
@@ -123,10 +126,8 @@ class FrontEnd:
 
 def _run(front: FrontEnd, argv: list[str], scratch: Path, readable: list[Path],
          timeout: float = CHECK_TIMEOUT_S, niceness: int = 0) -> str:
-    """clang's output of one run; `niceness` > 0: at that lower CPU priority (through `nice`, where there is one)."""
-    nice = shutil.which("nice") if niceness else None
-    lower = [nice, "-n", str(niceness)] if nice else []
-    proc = run_tool([*lower, str(front.clang), *front.arguments, *argv], scratch, timeout, readable)
+    """clang's output of one run; `niceness` > 0: at that lower CPU priority (`sandbox.run_tool`)."""
+    proc = run_tool([str(front.clang), *front.arguments, *argv], scratch, timeout, readable, niceness=niceness)
     return proc.stderr + proc.stdout
 
 
@@ -237,9 +238,11 @@ class Preambles:
         self.builder: threading.Thread | None = None
         self.lock = threading.Lock()
 
-    def get(self, front: FrontEnd, flags: list[str], readable: list[Path], preamble: str) -> Built | None:
-        """The preamble's build if it is done; else None, and its build is queued (a check never waits for
-        one: it reads the whole file this time, ~0.3 s instead of ~0.05 s)."""
+    def get(self, front: FrontEnd, flags: list[str], readable: list[Path], preamble: str,
+            wait: float = 0.0) -> Built | None:
+        """The preamble's build if it is done, waiting at most `wait` seconds for it (its build is queued, first in
+        line); None when it is not done by then. A build that failed gives `Built(None)`: read the file whole
+        this time (the next asker builds again)."""
         key = _key(front, flags, readable, preamble)
         with self.lock:
             if key not in self.built:
@@ -251,7 +254,11 @@ class Preambles:
                     self.builder.start()
             self.built.move_to_end(key)
             future = self.built[key]
-        return future.result() if future.done() and future.exception() is None else None
+        with contextlib.suppress(TimeoutError):
+            future.exception(timeout=wait)
+        if not future.done():
+            return None
+        return future.result() if future.exception() is None else Built(None)
 
     def _builds(self) -> None:
         """Build the waiting preambles one after another, the most recently asked-for first, until none waits."""
@@ -374,21 +381,28 @@ def warm(front: FrontEnd, text: str, folder: Path | None, flags: CompileFlags, w
         return
     options, readable = _invocation(front, folder, flags)
     preamble = _preamble(text.split("\n"), cut)
-    deadline = time.monotonic() + wait
-    while preambles().get(front, options, readable, preamble) is None and time.monotonic() < deadline:
-        time.sleep(0.05)
+    preambles().get(front, options, readable, preamble, wait)
+
+
+class NotReady(Exception):
+    """The file's precompiled preamble was not built within the time a check may wait for it."""
 
 
 def front_errors(front: FrontEnd, text: str, folder: Path | None, flags: CompileFlags) -> list[Error] | None:
     """clang's errors in `text` (a file living in `folder`), in any file it includes too; None when clang cannot
     tell (a fatal error such as a header not found). A run that outlasts its time (`FrontEnd.warm_timeout` with the
     precompiled preamble, else `FrontEnd.cold_timeout`) raises `subprocess.TimeoutExpired`; the file then gets no
-    more runs (`Preambles.give_up`; a file without a preamble, by its #include lines, also after a fatal error)."""
+    more runs (`Preambles.give_up`; a file without a preamble, by its #include lines, also after a fatal error).
+    Raises `NotReady` when the file's preamble is still being built after `FrontEnd.cold_timeout`."""
     options, readable = _invocation(front, folder, flags)
     cut = preamble_lines(text)
     lines = text.split("\n")
     preamble = _preamble(lines, cut)
-    built = preambles().get(front, options, readable, preamble) if cut else None
+    # the first check after the file opened waits for its preamble's build (already under way: `warm`) rather than
+    # read every header beside it, as long as such a run may take
+    built = preambles().get(front, options, readable, preamble, front.cold_timeout) if cut else None
+    if cut and built is None:
+        raise NotReady(f"the preamble is still being precompiled after {front.cold_timeout:.1f} s")
     # a file without a preamble (an include guard around it, an #include after code) is read whole by each check;
     # what makes one such run fail or outlast its time (a header not found, CUB) makes them all
     whole = None if cut else _whole_file_key(front, options, readable, lines)
@@ -478,6 +492,10 @@ class ClangJudge:
             return front_errors(front, text, self.folder, self.flags)
         except subprocess.TimeoutExpired as exc:
             LOG.debug("clang check: no verdict, the run outlasted %.1f s", exc.timeout)
+            self.gave_up = True
+            return None
+        except NotReady as exc:
+            LOG.debug("clang check: no verdict, %s", exc)
             self.gave_up = True
             return None
 

@@ -45,6 +45,7 @@ from dice_lsp.engine.infill import (
 from dice_lsp.engine.model import LoadedModel
 from dice_lsp.engine.sampling import Denoiser, _ContextCache
 from dice_lsp.engine.transformer import KVCache, Transformer
+from dice_lsp.engine.window_graph import window_logits
 from dice_lsp.errors import Cancelled, DiceError
 
 
@@ -237,8 +238,7 @@ class FillScheduler:
         """A later step with the context cache: the windows alone, over each stream's context keys."""
         ids = torch.cat([stream.x[:, stream.start:stream.start + width] for stream in group])
         cache, valid = self._join(group, offset, width)
-        logits: Tensor = self.lm(ids, offset, cache, valid_keys=valid)
-        return logits
+        return window_logits(self.lm, ids, offset, cache, valid)
 
     def _join(self, group: list[Stream], offset: int, width: int) -> tuple[KVCache, Tensor | None]:
         """The group's context keys as one cache, padded to one length (and which keys are real); built

@@ -26,7 +26,8 @@ from dice_lsp.engine.fill_types import CancelCheck, StepProgress
 from dice_lsp.engine.model import DiffusionLM
 from dice_lsp.engine.sampler_config import SamplerConfig
 from dice_lsp.engine.tokenizer import SpecialTokens
-from dice_lsp.engine.transformer import Transformer
+from dice_lsp.engine.transformer import KVCache, Transformer
+from dice_lsp.engine.window_graph import window_logits
 from dice_lsp.errors import Cancelled, DiceError
 
 BlockStep = Literal["auto", "dynamic", "static", "graph"]
@@ -202,6 +203,8 @@ class _ContextCache:
             if self.valid is not None:  # keys are now the context without the window, then the window
                 self.valid = torch.cat((self.valid[:, :lo], self.valid[:, hi:], self.valid[:, lo:hi]), dim=1)
             return out
+        if isinstance(self.cache, KVCache):  # the embedded transformer's: its window steps may run static
+            return window_logits(self.lm, ids[:, lo:hi], lo + self.origin, self.cache, self.valid)
         return self.lm(ids[:, lo:hi], lo + self.origin, self.cache, valid_keys=self.valid)
 
 

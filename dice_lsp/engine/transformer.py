@@ -18,6 +18,7 @@ output products.
 from __future__ import annotations
 
 from contextvars import ContextVar
+from typing import Protocol
 
 import torch
 import torch.nn.functional as F
@@ -138,6 +139,18 @@ class StaticKVCache:
         return self.key_blocks[None, :] <= (self.positions // self.block_size)[:, None]
 
 
+class StepCache(Protocol):
+    """What a static call writes its keys/values to and reads its mask from: a block model's `StaticKVCache`, or
+    an in-place fill's window step over its context (`window_graph.WindowKeys`)."""
+
+    rows: int
+    positions: Tensor  # the call's positions, set by `Transformer.static_forward`
+
+    def extend(self, layer: int, k: Tensor, v: Tensor, keep: int) -> tuple[Tensor, Tensor]: ...
+
+    def mask(self) -> Tensor: ...
+
+
 def block_causal_mask(start: int, length: int, block_size: int, device: torch.device) -> Tensor | None:
     """Boolean [length, start+length] mask: query block sees key blocks up to its own.
 
@@ -173,7 +186,7 @@ class Attention(nn.Module):
                                            self._norm_table)
         return self._qkv, self._norm_table.table
 
-    def static(self, x: Tensor, weights: LayerWeights, tables: StepTables, cache: StaticKVCache,
+    def static(self, x: Tensor, weights: LayerWeights, tables: StepTables, cache: StepCache,
                layer: int) -> Tensor:
         """The static step's attention before the output projection: [rows * T, heads * head dim].
 
@@ -189,7 +202,7 @@ class Attention(nn.Module):
         return out.transpose(1, 2).reshape(b * t, nh * hd)
 
     def forward(self, x: Tensor, rope: tuple[Tensor, Tensor], mask: Tensor | bool | None,
-                cache: KVCache | StaticKVCache | None, layer: int, keep: int, valid_keys: Tensor | None) -> Tensor:
+                cache: KVCache | StepCache | None, layer: int, keep: int, valid_keys: Tensor | None) -> Tensor:
         b, t, _ = x.shape
         q = self.q_norm(self.q_proj(x).view(b, t, self.n_heads, self.head_dim)).transpose(1, 2)
         k = self.k_norm(self.k_proj(x).view(b, t, self.n_kv, self.head_dim)).transpose(1, 2)
@@ -242,7 +255,7 @@ class DecoderLayer(nn.Module):
         self.mlp = MLP(cfg)
 
     def forward(self, x: Tensor, rope: tuple[Tensor, Tensor], mask: Tensor | bool | None,
-                cache: KVCache | StaticKVCache | None, layer: int, keep: int, valid_keys: Tensor | None) -> Tensor:
+                cache: KVCache | StepCache | None, layer: int, keep: int, valid_keys: Tensor | None) -> Tensor:
         attended = self.self_attn(self.input_layernorm(x), rope, mask, cache, layer, keep, valid_keys)
         if self.dropout and self.training:
             attended = F.dropout(attended, self.dropout, training=True)
@@ -253,7 +266,7 @@ class DecoderLayer(nn.Module):
         out: Tensor = x + mixed
         return out
 
-    def static(self, x: Tensor, weights: LayerWeights, tables: StepTables, cache: StaticKVCache,
+    def static(self, x: Tensor, weights: LayerWeights, tables: StepTables, cache: StepCache,
                layer: int) -> None:
         """The static step of this layer, adding both residual branches to `x` in place: the output and
         down projections are products that accumulate into the residual stream (`addmm_`, no separate add)."""
@@ -323,7 +336,7 @@ class Transformer(nn.Module):
             return fused
 
     @torch.no_grad()
-    def static_forward(self, ids: Tensor, positions: Tensor, cache: StaticKVCache, only: slice) -> Tensor:
+    def static_forward(self, ids: Tensor, positions: Tensor, cache: StepCache, only: slice) -> Tensor:
         """Logits of the columns `only` of `ids` ([rows, T]) placed at `positions` ([T] long, on the device).
 
         Static shapes: everything here depends on the shapes of `ids` and `cache` alone (no host value of

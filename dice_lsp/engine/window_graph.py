@@ -1,0 +1,169 @@
+"""Static-shape window steps of in-place (bidirectional) fills, replayed as CUDA graphs.
+
+With the context cache (`SamplerConfig.context_cache`) a fill's first call in a window runs the whole
+sequence and keeps the context's keys and values; every later step runs the window's tokens alone over
+them. Those later calls have the same shapes for the whole window — [rows, width] ids over the same
+context — so on CUDA they are captured once per (rows, width, context length rounded up to `BUCKET`) as a
+`torch.cuda.CUDAGraph` and replayed: a step of the embedded model is one graph launch instead of ~300
+kernel launches from Python (on an H200 host the eager step took ~9 ms of CPU for ~1 ms of GPU work).
+
+The step runs `Transformer.static_forward` (fused weights, `fused.py`) over a `WindowKeys` buffer: the
+context's keys (copied in once per window, `WindowStepper.load`), padding up to the bucket (masked), then
+the window's own keys, written by each step. Masked keys weigh exactly 0, so the padding changes nothing
+but float rounding; in fp32 the tokens are those of the dynamic path (test), in bf16 the fused kernels
+round differently (as the block models' static step does).
+
+The steppers live as long as their model (at most `KEPT`, the most recently used). A shape is captured
+on its `CAPTURE_AT`-th use: a one-off shape (a rare canvas or row count) runs the same step uncaptured
+instead of paying a capture. `PATH` picks the path: `auto` is the captured step on CUDA and the dynamic
+cache elsewhere (on a CPU the fused step saves no time and would change the CPU's tokens); tests set
+`static` to run the uncaptured static step on a CPU.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections import OrderedDict
+from typing import Literal
+
+import torch
+from torch import Tensor
+
+from dice_lsp.engine.model import DiffusionLM
+from dice_lsp.engine.transformer import KVCache, Transformer
+
+KEPT = 16  # steppers kept per model: each holds 2 * layers * rows * kv heads * (bucket + width) * head dim
+BUCKET = 64  # context lengths are rounded up to a multiple of this, so nearby lengths share one graph
+CAPTURE_AT = 2  # a shape is captured on its second use; its first runs the same step uncaptured
+WARMUP = 2  # uncaptured runs on a side stream before the capture (PyTorch's recipe)
+WindowPath = Literal["auto", "dynamic", "static", "graph"]
+PATH: WindowPath = "auto"
+
+
+class WindowKeys:
+    """Keys and values of one window step at fixed addresses: [layers, rows, kv heads, context + width, head dim]:
+    the context (padded to `context`), then the window's keys, which each call writes (`extend`)."""
+
+    def __init__(self, lm: Transformer, rows: int, context: int, width: int) -> None:
+        cfg = lm.config
+        weight = lm.model.embed_tokens.weight
+        shape = (cfg.num_hidden_layers, rows, cfg.num_key_value_heads, context + width, cfg.head_dim)
+        self.keys = torch.zeros(shape, device=weight.device, dtype=weight.dtype)
+        self.values = torch.zeros(shape, device=weight.device, dtype=weight.dtype)
+        self.allowed = torch.ones((rows, 1, 1, context + width), dtype=torch.bool, device=weight.device)
+        self.rows, self.context, self.width = rows, context, width
+        self.positions = torch.zeros(0, dtype=torch.long, device=weight.device)  # set by `static_forward`
+
+    def extend(self, layer: int, k: Tensor, v: Tensor, keep: int) -> tuple[Tensor, Tensor]:
+        """Write the window's `k`/`v` ([rows, heads, width, dim]) after the context; attend over all of it."""
+        self.keys[layer, :, :, self.context:].copy_(k)
+        self.values[layer, :, :, self.context:].copy_(v)
+        return self.keys[layer], self.values[layer]
+
+    def mask(self) -> Tensor:
+        """[rows, 1, 1, keys] bool: the keys each row's queries may see (its real context, its window)."""
+        return self.allowed
+
+
+class WindowStepper:
+    """The window step of one (rows, width, context bucket), captured as a CUDA graph once `capture` says so."""
+
+    def __init__(self, lm: Transformer, rows: int, width: int, context: int) -> None:
+        self.lm = lm
+        self.keys = WindowKeys(lm, rows, context, width)
+        device = self.keys.keys.device
+        self.ids = torch.zeros((rows, width), dtype=torch.long, device=device)
+        self.positions = torch.zeros(width, dtype=torch.long, device=device)
+        self.span = torch.arange(width, device=device)
+        self.loaded: tuple[KVCache, Tensor | None, Tensor | None] | None = None  # what `load` copied in
+        self.graph: torch.cuda.CUDAGraph | None = None
+        self.logits: Tensor | None = None
+        self.uses = 0
+        self.lock = threading.Lock()
+
+    def load(self, cache: KVCache, valid: Tensor | None) -> None:
+        """Copy `cache`'s context keys in, and which keys each row may see (`valid`: [rows, context + width],
+        cached keys first); nothing when they are the ones loaded last (the window's later steps)."""
+        marker = (cache, valid, cache.keys[0])
+        if self.loaded is not None and all(a is b for a, b in zip(marker, self.loaded, strict=True)):
+            return
+        length, context = cache.length, self.keys.context
+        for layer, (k, v) in enumerate(zip(cache.keys, cache.values, strict=True)):
+            assert k is not None and v is not None
+            self.keys.keys[layer, :, :, :length].copy_(k)
+            self.keys.values[layer, :, :, :length].copy_(v)
+        allowed = self.keys.allowed.view(self.keys.rows, -1)
+        allowed.fill_(True)
+        allowed[:, length:context] = False  # padding up to the bucket
+        if valid is not None:
+            allowed[:, :length] = valid[:, :length]
+            allowed[:, context:] = valid[:, length:]
+        self.loaded = marker
+
+    def run(self, ids: Tensor, start: int, capture: bool) -> Tensor:
+        """Logits of the window `ids` ([rows, width]) placed at positions start..start + width."""
+        self.ids.copy_(ids)
+        torch.add(self.span, start, out=self.positions)
+        self.uses += 1
+        if capture and self.graph is None and self.uses >= CAPTURE_AT:
+            self._capture()
+        if self.graph is not None and self.logits is not None:
+            self.graph.replay()
+            return self.logits.clone()  # the graph's output is overwritten by the next replay
+        return self._forward()
+
+    def _forward(self) -> Tensor:
+        return self.lm.static_forward(self.ids, self.positions, self.keys, slice(None))
+
+    def _capture(self) -> None:
+        device = self.ids.device
+        side = torch.cuda.Stream(device)  # type: ignore[no-untyped-call]
+        side.wait_stream(torch.cuda.current_stream(device))
+        with torch.cuda.stream(side):
+            for _ in range(WARMUP):
+                self._forward()
+        torch.cuda.current_stream(device).wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+            self.logits = self._forward()
+        self.graph = graph
+
+
+_STEPPERS: weakref.WeakKeyDictionary[Transformer, OrderedDict[tuple[int, int, int], WindowStepper]] = (
+    weakref.WeakKeyDictionary())
+_STEPPERS_LOCK = threading.Lock()
+
+
+def window_path(lm: object, device: torch.device) -> WindowPath:
+    """The path window steps take on `device` (`PATH`; `auto`: captured on CUDA, dynamic elsewhere); the
+    static paths serve the embedded transformer with fusable (not int8) weights only."""
+    path = ("graph" if device.type == "cuda" else "dynamic") if PATH == "auto" else PATH
+    if path == "graph" and device.type != "cuda":
+        path = "static"
+    if path == "dynamic" or not isinstance(lm, Transformer) or lm.config.attention != "bidirectional":
+        return "dynamic"
+    return path if lm.static_weights() is not None else "dynamic"
+
+
+def window_logits(lm: DiffusionLM, ids: Tensor, start: int, cache: KVCache, valid: Tensor | None) -> Tensor:
+    """Logits of the window `ids` ([rows, width]) at positions start.., over `cache`'s context keys (`valid`:
+    which keys are real, context first, as `Transformer.forward` takes them): the static step where
+    `window_path` says so, else `Transformer.forward` with the cache."""
+    path = window_path(lm, ids.device)
+    if path == "dynamic" or not isinstance(lm, Transformer):
+        return lm(ids, start, cache, valid_keys=valid)
+    rows, width = ids.shape
+    context = -(-cache.length // BUCKET) * BUCKET
+    key = (rows, width, context)
+    with _STEPPERS_LOCK:
+        kept = _STEPPERS.setdefault(lm, OrderedDict())
+        stepper = kept.get(key)
+        if stepper is None:
+            stepper = kept[key] = WindowStepper(lm, rows, width, context)
+            while len(kept) > KEPT:
+                kept.popitem(last=False)
+        kept.move_to_end(key)
+    with stepper.lock:
+        stepper.load(cache, valid)
+        return stepper.run(ids, start, capture=path == "graph")

@@ -1,0 +1,101 @@
+"""In-place fills' window steps over the context cache, run as a static step (captured as a CUDA graph on a GPU):
+the same tokens as the dynamic cache, for solo fills and for fills that join a running batch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from dice_lsp.engine import FillRequest, LoadedModel, SamplerConfig, batch_key, fill, load_model, window_graph
+from dice_lsp.engine.continuous import FillScheduler
+
+PREFIX = "__global__ void add(const float* a, float* c, int n) {\n    int i = "
+SUFFIX = ";\n    if (i < n) c[i] = a[i];\n}\n"
+SAMPLERS = [SamplerConfig(steps=4), SamplerConfig(steps=4, temperature=1.0, top_k=20, seed=7),
+            SamplerConfig(steps=3, block_length=4), SamplerConfig(strategy="threshold", steps=6, threshold=0.2)]
+
+
+def requests(sampler: SamplerConfig) -> list[FillRequest]:
+    """Fills of one batch key whose contexts, rows and canvases differ (candidates share their context's keys)."""
+    return [FillRequest(PREFIX, SUFFIX, max_tokens=10, sampler=sampler),
+            FillRequest("int x = ", "", max_tokens=10, sampler=sampler, candidates=2),
+            FillRequest("#include <cuda.h>\n" + PREFIX * 3, SUFFIX * 2, max_tokens=10, sampler=sampler,
+                        lengths=(6, 10))]
+
+
+def scheduled(model: LoadedModel, asked: list[FillRequest]) -> list[list[str]]:
+    """The texts of `asked` filled by one scheduler, the later ones joining after a step."""
+    scheduler = FillScheduler(model, batch_key(model, asked[0]))
+    streams = [scheduler.admit(asked[0])]
+    scheduler.step()
+    streams += [scheduler.admit(request) for request in asked[1:]]
+    while scheduler.busy:
+        scheduler.step()
+    return [stream.result.texts if stream.result else [] for stream in streams]
+
+
+@pytest.fixture(scope="module")
+def model(native_dir: Path) -> LoadedModel:
+    return load_model(native_dir, device="cpu", dtype="float32")
+
+
+@pytest.mark.parametrize("sampler", SAMPLERS, ids=["greedy", "seeded", "blocks", "threshold"])
+def test_the_static_window_step_fills_as_the_dynamic_cache_does(model: LoadedModel, sampler: SamplerConfig,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    asked = requests(sampler)
+    dynamic = [fill(model, request) for request in asked]
+    monkeypatch.setattr(window_graph, "PATH", "static")
+    assert window_graph.window_path(model.lm, model.device) == "static"
+    static = [fill(model, request) for request in asked]
+    assert [r.texts for r in static] == [r.texts for r in dynamic]
+    assert [r.model_calls for r in static] == [r.model_calls for r in dynamic]
+    for got, want in zip(static, dynamic, strict=True):
+        assert got.scores == pytest.approx(want.scores, abs=1e-4)
+    assert scheduled(model, asked) == [r.texts for r in dynamic]  # padded, joined contexts too
+    assert window_graph._STEPPERS[model.lm], "the static path ran"  # type: ignore[index]
+
+
+def test_a_window_s_later_steps_reuse_its_loaded_context(model: LoadedModel, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(window_graph, "PATH", "static")
+    loads = []
+    load = window_graph.WindowStepper.load
+
+    def counted(self: window_graph.WindowStepper, *args: object) -> None:
+        before = self.loaded
+        load(self, *args)  # type: ignore[arg-type]
+        loads.append(self.loaded is not before)
+
+    monkeypatch.setattr(window_graph.WindowStepper, "load", counted)
+    result = fill(model, FillRequest(PREFIX, SUFFIX, max_tokens=10, sampler=SamplerConfig(steps=6)))
+    assert result.model_calls == 6 and len(loads) == 5  # the first call computes the context, five window steps
+    assert loads.count(True) == 1, "the context is copied in once per window"
+
+
+def test_on_a_cpu_window_steps_stay_dynamic_unless_asked(model: LoadedModel) -> None:
+    assert window_graph.PATH == "auto"
+    assert window_graph.window_path(model.lm, torch.device("cpu")) == "dynamic"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+def test_replayed_window_steps_fill_as_the_uncaptured_static_step(native_dir: Path, dtype: str,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    model = load_model(native_dir, device="cuda", dtype=dtype)
+    assert window_graph.window_path(model.lm, model.device) == "graph"  # auto on CUDA
+    for sampler in SAMPLERS:
+        asked = requests(sampler)
+        graph = [fill(model, request).texts for request in asked]
+        again = [fill(model, request).texts for request in asked]  # replayed by later fills
+        assert scheduled(model, asked) == graph
+        monkeypatch.setattr(window_graph, "PATH", "static")
+        static = [fill(model, request).texts for request in asked]
+        monkeypatch.setattr(window_graph, "PATH", "auto")
+        assert graph == again == static, sampler
+        if dtype == "float32":
+            monkeypatch.setattr(window_graph, "PATH", "dynamic")
+            assert [fill(model, request).texts for request in asked] == graph, sampler
+            monkeypatch.setattr(window_graph, "PATH", "auto")
+    captured = [s for s in window_graph._STEPPERS[model.lm].values() if s.graph is not None]  # type: ignore[index]
+    assert captured, "the graph path ran uncaptured"

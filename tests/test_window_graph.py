@@ -82,18 +82,20 @@ def test_on_a_cpu_window_steps_stay_dynamic_unless_asked(model: LoadedModel) -> 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
 def test_replayed_window_steps_fill_as_the_uncaptured_static_step(native_dir: Path, dtype: str,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(window_graph, "CAPTURE_AT", 1)
     model = load_model(native_dir, device="cuda", dtype=dtype)
     assert window_graph.window_path(model.lm, model.device) == "graph"  # auto on CUDA
     for sampler in SAMPLERS:
         asked = requests(sampler)
         graph = [fill(model, request).texts for request in asked]
         again = [fill(model, request).texts for request in asked]  # replayed by later fills
-        assert scheduled(model, asked) == graph
+        joined = scheduled(model, asked)  # rows rounded up; in bf16 a stream's positions round differently
         monkeypatch.setattr(window_graph, "PATH", "static")
         static = [fill(model, request).texts for request in asked]
         monkeypatch.setattr(window_graph, "PATH", "auto")
         assert graph == again == static, sampler
         if dtype == "float32":
+            assert joined == graph, sampler
             monkeypatch.setattr(window_graph, "PATH", "dynamic")
             assert [fill(model, request).texts for request in asked] == graph, sampler
             monkeypatch.setattr(window_graph, "PATH", "auto")

@@ -9,15 +9,17 @@ kernel launches from Python (on an H200 host the eager step took ~9 ms of CPU fo
 
 The step runs `Transformer.static_forward` (fused weights, `fused.py`) over a `WindowKeys` buffer: the
 context's keys (copied in once per window, `WindowStepper.load`), padding up to the bucket (masked), then
-the window's own keys, written by each step. Masked keys weigh exactly 0, so the padding changes nothing
-but float rounding; in fp32 the tokens are those of the dynamic path (test), in bf16 the fused kernels
-round differently (as the block models' static step does).
+the window's own keys, written by each step. Rows are rounded up to a power of two (the team server's
+batches change size as fills join and leave): the extra rows see only their own window and are dropped.
+Masked keys weigh exactly 0, so the padding changes nothing but float rounding; in fp32 the tokens are
+those of the dynamic path (test), in bf16 the fused kernels round differently (as the block models' static
+step does).
 
-The steppers live as long as their model (at most `KEPT`, the most recently used). A shape is captured
-on its `CAPTURE_AT`-th use: a one-off shape (a rare canvas or row count) runs the same step uncaptured
-instead of paying a capture. `PATH` picks the path: `auto` is the captured step on CUDA and the dynamic
-cache elsewhere (on a CPU the fused step saves no time and would change the CPU's tokens); tests set
-`static` to run the uncaptured static step on a CPU.
+The steppers live as long as their model (the most recently used, up to `KEPT_BYTES` of buffers). A shape
+is captured on its `CAPTURE_AT`-th use (counted for the model's lifetime): a rare shape (an odd canvas or
+context length) runs the same step uncaptured instead of paying a capture (~3 steps' time).
+`PATH` picks the path: `auto` is the captured step on CUDA and the dynamic cache elsewhere (on a CPU the
+fused step saves no time and would change the CPU's tokens); tests set `static` to run it on a CPU.
 """
 
 from __future__ import annotations
@@ -33,9 +35,9 @@ from torch import Tensor
 from dice_lsp.engine.model import DiffusionLM
 from dice_lsp.engine.transformer import KVCache, Transformer
 
-KEPT = 16  # steppers kept per model: each holds 2 * layers * rows * kv heads * (bucket + width) * head dim
-BUCKET = 64  # context lengths are rounded up to a multiple of this, so nearby lengths share one graph
-CAPTURE_AT = 2  # a shape is captured on its second use; its first runs the same step uncaptured
+KEPT_BYTES = 2 << 30  # the steppers' key/value buffers kept per model, at most (the least recently used go first)
+BUCKET = 128  # context lengths are rounded up to a multiple of this, so nearby lengths share one graph
+CAPTURE_AT = 4  # a shape is captured on its fourth use; before, it runs the same step uncaptured
 WARMUP = 2  # uncaptured runs on a side stream before the capture (PyTorch's recipe)
 WindowPath = Literal["auto", "dynamic", "static", "graph"]
 PATH: WindowPath = "auto"
@@ -79,39 +81,47 @@ class WindowStepper:
         self.loaded: tuple[KVCache, Tensor | None, Tensor | None] | None = None  # what `load` copied in
         self.graph: torch.cuda.CUDAGraph | None = None
         self.logits: Tensor | None = None
-        self.uses = 0
         self.lock = threading.Lock()
+
+    @property
+    def bytes(self) -> int:
+        return 2 * self.keys.keys.numel() * self.keys.keys.element_size()
 
     def load(self, cache: KVCache, valid: Tensor | None) -> None:
         """Copy `cache`'s context keys in, and which keys each row may see (`valid`: [rows, context + width],
-        cached keys first); nothing when they are the ones loaded last (the window's later steps)."""
+        cached keys first); nothing when they are the ones loaded last (the window's later steps). Rows past
+        the cache's see their own window alone."""
         marker = (cache, valid, cache.keys[0])
         if self.loaded is not None and all(a is b for a, b in zip(marker, self.loaded, strict=True)):
             return
         length, context = cache.length, self.keys.context
+        rows = 0
         for layer, (k, v) in enumerate(zip(cache.keys, cache.values, strict=True)):
             assert k is not None and v is not None
-            self.keys.keys[layer, :, :, :length].copy_(k)
-            self.keys.values[layer, :, :, :length].copy_(v)
+            rows = k.shape[0]
+            self.keys.keys[layer, :rows, :, :length].copy_(k)
+            self.keys.values[layer, :rows, :, :length].copy_(v)
         allowed = self.keys.allowed.view(self.keys.rows, -1)
         allowed.fill_(True)
         allowed[:, length:context] = False  # padding up to the bucket
+        allowed[rows:, :context] = False  # rows that only round the batch up
         if valid is not None:
-            allowed[:, :length] = valid[:, :length]
-            allowed[:, context:] = valid[:, length:]
+            allowed[:rows, :length] = valid[:, :length]
+            allowed[:rows, context:] = valid[:, length:]
         self.loaded = marker
 
     def run(self, ids: Tensor, start: int, capture: bool) -> Tensor:
-        """Logits of the window `ids` ([rows, width]) placed at positions start..start + width."""
-        self.ids.copy_(ids)
+        """Logits of the window `ids` ([rows, width], rows up to the stepper's) placed at positions
+        start..start + width; `capture`: replayed as a CUDA graph (captured now if it is not yet)."""
+        rows = ids.shape[0]
+        self.ids[:rows].copy_(ids)
         torch.add(self.span, start, out=self.positions)
-        self.uses += 1
-        if capture and self.graph is None and self.uses >= CAPTURE_AT:
+        if capture and self.graph is None:
             self._capture()
-        if self.graph is not None and self.logits is not None:
+        if capture and self.graph is not None and self.logits is not None:
             self.graph.replay()
-            return self.logits.clone()  # the graph's output is overwritten by the next replay
-        return self._forward()
+            return self.logits[:rows].clone()  # the graph's output is overwritten by the next replay
+        return self._forward()[:rows]
 
     def _forward(self) -> Tensor:
         return self.lm.static_forward(self.ids, self.positions, self.keys, slice(None))
@@ -132,6 +142,7 @@ class WindowStepper:
 
 _STEPPERS: weakref.WeakKeyDictionary[Transformer, OrderedDict[tuple[int, int, int], WindowStepper]] = (
     weakref.WeakKeyDictionary())
+_USES: weakref.WeakKeyDictionary[Transformer, dict[tuple[int, int, int], int]] = weakref.WeakKeyDictionary()
 _STEPPERS_LOCK = threading.Lock()
 
 
@@ -155,15 +166,18 @@ def window_logits(lm: DiffusionLM, ids: Tensor, start: int, cache: KVCache, vali
         return lm(ids, start, cache, valid_keys=valid)
     rows, width = ids.shape
     context = -(-cache.length // BUCKET) * BUCKET
-    key = (rows, width, context)
+    key = (1 << (rows - 1).bit_length(), width, context)
     with _STEPPERS_LOCK:
         kept = _STEPPERS.setdefault(lm, OrderedDict())
+        uses = _USES.setdefault(lm, {})
+        uses[key] = uses.get(key, 0) + 1
         stepper = kept.get(key)
         if stepper is None:
-            stepper = kept[key] = WindowStepper(lm, rows, width, context)
-            while len(kept) > KEPT:
+            stepper = kept[key] = WindowStepper(lm, key[0], width, context)
+            while len(kept) > 1 and sum(s.bytes for s in kept.values()) > KEPT_BYTES:
                 kept.popitem(last=False)
         kept.move_to_end(key)
+        capture = path == "graph" and uses[key] >= CAPTURE_AT
     with stepper.lock:
         stepper.load(cache, valid)
-        return stepper.run(ids, start, capture=path == "graph")
+        return stepper.run(ids, start, capture)

@@ -60,6 +60,7 @@ COLD_CHECK_FACTOR = 3.0
 # one whose preamble build timed out: its completions get the cheap checks and no clang run.
 WARM_CHECK_TIMEOUT_S = 0.3
 WARM_CHECK_FACTOR = 2.0
+SLOW_RUNS = 2  # completions in a row whose check ran past its time, after which a file gets no more clang runs
 PREAMBLES_KEPT = 32  # precompiled preambles kept (one per file and flags; least recently used dropped)
 BUILD_NICENESS = 10  # preamble builds run in the background at this lower CPU priority (`Preambles`)
 SOURCE = "source.cu"
@@ -236,6 +237,7 @@ class Preambles:
         self.built: OrderedDict[str, Future[Built]] = OrderedDict()  # least recently asked for first
         self.waiting: dict[str, tuple[Future[Built], FrontEnd, list[str], list[Path], str]] = {}
         self.builder: threading.Thread | None = None
+        self.slow_runs: dict[str, int] = {}  # checks in a row that outlasted their time, per file key (`slow`)
         self.lock = threading.Lock()
 
     def get(self, front: FrontEnd, flags: list[str], readable: list[Path], preamble: str,
@@ -306,6 +308,20 @@ class Preambles:
         while len(self.built) > self.kept:
             _, dropped = self.built.popitem(last=False)
             dropped.add_done_callback(_remove_built)
+
+    def slow(self, key: str) -> None:
+        """A completion's check in the file `key` names outlasted its time; after `SLOW_RUNS` such completions in a
+        row the file gets no more runs (`give_up`): one slow run on a busy machine does not switch clang off."""
+        with self.lock:
+            self.slow_runs[key] = self.slow_runs.get(key, 0) + 1
+            slow = self.slow_runs[key] >= SLOW_RUNS
+        if slow:
+            self.give_up(key)
+
+    def in_time(self, key: str) -> None:
+        """A check in the file `key` names took no longer than its time: its slow runs are forgotten."""
+        with self.lock:
+            self.slow_runs.pop(key, None)
 
     def give_up(self, key: str) -> None:
         """The file `key` names (its preamble's key, or `_whole_file_key`) takes longer to check than a completion
@@ -384,6 +400,14 @@ def warm(front: FrontEnd, text: str, folder: Path | None, flags: CompileFlags, w
     preambles().get(front, options, readable, preamble, wait)
 
 
+class TooSlow(Exception):
+    """A check outlasted its time; `key` names its file for `Preambles.slow` (None: a file with no such key)."""
+
+    def __init__(self, seconds: float, key: str | None) -> None:
+        super().__init__(f"the run outlasted {seconds:.1f} s")
+        self.key = key
+
+
 class NotReady(Exception):
     """The file's precompiled preamble was not built within the time a check may wait for it."""
 
@@ -391,8 +415,9 @@ class NotReady(Exception):
 def front_errors(front: FrontEnd, text: str, folder: Path | None, flags: CompileFlags) -> list[Error] | None:
     """clang's errors in `text` (a file living in `folder`), in any file it includes too; None when clang cannot
     tell (a fatal error such as a header not found). A run that outlasts its time (`FrontEnd.warm_timeout` with the
-    precompiled preamble, else `FrontEnd.cold_timeout`) raises `subprocess.TimeoutExpired`; the file then gets no
-    more runs (`Preambles.give_up`; a file without a preamble, by its #include lines, also after a fatal error).
+    precompiled preamble, else `FrontEnd.cold_timeout`) raises `TooSlow` (its judge reports it: after
+    `SLOW_RUNS` slow completions in a row the file gets no more runs, `Preambles.slow`; a file without a
+    preamble, by its #include lines, also gets none after a fatal error).
     Raises `NotReady` when the file's preamble is still being built after `FrontEnd.cold_timeout`."""
     options, readable = _invocation(front, folder, flags)
     cut = preamble_lines(text)
@@ -417,10 +442,11 @@ def front_errors(front: FrontEnd, text: str, folder: Path | None, flags: Compile
             output = _run(front, ["-fsyntax-only", *options, *pch_options, SOURCE], Path(scratch),
                           [*readable, *([pch.parent] if pch is not None else [])],
                           front.warm_timeout if pch is not None else front.cold_timeout)
-        except subprocess.TimeoutExpired:
-            if built is not None or whole is not None:  # every later check in this file would take as long again
-                preambles().give_up(whole or _key(front, options, readable, preamble))
-            raise
+        except subprocess.TimeoutExpired as exc:  # every later check in this file may take as long again
+            key = whole or _key(front, options, readable, preamble) if built is not None or whole is not None else None
+            raise TooSlow(exc.timeout or 0.0, key) from exc
+        if built is not None or whole is not None:
+            preambles().in_time(whole or _key(front, options, readable, preamble))
     found = list(_DIAGNOSTIC.finditer(output))
     if any(m["severity"] == "fatal error" for m in found):
         if pch is not None and "precompiled" in output:  # a header changed since: build it again next time
@@ -469,6 +495,7 @@ class ClangJudge:
         self.base_lines: list[int] = []  # where the base's errors are (-1: in an included file)
         self.read: dict[str, list[Error] | None] = {}  # clang's errors per filled text this judge has read
         self.gave_up = False  # a run outlasted its time: no more runs for this completion
+        self.lock = threading.Lock()
 
     @property
     def front(self) -> FrontEnd | None:
@@ -490,9 +517,12 @@ class ClangJudge:
             return None
         try:
             return front_errors(front, text, self.folder, self.flags)
-        except subprocess.TimeoutExpired as exc:
-            LOG.debug("clang check: no verdict, the run outlasted %.1f s", exc.timeout)
-            self.gave_up = True
+        except TooSlow as exc:
+            LOG.debug("clang check: no verdict, %s", exc)
+            with self.lock:  # the base and the first fill run side by side: one slow completion, reported once
+                first, self.gave_up = not self.gave_up, True
+            if first and exc.key is not None:
+                preambles().slow(exc.key)
             return None
         except NotReady as exc:
             LOG.debug("clang check: no verdict, %s", exc)

@@ -101,3 +101,29 @@ def test_replayed_window_steps_fill_as_the_uncaptured_static_step(native_dir: Pa
             monkeypatch.setattr(window_graph, "PATH", "auto")
     captured = [s for s in window_graph._STEPPERS[model.lm].values() if s.graph is not None]  # type: ignore[index]
     assert captured, "the graph path ran uncaptured"
+
+
+def test_batches_of_3_and_4_rows_share_one_stepper_and_the_extra_row_changes_nothing(
+        model: LoadedModel, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The team server's batches change size as fills join and leave: rows are rounded up to a power of two, the
+    rounding rows see only their own window, and each real row's logits are what the dynamic cache gives."""
+    from dice_lsp.engine.transformer import Transformer
+
+    lm = model.lm
+    assert isinstance(lm, Transformer)
+    monkeypatch.setattr(window_graph, "_STEPPERS", type(window_graph._STEPPERS)())
+    monkeypatch.setattr(window_graph, "PATH", "static")
+    generator = torch.Generator().manual_seed(0)
+    for rows in (3, 4):
+        context = torch.randint(5, lm.config.vocab_size, (rows, 40), generator=generator)
+        window = torch.randint(5, lm.config.vocab_size, (rows, 8), generator=generator)
+        cache = lm.new_cache()
+        with torch.inference_mode():
+            lm(context, 0, cache, keep=40)
+            valid = torch.ones((rows, 48), dtype=torch.bool)
+            valid[0, :7] = False  # a row padded on the left, as the scheduler joins contexts
+            static = window_graph.window_logits(lm, window, 40, cache, valid)
+            dynamic = lm(window, 40, cache, valid_keys=valid)
+        assert static.shape == dynamic.shape == (rows, 8, lm.config.vocab_size)
+        assert torch.allclose(static, dynamic, atol=1e-4)
+    assert list(window_graph._STEPPERS[lm]) == [(4, 8, 128)]  # type: ignore[index]

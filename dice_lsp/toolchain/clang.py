@@ -49,11 +49,12 @@ CHECK_TIMEOUT_S = 10.0  # one front-end run (a stuck one is killed; the check th
 # A run before the file's preamble is precompiled reads every header it includes: ~0.2 s for a kernel file that
 # includes the runtime, ~0.8 s to seconds for one that includes Thrust, CUB or ATen (2-core machine). A completion
 # waits at most the larger of these for the preamble's build, or for such a run where the file has no preamble
-# (the factor scales with how fast this machine read the self-test kernel's headers; ~0.5 s on 2 cores): a
-# completion must stay within ~0.8 s with its fill (~0.2-0.35 s). Past it clang has no verdict on this
-# completion; the next one in the file uses the preamble, and a file without one gets no more clang runs.
-COLD_CHECK_TIMEOUT_S = 0.5
-COLD_CHECK_FACTOR = 3.0
+# (the factor scales with how fast this machine read the self-test kernel's headers; ~0.43 s on 2 cores): a
+# completion must stay within ~0.8 s with its fill (~0.2-0.35 s) and its other checks. Past it clang has no
+# verdict on this completion; the next one in the file uses the preamble, and a file without one gets no more
+# clang runs after `SLOW_RUNS` such completions in a row.
+COLD_CHECK_TIMEOUT_S = 0.4
+COLD_CHECK_FACTOR = 2.5
 # A run with the precompiled preamble reads only the file's own code: ~0.05 s for a kernel on the runtime, but
 # ~0.45-0.9 s for one that instantiates CUB's templates (26 of the 32 held-out kernels include CUB). A completion
 # waits at most the larger of these for it (scaled like the cold bound); past it, the file is as unreadable as

@@ -57,8 +57,8 @@ COLD_CHECK_TIMEOUT_S = 0.4
 COLD_CHECK_FACTOR = 2.5
 # A run with the precompiled preamble reads only the file's own code: ~0.05 s for a kernel on the runtime, but
 # ~0.45-0.9 s for one that instantiates CUB's templates (26 of the 32 held-out kernels include CUB). A completion
-# waits at most the larger of these for it (scaled like the cold bound); past it, the file is as unreadable as
-# one whose preamble build timed out: its completions get the cheap checks and no clang run.
+# waits at most the larger of these for it (scaled like the cold bound); past it in `SLOW_RUNS` completions in a
+# row, the file is as unreadable as one whose preamble build timed out: its completions get the cheap checks.
 WARM_CHECK_TIMEOUT_S = 0.3
 WARM_CHECK_FACTOR = 2.0
 SLOW_RUNS = 2  # completions in a row whose check ran past its time, after which a file gets no more clang runs

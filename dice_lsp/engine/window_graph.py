@@ -143,6 +143,7 @@ class WindowStepper:
 _STEPPERS: weakref.WeakKeyDictionary[Transformer, OrderedDict[tuple[int, int, int], WindowStepper]] = (
     weakref.WeakKeyDictionary())
 _USES: weakref.WeakKeyDictionary[Transformer, dict[tuple[int, int, int], int]] = weakref.WeakKeyDictionary()
+_FUSABLE: weakref.WeakKeyDictionary[Transformer, bool] = weakref.WeakKeyDictionary()  # not int8: static steps
 _STEPPERS_LOCK = threading.Lock()
 
 
@@ -154,7 +155,10 @@ def window_path(lm: object, device: torch.device) -> WindowPath:
         path = "static"
     if path == "dynamic" or not isinstance(lm, Transformer) or lm.config.attention != "bidirectional":
         return "dynamic"
-    return path if lm.static_weights() is not None else "dynamic"
+    fusable = _FUSABLE.get(lm)
+    if fusable is None:  # looked up once per model: a window step is on the hot path
+        fusable = _FUSABLE[lm] = lm.static_weights() is not None
+    return path if fusable else "dynamic"
 
 
 def window_logits(lm: DiffusionLM, ids: Tensor, start: int, cache: KVCache, valid: Tensor | None) -> Tensor:

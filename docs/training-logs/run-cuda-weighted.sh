@@ -2,7 +2,7 @@
 # Two continued runs side by side on one H200, GPU code sampled 4x per token (`--gpu-weight 4`):
 #   v3c: dice-tiny v3 (16 layers, int8 weights dequantized) continued
 #   v2c: dice-tiny v2 (8 layers, the shipped model) continued
-# Both on the v3 pack, 18 minutes on the wall clock each, sharing the GPU. The calls (each <= 10 min, the
+# Both on the v3 pack, 18 minutes on the wall clock each (RUN_MINUTES=N for another length), sharing the GPU. The calls (each <= 10 min, the
 # working tree <= 64 MiB with what it carries, <= 8 files back) and what each carries:
 #   setup                 (carry .whl, .pack/pack-a.tar.xz; the shipped model left out of the tree) code, wheels, pack a
 #   unpack ARCHIVE        (carry .pack/pack-b.tar.xz) the second half of the pack
@@ -19,6 +19,7 @@
 # (per token, default 1; the log's first lines give the expected share of windows per dialect; docs/MODEL.md).
 set -euo pipefail
 ROOT=/root/cw
+RUN_MINUTES=${RUN_MINUTES:-18}   # the run's length on the wall clock (its schedule ends there)
 WEIGHTS="--weights cuda=4,hip=2,opencl=0.5,source:hashcat=0"
 export PYTHONPATH=$ROOT/code:$ROOT/site HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
 case "$1" in
@@ -41,14 +42,14 @@ launch)
     weighting=${4:-$([ -f $ROOT/pack/train-files.json ] && echo "$WEIGHTS" || echo "--gpu-weight 4")}
     cd $ROOT
     setsid nohup python3 -m dice_lsp.training.train --data pack --tokenizer tok --out runs/$name --init "$init" \
-        --layers "$layers" $weighting --run-minutes 18 --minutes 19 --batch 128 --lr "$lr" --warmup 0.03 \
+        --layers "$layers" $weighting --run-minutes "$RUN_MINUTES" --minutes "$((RUN_MINUTES + 1))" --batch 128 --lr "$lr" --warmup 0.03 \
         --curriculum-from 0.5 --workers 7 --compile --log-every 100 > logs/$name.log 2>&1 < /dev/null &
     sleep 45; tail -3 logs/$name.log ;;
 wait)
     end=$((SECONDS + $2))
     while [ $SECONDS -lt $end ]; do
         sleep 60; for f in $ROOT/logs/*.log; do echo "$f: $(tail -1 "$f" | cut -c1-220)"; done
-        [ "$(grep -l "trained to step" $ROOT/logs/*.log | wc -l)" -ge 2 ] && break
+        [ "$(grep -l "trained to step" $ROOT/logs/*.log | wc -l)" -ge "$(ls $ROOT/logs/*.log | wc -l)" ] && break
     done
     nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader ;;
 collect)

@@ -441,3 +441,53 @@ def test_a_fill_that_glues_onto_the_typed_word_is_judged_as_the_whole_identifier
     text = "__global__ void k(int* out) {\n    int2 _storage = make_int2(0, 0);\n    _storage\n    out[0] = 0;\n}\n"
     at = text.index("    _storage\n") + len("    _storage")
     assert [name for _, name in CheckContext(text, at, at).unknown_names(fill)] == unknown
+
+
+# Top-level macro calls that take an operator make tree-sitter give up on the whole file (one ERROR node): a
+# fill there "sits in garbage left as it was" by the rules above, so any fill would pass.
+OPERATOR_MACROS = "".join(f"BINARY_OP({t}, add, +);\nBINARY_OP({t}, mul, *);\n" for t in ("int8_t", "uint8_t"))
+OPERATOR_MACROS += "HALF_OP(add, +);\nHALF_OP(mul, *);\n"
+FILL_KERNEL = "__global__ void k(float* out, int n) {\n    int i = threadIdx.x;\n    \n    out[i] = 0.f;\n}\n"
+FILLS = {"out[i] = 1.f;": True, "__syncthreads();": True, "out[i": False, "float maxval = = ;;": False,
+         "}": False}
+
+
+@pytest.mark.parametrize("text", [
+    FILL_KERNEL + "\n" + OPERATOR_MACROS,  # the macros after the kernel
+    OPERATOR_MACROS + "\n" + FILL_KERNEL,  # before it: tree-sitter reads the kernel itself as broken code
+    "namespace ops {\n" + OPERATOR_MACROS + "\ntemplate <typename T>\n" + FILL_KERNEL + "}  // namespace ops\n",
+])
+def test_a_fill_in_a_file_tree_sitter_gives_up_on_is_judged_in_its_own_definition(text: str) -> None:
+    at = text.index("    \n") + 4
+    assert checks.parser().parse(text.encode()).root_node.type == "ERROR"  # the case this is about
+    context = CheckContext(text, at, at)
+    assert {fill: context.parses(fill) for fill in FILLS} == FILLS
+    assert context.error_spans("out[i] = = 1;") == [(9, 10)]  # re-masking gets the broken part of the fill
+
+
+def test_a_fill_in_an_error_it_cannot_be_judged_apart_from_adds_no_error_inside_it() -> None:
+    text = FILL_KERNEL.removesuffix("}\n") + "\n" + OPERATOR_MACROS  # the kernel never closes: no definition
+    at = text.index("    \n") + 4
+    context = CheckContext(text, at, at)
+    assert checks.top_level_span(text.encode(), at) is None
+    assert [context.parses(fill) for fill in ("out[i] = 1.f;", "__syncthreads();")] == [True, True]
+    assert [context.parses(fill) for fill in ("out[i", "float maxval = = ;;")] == [False, False]
+
+
+@pytest.mark.parametrize(("text", "definition"), [
+    ("int g;\n__global__ void k(int* o) {\n    ‸\n}\nint h;\n", "\n__global__ void k(int* o) {\n    ‸\n}"),
+    ("namespace a { namespace b {\nstruct S { int x; };\n__device__ void f() {\n    ‸\n}\n} }\n",
+     "\n__device__ void f() {\n    ‸\n}"),
+    ('extern "C" {\n__global__ void k() { const char* s = "}"; /* } */ // }\n    ‸\n}\n}\n',
+     '\n__global__ void k() { const char* s = "}"; /* } */ // }\n    ‸\n}'),
+    ("#if FAST\n__global__ void k(int* o) {\n#else\n__global__ void k(int* o, int n) {\n#endif\n    ‸\n}\n"
+     "#define OPEN {\n", "#if FAST\n__global__ void k(int* o) {\n#else\n__global__ void k(int* o, int n) {\n#endif\n"
+     "    ‸\n}"),
+    ("struct S { int x; };\n‸\n", None),  # at top level
+    ("__global__ void k(int* o) {\n    ‸\n", None),  # the braces never close
+])
+def test_the_top_level_definition_that_holds_a_position(text: str, definition: str | None) -> None:
+    data = text.replace("‸", "").encode()
+    span = checks.top_level_span(data, text.index("‸"))
+    assert (None if span is None else data[span[0]:span[1]].decode()) == (
+        None if definition is None else definition.replace("‸", ""))

@@ -29,6 +29,10 @@ on the dev split of CUDA-Infill that gave the same verdicts as full parses, at a
 limit: a half-typed line right next to the fill (the line before or after) merges with it in tree-sitter's
 eyes, and the fill fails; and an unclosed `(` elsewhere can throw tree-sitter's recovery off for the rest
 of the file.
+Where tree-sitter gives up on much more than the hole's definition (top-level macro calls such as
+`DEFINE_OP(float, sum, +);` can make the whole file one ERROR node, which would excuse any fill), the checks
+above judge the fill in the top-level definition that holds the hole, parsed alone (`top_level_span`); and a
+fill that sits in an excused error must not add an error inside it (`_inner_errors`).
 
 Names (`unknown_names`): every identifier, type or namespace name of the new tree that overlaps the fill
 (names inside an ERROR node count too, when tree-sitter labels them so) must be one of:
@@ -392,6 +396,85 @@ def _errors(root: Node) -> list[_Error]:
     return found
 
 
+def _inner_errors(root: Node, low: int, high: int) -> set[tuple[int, int]]:
+    """The byte spans of ERROR and MISSING nodes inside another ERROR node that touch the bytes [low, high]
+    (ends included, so that a zero-length MISSING node at a boundary counts). Where tree-sitter gives up on a
+    large stretch of a file (heavy macros or templates can make one ERROR of a whole file), it still parses the
+    code inside it; these are the errors in that code."""
+    found: set[tuple[int, int]] = set()
+    stack = [(root, False)]
+    while stack:
+        node, inside = stack.pop()
+        if node.end_byte < low or node.start_byte > high or not (node.has_error or node.is_missing):
+            continue
+        if inside and (node.is_error or node.is_missing):
+            found.add((node.start_byte, node.end_byte))
+        stack.extend((child, inside or node.is_error) for child in node.children)
+    return found
+
+
+_TOKENS = re.compile(rb'//[^\n]*|/\*.*?(?:\*/|\Z)|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|[{};]', re.S)
+_CONTAINER = re.compile(rb'(?:\bnamespace(?:\s+[\w:]+)?|\bextern\s*"C(?:\+\+)?")\s*$')
+
+
+_DIRECTIVE = re.compile(rb"\s*#\s*(\w*)")
+
+
+def _first_branches(data: bytes) -> bytes:
+    """`data` with preprocessor lines (continuations included) and the `#elif`/`#else` branches of every
+    conditional blanked out (same length, line breaks kept): one reading of the code, so that braces a
+    conditional opens twice (`#if A` / `f(a) {` / `#else` / `f(b) {` / `#endif`) count once."""
+    out: list[bytes] = []
+    skipping: list[bool] = []  # per open conditional: whether its current branch is blanked
+    directive = False  # the line continues a directive
+    for line in data.splitlines(keepends=True):
+        match = None if directive else _DIRECTIVE.match(line)
+        if directive or (match is not None and line.lstrip().startswith(b"#")):
+            word = match.group(1) if match is not None else b""
+            if word in (b"if", b"ifdef", b"ifndef"):
+                skipping.append(any(skipping))
+            elif word in (b"elif", b"else") and skipping:
+                skipping[-1] = True
+            elif word == b"endif" and skipping:
+                skipping.pop()
+            directive = line.rstrip(b"\r\n").endswith(b"\\")
+            blank = True
+        else:
+            blank = any(skipping)
+        out.append(re.sub(rb"[^\n]", b" ", line) if blank else line)
+    return b"".join(out)
+
+
+def top_level_span(data: bytes, at: int) -> tuple[int, int] | None:
+    """The byte span of the top-level definition (a function, a class, a global's initialiser) whose braces
+    hold byte `at`, namespaces and `extern "C"` blocks looked through: from just after the `;` or `}` that ends
+    the item before it to its closing `}` (and a `;` right after it). None when `at` is in no such braces or
+    they do not close (found by braces alone: comments, strings, character literals, preprocessor lines and
+    the `#else` branches of conditionals skipped)."""
+    open_at: list[tuple[bool, int]] = []  # per open brace: a container's?, and where its item started
+    item = 0  # where the current item at the (looked-through) top level starts
+    for match in _TOKENS.finditer(_first_branches(data)):
+        token, pos = match.group(), match.start()
+        level = sum(not container for container, _ in open_at)
+        if token == b"{":
+            container = level == 0 and _CONTAINER.search(data[item:pos].strip()) is not None
+            open_at.append((container, item))
+            if container:
+                item = pos + 1
+        elif token == b"}" and open_at:
+            container, started = open_at.pop()
+            if container or level == 1:
+                if not container and started <= at < pos:
+                    after = re.match(rb"\s*;", data[pos + 1:])  # a class's or an initialiser's `;`
+                    return started, pos + 1 + (after.end() if after else 0)
+                item = pos + 1
+        elif token == b";" and level == 0:
+            item = pos + 1
+        if level == 0 and pos > at and not open_at:
+            return None
+    return None
+
+
 def _point_after(point: Point, data: bytes) -> Point:
     """Where the text `data` ends when it starts at `point` (columns in bytes, as tree-sitter counts them)."""
     lines = data.count(b"\n")
@@ -468,6 +551,7 @@ class CheckContext:
         self._base_tree = parser().parse(self._base_data)
         self._base_errors = _errors(self._base_tree.root_node)
         self._last: tuple[str, Tree, bytes] | None = None
+        self._alone_contexts: dict[tuple[int, int], CheckContext] = {}
 
     # -- parsing
 
@@ -500,8 +584,42 @@ class CheckContext:
     def _zone(self, error: _Error, size: int) -> tuple[int, int]:
         return self._shift(error.zone_start, size, False), self._shift(error.zone_end, size, True)
 
+    @cached_property
+    def _lost(self) -> list[_Error]:
+        """The base's errors the hole sits in."""
+        return [e for e in self._base_errors if e.start < self._hole < e.end]
+
+    @cached_property
+    def _base_span(self) -> tuple[int, int] | None:
+        return top_level_span(self._base_data, self._hole) if self._lost else None
+
+    def _alone(self, fill: str) -> CheckContext | None:
+        """The region judged in the top-level definition that holds it, parsed alone, when the base's error
+        around the hole spans more than that definition (tree-sitter lost elsewhere); None when the
+        document's tree will do. The definition's span is the larger of the ones found in the base and in the
+        text with `fill` in (whose braces may open or close it)."""
+        if not self._lost:
+            return None
+        data = fill.encode("utf-8")
+        spans = [] if self._base_span is None else [self._base_span]
+        filled = top_level_span(self._prefix + data + self._suffix, self._hole)
+        if filled is not None:  # in the base's offsets: a definition the fill closes ends at the hole
+            spans.append((filled[0], max(self._hole, filled[1] - len(data))))
+        if not spans:
+            return None
+        low, high = min(span[0] for span in spans), max(span[1] for span in spans)
+        if not any(e.start < low or e.end > high for e in self._lost):
+            return None
+        if (low, high) not in self._alone_contexts:
+            prefix = self._prefix[low:].decode("utf-8", "replace")
+            text = prefix + self._suffix[:high - self._hole].decode("utf-8", "replace")
+            self._alone_contexts[(low, high)] = CheckContext(text, len(prefix), len(prefix))
+        return self._alone_contexts[(low, high)]
+
     def parses(self, fill: str) -> bool:
         """Whether the document with `fill` in the region parses with no error the fill is to blame for."""
+        if (alone := self._alone(fill)) is not None:
+            return alone.parses(fill)
         tree, data = self._parse(fill)
         size = len(data)
         first, last = self._hole, self._hole + size
@@ -515,10 +633,24 @@ class CheckContext:
                 own_line = line_start <= error.start  # never garbage that starts on the fill's own line
                 if (error.start, error.end) not in straddling or own_line:
                     return False
+                if self._breaks_inside(tree.root_node, first, last):  # and the code it sits in not broken more
+                    return False
             elif not any(low <= error.start and error.end <= high for low, high in zones):  # elsewhere: only old
                 return False
         return not _returns_value_from_void(tree.root_node, first, last) and not _ill_formed(tree.root_node, first,
                                                                                              last)
+
+    def _breaks_inside(self, root: Node, first: int, last: int) -> bool:
+        """Whether the fill (bytes [first, last) of the new text `root`) sits in an ERROR node with an error
+        inside it that the base does not have, in the block (or other statement level) the fill is in."""
+        size = last - first
+        block = root.descendant_for_byte_range(first, max(first, last - 1))
+        while block is not None and block.parent is not None and block.type not in _LEVELS:
+            block = block.parent
+        low, high = (first, last) if block is None else (block.start_byte, block.end_byte)
+        old = {(self._shift(lo, size, False), self._shift(hi, size, True))
+               for lo, hi in _inner_errors(self._base_tree.root_node, 0, len(self._base_data))}
+        return bool(_inner_errors(root, low, high) - old)
 
     # -- names
 
@@ -781,6 +913,8 @@ class CheckContext:
 
     def error_spans(self, fill: str) -> list[tuple[int, int]]:
         """Character ranges of the fill that parse errors touch (what re-masking denoises again)."""
+        if (alone := self._alone(fill)) is not None:
+            return alone.error_spans(fill)
         root, data, first, last = self._placed(fill)
 
         spans = [(e.start, e.end) for e in _errors(root) if e.end >= first and e.start <= last]

@@ -79,6 +79,7 @@ fallback list (`header_names.txt.gz`, built with `python -m dice_lsp.cuda.checks
 from __future__ import annotations
 
 import argparse
+import bisect
 import gzip
 import hashlib
 import logging
@@ -813,11 +814,13 @@ class CheckContext:
         elsewhere = _words_outside(data, [*gaps, *prose_ranges])
         declared_elsewhere: set[str] = set()
         declared_after: set[str] = set()
+        starts = [lo for lo, _ in others]  # sorted, not overlapping
         for node in QueryCursor(_query(_DECLARING_QUERY)).captures(root).get("d", []):
             names = {(n.text or b"").decode("utf-8", "replace") for n in _declared_by(node)}
+            at = bisect.bisect_right(starts, node.start_byte) - 1
             if node.type == "function_definition":  # a function's name is the file's, wherever it is defined
                 visible |= names
-            elif any(lo <= node.start_byte < hi for lo, hi in others):
+            elif at >= 0 and node.start_byte < others[at][1]:
                 declared_elsewhere |= names
             elif after[0] <= node.start_byte < after[1]:
                 declared_after |= names

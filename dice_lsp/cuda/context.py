@@ -74,7 +74,8 @@ class _Builder:
     def __init__(self, text: str, hole: Hole, budget: int, token_starts: Callable[[str], list[int]]) -> None:
         self.text, self.hole, self.budget = text, hole, budget
         self.starts = token_starts(text)
-        self.marker_tokens = {marker: len(token_starts(marker)) for marker in self._markers(text)}
+        self.markers = self._markers(text)  # once: each `_gap` asks, and a scan of a large file is not free
+        self.marker_tokens = {marker: len(token_starts(marker)) for marker in self.markers}
         self.lines = _Lines.of(text)
 
     @staticmethod
@@ -120,7 +121,7 @@ class _Builder:
             return start, end
         previous = parts[-1] if parts else None
         at_line_start = previous is None or (self._text([previous]).endswith("\n"))
-        return self._markers(self.text)[0 if at_line_start else 1]
+        return self.markers[0 if at_line_start else 1]
 
     def fits(self, window: _Window) -> bool:
         prefix, suffix = self.segments(window)

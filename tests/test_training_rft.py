@@ -245,3 +245,13 @@ def test_finetune_needs_the_model_and_its_kept_fills(tmp_path: Path, capsys: pyt
                  "--rft", str(tmp_path / "fills.jsonl")]) == 2
     assert capsys.readouterr().err == ("error: finetune needs --init (the model collect sampled) and --rft "
                                        "(its kept fills)\n")
+
+
+def test_a_collection_past_its_minutes_stops_and_keeps_what_it_kept(tmp_path: Path) -> None:
+    tasks = [task_for(DECLARE)[0], task_for(GUARD)[0]]
+    out = tmp_path / "fills.jsonl"
+    # past the bound after the first hole: the second batch is never asked for
+    counts = collect_to_file(tasks, fake_filler([DECLARE, GUARD]), Tokenizer(EMBEDDED_MODEL), 512,
+                             collect_settings(1, 1.0, 7), out, batch=1, quiet=True, minutes=1e-9)
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert (counts.holes, [r["truth"] for r in rows]) == (1, [DECLARE])

@@ -298,8 +298,10 @@ def collect_settings(candidates: int, temperature: float, seed: int) -> Settings
 
 def collect_to_file(tasks: list[HoleTask], filler: BatchFiller, tokenizer: Tokenizer, window: int,
                     settings: Settings, out: Path, threshold: float = THRESHOLD, batch: int = BATCH_HOLES,
-                    types: bool = False, quiet: bool = False) -> Counts:
-    """`collect` with a progress bar on stderr, each kept fill written to `out` as one JSON line; the counts."""
+                    types: bool = False, quiet: bool = False, minutes: float | None = None) -> Counts:
+    """`collect` with a progress bar on stderr, each kept fill written to `out` as one JSON line (flushed per
+    hole: a run that is stopped keeps what it kept); the counts. With `minutes`, no hole is started after that
+    long (the holes already in the model's batch are finished)."""
     from tqdm import tqdm
 
     counts = Counts()
@@ -316,7 +318,10 @@ def collect_to_file(tasks: list[HoleTask], filler: BatchFiller, tokenizer: Token
             counts.holes_kept += bool(kept)
             for row in kept:
                 handle.write(json.dumps(row.to_json(), ensure_ascii=False) + "\n")
+            handle.flush()
             bar.set_postfix(kept=counts.kept, exact=counts.exact)
+            if minutes is not None and time.perf_counter() - started > minutes * 60:
+                break
     counts.seconds = time.perf_counter() - started
     return counts
 
@@ -328,6 +333,8 @@ def run_collect(args: argparse.Namespace) -> Counts:
 
     if args.holes < 1 or args.candidates < 1 or args.batch < 1 or args.per_file < 1:
         raise DiceError("--holes, --candidates, --batch and --per-file must be at least 1")
+    if args.minutes is not None and args.minutes <= 0:
+        raise DiceError("--minutes must be above 0")
     if not 0.0 <= args.threshold <= 1.0:
         raise DiceError("--threshold must be in [0, 1]")
     if args.temperature <= 0:
@@ -337,7 +344,7 @@ def run_collect(args: argparse.Namespace) -> Counts:
     tasks = list(hole_tasks(files, args.holes, args.seed, args.per_file, BenchFilter.load()))
     settings = collect_settings(args.candidates, args.temperature, args.seed)
     return collect_to_file(tasks, model_filler(model), model.tokenizer, model.window, settings, Path(args.out),
-                           args.threshold, args.batch, args.types, args.quiet)
+                           args.threshold, args.batch, args.types, args.quiet, args.minutes)
 
 
 # ---------------------------------------------------------------- training examples
@@ -437,6 +444,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--per-file", type=int, default=PER_FILE, help="holes per file, at most")
     c.add_argument("--batch", type=int, default=BATCH_HOLES, help="holes per model call")
     c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--minutes", type=float, default=None,
+                   help="start no hole after this long on the wall clock (what was kept stays in --out)")
     c.add_argument("--device", default=None, help="cuda, cpu (default: the best there is)")
     c.add_argument("--json", action="store_true", help="print the counts as JSON")
     c.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -1,0 +1,162 @@
+"""Completions on real CUDA files the suite does not hold: the product's path (`dice-lsp complete`, the type check
+on) at editor-like positions, with a verdict of its own on what was shown.
+
+    python bench/real_code.py PATH [PATH ...] [--files 100] [--seed 1] [--json rows.jsonl]
+
+PATH: `.cu`/`.cuh` files or folders of them (searched). Per file, up to five requests, each on a copy of the
+file changed the way an editor would have it (the file on disk is never written):
+- `newline`: a new empty line, indented like the statement above it, after a random statement line;
+- `midline`: a random statement line cut at a random column (the cursor at the cut);
+- `emptied`: a random statement line emptied down to its indentation;
+- `eof`: the cursor on a new last line;
+- `random`: the file as it is, the cursor anywhere.
+(a statement line: indented, ends with `;`, not a comment or a directive).
+
+Per kind: requests, regions found (`holes`), completions shown, shown completions after which the document has
+more tree-sitter ERROR/MISSING nodes than before (counted over the whole tree, at every depth: a verdict the
+product's own checks do not use), exceptions, and latency p50/p95 of requests that had a region. Any
+`worse` or `exceptions` count above 0 is a bug to look at: `--json` keeps every request (file, position,
+texts, checks, why nothing was shown).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import time
+import traceback
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from dice_lsp.backends import LocalBackend
+from dice_lsp.cuda.functions import parser
+from dice_lsp.settings import Settings
+from dice_lsp.textdoc import Position
+
+KINDS = ("newline", "midline", "emptied", "eof", "random")
+
+
+def error_nodes(text: str) -> int:
+    """ERROR and MISSING nodes of the whole tree, at every depth."""
+    count, stack = 0, [parser().parse(text.encode("utf-8")).root_node]
+    while stack:
+        node = stack.pop()
+        count += node.is_error or node.is_missing
+        stack.extend(child for child in node.children if child.has_error or child.is_missing)
+    return count
+
+
+def requests(text: str, rng: random.Random) -> Iterator[tuple[str, str, Position]]:
+    """(kind, document, cursor) for one file."""
+    lines = text.split("\n")
+    statements = [i for i, line in enumerate(lines) if line.strip().endswith(";") and line.startswith((" ", "\t"))
+                  and not line.strip().startswith(("//", "*", "#"))]
+    if statements:
+        i = rng.choice(statements)
+        indent = lines[i][:len(lines[i]) - len(lines[i].lstrip())]
+        yield "newline", "\n".join([*lines[:i + 1], indent, *lines[i + 1:]]), Position(i + 1, len(indent))
+        j = rng.choice(statements)
+        low = len(lines[j]) - len(lines[j].lstrip())
+        cut = rng.randint(low + 1, max(low + 1, len(lines[j]) - 1))
+        yield "midline", "\n".join([*lines[:j], lines[j][:cut], *lines[j + 1:]]), Position(j, cut)
+        k = rng.choice(statements)
+        indent = lines[k][:len(lines[k]) - len(lines[k].lstrip())]
+        yield "emptied", "\n".join([*lines[:k], indent, *lines[k + 1:]]), Position(k, len(indent))
+    document = text if text.endswith("\n") else text + "\n"
+    yield "eof", document, Position(len(document.split("\n")) - 1, 0)
+    r = rng.randrange(len(lines))
+    yield "random", text, Position(r, rng.randint(0, len(lines[r])))
+
+
+def splice(text: str, start: Position, end: Position, fill: str) -> str:
+    lines = text.split("\n")
+
+    def offset(p: Position) -> int:
+        return sum(len(line) + 1 for line in lines[:p.line]) + p.character
+    return text[:offset(start)] + fill + text[offset(end):]
+
+
+def cuda_files(paths: list[str]) -> list[Path]:
+    found: list[Path] = []
+    for name in paths:
+        path = Path(name)
+        if path.is_dir():
+            found += sorted(p for p in path.rglob("*") if p.suffix in (".cu", ".cuh") and p.is_file())
+        elif path.is_file():
+            found.append(path)
+        else:
+            raise SystemExit(f"bench: {name}: no such file or folder")
+    return found
+
+
+def run_one(backend: LocalBackend, path: Path, kind: str, document: str, cursor: Position,
+            settings: Settings) -> dict[str, Any]:
+    row: dict[str, Any] = {"file": str(path), "kind": kind, "line": cursor.line, "character": cursor.character}
+    started = time.perf_counter()
+    try:
+        completion = backend.complete(str(path), document, cursor, settings, False).completion
+        row.update(hole=completion.hole, texts=completion.texts, withheld=completion.withheld,
+                   checks=[c.to_json() for c in completion.checks or []], latency_ms=completion.latency_ms)
+        if completion.texts:
+            before = error_nodes(document)
+            after = error_nodes(splice(document, completion.start, completion.end, completion.texts[0]))
+            row.update(errors_before=before, errors_after=after)
+    except Exception:  # every failure is a finding, reported with its traceback
+        row["exception"] = traceback.format_exc()
+    row["wall_ms"] = (time.perf_counter() - started) * 1000
+    return row
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    out = ["| kind | requests | holes | shown | worse (more ERROR nodes) | exceptions | p50 ms | p95 ms |",
+           "|---|---|---|---|---|---|---|---|"]
+    for kind in (*KINDS, "all"):
+        mine = [r for r in rows if kind in ("all", r["kind"])]
+        if not mine:
+            continue
+        holes = [r for r in mine if r.get("hole")]
+        shown = [r for r in holes if r.get("texts")]
+        worse = [r for r in shown if r["errors_after"] > r["errors_before"]]
+        walls = sorted(r["wall_ms"] for r in holes)
+        p50 = f"{statistics.median(walls):.0f}" if walls else "-"
+        p95 = f"{walls[min(len(walls) - 1, int(0.95 * len(walls)))]:.0f}" if walls else "-"
+        out.append(f"| {kind} | {len(mine)} | {len(holes)} | {len(shown)} | {len(worse)} | "
+                   f"{sum('exception' in r for r in mine)} | {p50} | {p95} |")
+    return "\n".join(out)
+
+
+def main() -> int:
+    parser_ = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser_.add_argument("paths", nargs="+")
+    parser_.add_argument("--files", type=int, default=100, help="at most this many files (a seeded sample)")
+    parser_.add_argument("--seed", type=int, default=1)
+    parser_.add_argument("--json", type=Path, help="also write every request here (JSON lines)")
+    args = parser_.parse_args()
+    files = cuda_files(args.paths)
+    rng = random.Random(args.seed)
+    if len(files) > args.files:
+        files = sorted(rng.sample(files, args.files))
+    if not files:
+        print("bench: no .cu or .cuh files", file=sys.stderr)
+        return 2
+    backend, settings, rows = LocalBackend(), Settings(), []
+    sink = args.json.open("w") if args.json else None
+    for number, path in enumerate(files, 1):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for kind, document, cursor in requests(text, rng):
+            row = run_one(backend, path, kind, document, cursor, settings)
+            rows.append(row)
+            if sink:
+                sink.write(json.dumps(row) + "\n")
+                sink.flush()
+        print(f"[{number}/{len(files)}] {path.name}", file=sys.stderr)
+    print(table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -480,7 +480,7 @@ def fill_request(tokenizer: Tokenizer, window: int, text: str, hole: Hole, setti
     budget = window - canvas - FILL_MARGIN
     if settings.context_tokens is not None:
         budget = min(budget, settings.context_tokens)
-    prefix, suffix = build_context(text, hole, budget, tokenizer.token_starts)
+    prefix, suffix = build_context(text, hole, budget, tokenizer.counting_starts)
     # the canvas itself always, capped by max_canvas (a cap must not leave only the shorter canvases)
     lengths = tuple(sorted({*(n for n in canvas_lengths(hole) if n < canvas), canvas})) if pipeline.lengths else ()
     request = FillRequest(prefix, suffix, canvas, settings.candidates, settings.sampler_config(canvas),

@@ -16,6 +16,7 @@ from dice_lsp.cuda.postprocess import (
     cut_marker_at_its_line,
     cut_suffix_repeat,
     drop_block_closer,
+    drop_comment_only,
     drop_degenerate,
     drop_neighbour_repeat,
     fix_indentation,
@@ -366,6 +367,18 @@ DROP_NEIGHBOUR_REPEAT = [
     ("empty", "c[i] = 0;", "c[i] = 0;"),
 ]
 
+DROP_COMMENT_ONLY = [
+    ("empty", "// thread", None),
+    ("empty", "// int row = 1", None),  # commented-out code is not code
+    ("empty", "/* TODO */", None),
+    ("empty", "\n    // ...", None),  # the context's mark for code left out
+    ("body", "// the sum\n    // of a", None),
+    ("empty", "c[i] = 0;  // zero it", "c[i] = 0;  // zero it"),
+    ("empty", "// zero it\n    c[i] = 0;", "// zero it\n    c[i] = 0;"),
+    ("empty", "c[i] = '/';", "c[i] = '/';"),
+    ("marker call", "/* none */", "/* none */"),  # a marker may be a comment being rewritten
+]
+
 
 @pytest.mark.parametrize(("filter_", "table"), [
     (strip_special_tokens, STRIP_SPECIAL_TOKENS),
@@ -380,6 +393,7 @@ DROP_NEIGHBOUR_REPEAT = [
     (close_open_brackets, CLOSE_OPEN_BRACKETS),
     (drop_block_closer, DROP_BLOCK_CLOSER),
     (drop_neighbour_repeat, DROP_NEIGHBOUR_REPEAT),
+    (drop_comment_only, DROP_COMMENT_ONLY),
 ], ids=lambda value: getattr(value, "__name__", ""))
 def test_golden(filter_: object, table: list[tuple[str, str, str | None]]) -> None:
     assert callable(filter_)

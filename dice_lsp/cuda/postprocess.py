@@ -637,9 +637,23 @@ def drop_neighbour_repeat(fill: str, ctx: FillContext) -> str | None:
     return None if repeats(line, above) or (one_line and repeats(line, ctx.line_below)) else fill
 
 
+def drop_comment_only(fill: str, ctx: FillContext) -> str | None:
+    """Drop a fill with no code outside its comments, where the cursor asked for code (a line or a body).
+
+    The cursor is never in a comment there (no region is offered inside one), so a comment-only fill is
+    not what the user is typing: on real files they were `// thread`, `// run run`, commented-out code
+    (`// int row = 1`) and `// ...` (the context's mark for code left out, copied). A marker or a selection
+    may be a comment being rewritten: those keep theirs.
+    """
+    if ctx.hole.kind not in ("line", "body") or _uncomment(fill).strip():
+        return fill
+    return None
+
+
 FILTERS: tuple[Filter, ...] = (strip_special_tokens, strip_retyped_word, cut_suffix_repeat, balance_braces,
                                fix_indentation, drop_degenerate, cut_line_at_statement_end, cut_marker_at_its_line,
-                               balance_brackets, close_open_brackets, drop_block_closer, drop_neighbour_repeat)
+                               balance_brackets, close_open_brackets, drop_block_closer, drop_neighbour_repeat,
+                               drop_comment_only)
 
 
 def postprocess(fill: str, ctx: FillContext, filters: tuple[Filter, ...] = FILTERS) -> str | None:

@@ -491,3 +491,32 @@ def test_the_top_level_definition_that_holds_a_position(text: str, definition: s
     span = checks.top_level_span(data, text.index("‸"))
     assert (None if span is None else data[span[0]:span[1]].decode()) == (
         None if definition is None else definition.replace("‸", ""))
+
+
+@pytest.mark.parametrize(("fill", "ok"), [
+    ("out[n];", False),  # a statement that does nothing: compiles with a warning, never meant
+    ("n + 1;", False),
+    ("*out;", False),
+    ("(out[0]);", False),
+    ("__syncthreads;", False),  # the function named, not called
+    ("__syncthreads();", True),
+    ("out[n] = 1.f;", True),
+    ("++n;", True),
+    ("(void)n;", True),  # does nothing on purpose
+    ("NO_DEVICE_CODE;", True),  # an all-caps name: a macro that may expand to a statement
+    ("std::cout << n;", True),  # a stream's `<<`
+])
+def test_a_statement_that_does_nothing_does_not_pass(fill: str, ok: bool) -> None:
+    at = VOID_KERNEL.index("    \n") + 4
+    assert parses(VOID_KERNEL, at, at, fill) is ok
+    if not ok:
+        assert CheckContext(VOID_KERNEL, at, at).error_spans(fill)  # re-masking denoises the statement again
+
+
+def test_a_mid_line_fill_is_judged_with_the_statement_it_finishes() -> None:
+    text = "__global__ void k(float* out, int n) {\n    out[n] = \n}\n"
+    at = text.index("= ") + 2
+    assert parses(text, at, at, "0;") is True  # `out[n] = 0;`
+    text = "__global__ void k(float* out, int n) {\n    out[n]\n}\n"
+    at = text.index("[n]") + 3
+    assert parses(text, at, at, ";") is False  # `out[n];`

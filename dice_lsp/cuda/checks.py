@@ -284,10 +284,33 @@ def _declared_by(node: Node) -> Iterator[Node]:
 STANDARD_SUFFIXES = frozenset({"h", "min", "s", "ms", "us", "ns", "y", "d", "i", "il", "if", "sv"})
 
 
+# what a statement of one expression of these kinds does: nothing (a `<<`/`>>` may be a stream's, and is kept)
+_NO_EFFECT = frozenset({"identifier", "qualified_identifier", "field_expression", "subscript_expression",
+                        "binary_expression", "pointer_expression", "sizeof_expression", "number_literal",
+                        "string_literal", "concatenated_string", "char_literal", "true", "false", "null", "this"})
+_MACRO_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
+
+
+def _does_nothing(statement: Node) -> bool:
+    """Whether an expression statement has no effect (`a[i];`, `x + 1;`, `*p;`, `__syncthreads;`): a compiler
+    warns about it and no one means it. An all-caps name alone (`NO_DEVICE_CODE;`) is a macro that may
+    expand to a statement, and `(void)x;` says on purpose that it does nothing: both are kept."""
+    if statement.named_child_count != 1:
+        return False
+    expression = statement.named_children[0]
+    while expression.type == "parenthesized_expression" and expression.named_child_count == 1:
+        expression = expression.named_children[0]
+    if expression.type == "identifier" and _MACRO_NAME.fullmatch((expression.text or b"").decode("utf-8", "replace")):
+        return False
+    operator = expression.child_by_field_name("operator") if expression.type == "binary_expression" else None
+    return expression.type in _NO_EFFECT and (operator is None or operator.type not in ("<<", ">>"))
+
+
 def _ill_formed(root: Node, first: int, last: int) -> list[tuple[int, int]]:
     """Byte spans of constructs in the fill that tree-sitter accepts and no C++ compiler does: a literal with
     a suffix no code may define (`0x`, `1.x`), a structured binding whose type is not `auto` (`float[i] = ...`),
-    `++`/`--` on a value (`++i++`, `5++`)."""
+    `++`/`--` on a value (`++i++`, `5++`); and a statement that does nothing (`_does_nothing`), which compiles
+    with a warning but is never what a user is writing."""
     spans: list[tuple[int, int]] = []
     for node in _overlapping(root, first, last):  # on a mid-line fill, `1.` before it and `x` from it count
         if node.type == "user_defined_literal":
@@ -302,6 +325,8 @@ def _ill_formed(root: Node, first: int, last: int) -> list[tuple[int, int]]:
             argument = node.child_by_field_name("argument")
             bad = argument is not None and (argument.type in ("number_literal", "string_literal") or (
                 argument.type == "update_expression" and argument.children[-1].type in ("++", "--")))
+        elif node.type == "expression_statement":
+            bad = _does_nothing(node)
         else:
             continue
         if bad:

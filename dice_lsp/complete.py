@@ -74,6 +74,7 @@ class Pipeline:
     lengths: bool = True  # line holes also try the shorter canvases (`canvas_lengths`)
     checks: bool = True  # False: every cleaned fill counts as passing (ranked by score alone)
     remask_rounds: int = REMASK_ROUNDS
+    remask_steps: int | None = None  # a re-masking round's step ceiling (None: the request's own)
     front_end: bool = True  # clang's front end judges the best fills where a caller has it (`front_end_for`)
     names_by_front_end: bool = False  # clang also judges parsing fills the name check rejects, and overrules it
     renames: bool = True  # a fill with misspelt names, or the needed local declared as another, is renamed
@@ -237,16 +238,18 @@ def remask_spans(text: str, faults: list[tuple[int, int]]) -> tuple[tuple[int, i
 
 def remask(prepared: PreparedFill, suggestion: Suggestion, checker: CheckContext, filler: Filler,
            filters: tuple[Filter, ...] = FILTERS, faults: list[tuple[int, int]] | None = None,
-           renames: bool = True) -> tuple[Suggestion | None, int]:
+           renames: bool = True, steps: int | None = None) -> tuple[Suggestion | None, int]:
     """One round: the failing spans of `suggestion` (`faults`, or what the cheap checks reject) masked again
     and denoised in place; the repaired fill when it passes more checks than before (None otherwise), and
     the model calls spent."""
     spans = remask_spans(suggestion.text, checker.faults(suggestion.text) if faults is None else faults)
     if not spans:
         return None, 0
+    sampler = replace(prepared.request.sampler, temperature=0.0)
+    if steps is not None and steps < sampler.steps:
+        sampler = replace(sampler, steps=steps, min_steps=min(sampler.min_steps, steps))
     request = replace(prepared.request, candidates=1, lengths=(),
-                      draft=Draft(suggestion.text, spans=spans, grow=REMASK_GROW),
-                      sampler=replace(prepared.request.sampler, temperature=0.0))
+                      draft=Draft(suggestion.text, spans=spans, grow=REMASK_GROW), sampler=sampler)
     result = filler(request)
     found = suggestions(result.texts, result.scores, prepared.context, checker, filters, renames)
     better = [s for s in found if s.checks.passed > suggestion.checks.passed]
@@ -268,7 +271,7 @@ def finish(prepared: PreparedFill, result: FillResult, filler: Filler | None = N
         for _ in range(pipeline.remask_rounds):
             try:
                 repaired, spent = remask(prepared, current, checker, filler, pipeline.filters,
-                                         renames=pipeline.renames)
+                                         renames=pipeline.renames, steps=pipeline.remask_steps)
             except DiceError as exc:  # a family that cannot re-denoise a draft (autoregressive)
                 LOG.debug("no re-masking: %s", exc)
                 break
@@ -442,7 +445,7 @@ def _judged(prepared: PreparedFill, ranked: list[Suggestion], judge: Compiler, c
         baseline = replace(failing, checks=Checks(False, False))  # any repair that passes the cheap checks
         try:
             repaired, spent = remask(prepared, baseline, checker, filler, pipeline.filters, faults,
-                                     pipeline.renames)
+                                     pipeline.renames, pipeline.remask_steps)
         except DiceError as exc:
             LOG.debug("no re-masking: %s", exc)
             break

@@ -61,6 +61,11 @@ FILL_MARGIN = 4  # tokens of the window kept free: healing and counting differ f
 REMASK_ROUNDS = 1  # re-mask and denoise a failing fill at most this often
 REMASK_MARGIN = 2  # characters around an offending span that are masked with it (whole tokens are masked)
 REMASK_GROW = 2  # extra masks after each re-masked span: the rewrite may be a little longer
+# A re-masking round's step ceiling (None: the request's own, 8 per 32 tokens). It denoises a few tokens and
+# takes up to 8 calls (~150 ms on 2 cores) in ~45% of completions; 3 steps were tried (dev pool, 169 line
+# holes: 56.8% -> 56.2% shown, p50 304 -> 290 ms) and not kept: the gain is small and fills such as the
+# loop header of tests/lsp_client.py are lost (docs/PERFORMANCE.md).
+REMASK_STEPS: int | None = None
 Filler = Callable[[FillRequest], FillResult]  # runs the model (evaluation passes its own)
 Compiler = Callable[[str], bool | None]  # the document with a fill -> no new nvcc error? (None: cannot tell)
 
@@ -74,7 +79,7 @@ class Pipeline:
     lengths: bool = True  # line holes also try the shorter canvases (`canvas_lengths`)
     checks: bool = True  # False: every cleaned fill counts as passing (ranked by score alone)
     remask_rounds: int = REMASK_ROUNDS
-    remask_steps: int | None = None  # a re-masking round's step ceiling (None: the request's own)
+    remask_steps: int | None = REMASK_STEPS  # a re-masking round's step ceiling (None: the request's own)
     front_end: bool = True  # clang's front end judges the best fills where a caller has it (`front_end_for`)
     names_by_front_end: bool = False  # clang also judges parsing fills the name check rejects, and overrules it
     renames: bool = True  # a fill with misspelt names, or the needed local declared as another, is renamed

@@ -520,3 +520,23 @@ def test_a_mid_line_fill_is_judged_with_the_statement_it_finishes() -> None:
     text = "__global__ void k(float* out, int n) {\n    out[n]\n}\n"
     at = text.index("[n]") + 3
     assert parses(text, at, at, ";") is False  # `out[n];`
+
+
+TWO_STATEMENTS = "__global__ void k(float* c, const float* a, int n) {\n    int i = 0;\n    \n    c[i] = a[i];\n}\n"
+SPLIT_CALL = "__global__ void k(float* c, const float* a, int n) {\n    int i = 0;\n    \n        a[i], a[i + 1]);\n}\n"
+
+
+@pytest.mark.parametrize(("text", "fill", "ok"), [
+    (TWO_STATEMENTS, "int64_t end =", False),  # takes `c[i] = a[i];` as its initialiser, and parses
+    (TWO_STATEMENTS, "c[i] = a[i] +", False),
+    (TWO_STATEMENTS, "float v = f(", False),  # (no `)` anywhere: an error elsewhere fails it already)
+    (TWO_STATEMENTS, "c[i] = 0.f;", True),
+    (TWO_STATEMENTS, "if (i < n)", True),  # a guard for the line below: a statement of its own
+    (TWO_STATEMENTS, "c[i] = 0.f;  // a +", True),
+    (SPLIT_CALL, "c[i] = fmaxf(", True),  # the line below cannot stand alone: the fill opens what it closes
+])
+def test_a_fill_that_takes_the_next_statement_as_its_rest_does_not_pass(text: str, fill: str, ok: bool) -> None:
+    at = text.index("    \n    ") + 4 if "    \n    c" in text else text.index("    \n        ") + 4
+    assert parses(text, at, at, fill) is ok
+    if not ok and not fill.endswith("("):  # re-masking denoises the end that wants an operand
+        assert CheckContext(text, at, at).error_spans(fill) == [(len(fill) - 1, len(fill))]

@@ -19,7 +19,6 @@ from dice_lsp.cuda.postprocess import (
     drop_comment_only,
     drop_degenerate,
     drop_neighbour_repeat,
-    drop_unfinished_line,
     fix_indentation,
     postprocess,
     strip_retyped_word,
@@ -65,7 +64,6 @@ DOCUMENTS = {  # `‸` is the cursor; each gives a real hole
     "typed prefix": KERNEL + "    float _storage_x = 0.f;\n    _st‸\n    c[0] = _storage_x;\n}\n",
     "typed word": KERNEL + "    float2 _storage;\n    _storage‸\n    c[0] = _storage.x;\n}\n",
     "typed s": KERNEL + "    int ss_ = 0, s = 1;\n    s‸\n    c[0] = ss_ + s;\n}\n",
-    "continued": KERNEL + "    int i = 0;\n    ‸\n        a[i], a[i + 1]);\n}\n",
 }
 
 
@@ -381,22 +379,6 @@ DROP_COMMENT_ONLY = [
     ("marker call", "/* none */", "/* none */"),  # a marker may be a comment being rewritten
 ]
 
-DROP_UNFINISHED_LINE = [
-    ("empty", "int64_t end =", None),  # would take `c[i] = a[i];` below as its initialiser
-    ("empty", "c[i] = a[i] +", None),
-    ("empty", "c[i] = f(", None),
-    ("empty", "c[i] = 0;", "c[i] = 0;"),
-    ("empty", "if (i < n)", "if (i < n)"),  # a guard for the line below: a statement of its own
-    ("empty", "if (i < n) {", "if (i < n) {"),
-    ("empty", "c[i] = 0; // a +", "c[i] = 0; // a +"),
-    ("switch", "case 1:", "case 1:"),
-    ("row", "0.25f, 0.25f,", "0.25f, 0.25f,"),  # a row of an initialiser
-    ("split call", "a[0] +", "a[0] +"),  # inside the call's brackets: the next line is its argument
-    ("repeat typed", "a[i] +", "a[i] +"),  # mid-line: what was typed decides
-    ("empty", "c[i] = a[i] +\n        1.0f;", "c[i] = a[i] +\n        1.0f;"),  # ends its statement itself
-]
-
-
 @pytest.mark.parametrize(("filter_", "table"), [
     (strip_special_tokens, STRIP_SPECIAL_TOKENS),
     (cut_suffix_repeat, CUT_SUFFIX_REPEAT),
@@ -411,7 +393,6 @@ DROP_UNFINISHED_LINE = [
     (drop_block_closer, DROP_BLOCK_CLOSER),
     (drop_neighbour_repeat, DROP_NEIGHBOUR_REPEAT),
     (drop_comment_only, DROP_COMMENT_ONLY),
-    (drop_unfinished_line, DROP_UNFINISHED_LINE),
 ], ids=lambda value: getattr(value, "__name__", ""))
 def test_golden(filter_: object, table: list[tuple[str, str, str | None]]) -> None:
     assert callable(filter_)

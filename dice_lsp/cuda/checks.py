@@ -289,6 +289,9 @@ _NO_EFFECT = frozenset({"identifier", "qualified_identifier", "field_expression"
                         "binary_expression", "pointer_expression", "sizeof_expression", "number_literal",
                         "string_literal", "concatenated_string", "char_literal", "true", "false", "null", "this"})
 _MACRO_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
+# tokens an expression cannot end with (`<`/`>` may close a template's head, `:` a label: not here)
+_WANTS_OPERAND = frozenset({"=", "+", "-", "*", "/", "%", "^", "|", "&", "||", "&&", "<<", ">>", "?", "(", "[", "!",
+                            "~", "==", "!=", "<=", ">=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="})
 
 
 def _does_nothing(statement: Node) -> bool:
@@ -663,8 +666,42 @@ class CheckContext:
                     return False
             elif not any(low <= error.start and error.end <= high for low, high in zones):  # elsewhere: only old
                 return False
-        return not _returns_value_from_void(tree.root_node, first, last) and not _ill_formed(tree.root_node, first,
-                                                                                             last)
+        root = tree.root_node
+        return (not _returns_value_from_void(root, first, last) and not _ill_formed(root, first, last)
+                and self._takes_next_line(root, data) is None)
+
+    def _statement(self, node: Node) -> Node:
+        """The statement (or other item of a block, a list or a file) that holds `node`."""
+        while node.parent is not None and node.parent.type not in _LEVELS:
+            node = node.parent
+        return node
+
+    def _takes_next_line(self, root: Node, data: bytes) -> tuple[int, int] | None:
+        """For a one-line fill on an empty line that ends wanting an operand (`int n =`, `x +`, `f(`): the byte
+        span of that last token when the fill's statement takes in the next line of code, which in the base is a
+        statement of its own with no error (`int64_t end =` then `seg.offset = cur;` parses as one
+        declaration); None otherwise (a next line the base could not place, such as the rest of a call split
+        over lines, may be what the fill was to open)."""
+        first, last = self._hole, self._hole + len(data)
+        if b"\n" in data or self._prefix[self._prefix.rfind(b"\n") + 1:].strip():
+            return None
+        leaves = [n for n in _overlapping(root, first, last)
+                  if n.child_count == 0 and not n.is_missing and n.end_byte <= last and n.type != "comment"]
+        end = max(leaves, key=lambda n: n.end_byte, default=None)
+        if end is None or end.type not in _WANTS_OPERAND:
+            return None
+        new_line = (self._prefix + data + self._suffix).find(b"\n", last)
+        if new_line < 0 or self._statement(end).end_byte <= new_line:
+            return None
+        following = self._suffix.find(b"\n")
+        code = re.search(rb"\S", self._suffix[following + 1:]) if following >= 0 else None
+        if code is None:
+            return None
+        below = self._base_tree.root_node.descendant_for_byte_range(*(2 * [self._hole + following + 1 + code.start()]))
+        statement = self._statement(below) if below is not None else None
+        if statement is None or statement.has_error or statement.is_error:
+            return None
+        return end.start_byte, end.end_byte
 
     def _breaks_inside(self, root: Node, first: int, last: int) -> bool:
         """Whether the fill (bytes [first, last) of the new text `root`) sits in an ERROR node with an error
@@ -946,8 +983,9 @@ class CheckContext:
         root, data, first, last = self._placed(fill)
 
         spans = [(e.start, e.end) for e in _errors(root) if e.end >= first and e.start <= last]
+        taken = self._takes_next_line(root, data)
         return [(_fill_offset(data, first, low), _fill_offset(data, first, high))
-                for low, high in spans + _ill_formed(root, first, last)]
+                for low, high in spans + _ill_formed(root, first, last) + ([taken] if taken else [])]
 
     @cached_property
     def _arities(self) -> dict[str, list[tuple[int, float]]]:

@@ -650,29 +650,10 @@ def drop_comment_only(fill: str, ctx: FillContext) -> str | None:
     return None
 
 
-_NEEDS_OPERAND = re.compile(r"(?:[-+*/%^|&=?(\[!~]|<<|>>)$")
-
-
-def drop_unfinished_line(fill: str, ctx: FillContext) -> str | None:
-    """Drop a one-line fill on an empty line at statement level that ends wanting an operand (`int n =`,
-    `x +`, `f(`): it takes the next line, a statement of its own in the document, as the rest of its
-    expression (`int64_t end =` then `seg.offset = current;` parses as one declaration). Not when the line
-    below is indented deeper than the hole (it continues a statement the hole's line starts). A `,` may end a
-    row of an initialiser and `<`/`>`/`:` a template head or a label: those stay.
-    """
-    code = _uncomment(fill).strip()
-    below = ctx.line_below
-    continued = len(below) - len(below.lstrip()) > len(ctx.line_before)  # indented deeper: a continuation
-    if (ctx.hole.kind != "line" or ctx.line_before.strip() or "\n" in code or continued
-            or ctx.open_brackets[-1:] not in ("", "{") or not _NEEDS_OPERAND.search(code)):
-        return fill
-    return None
-
-
 FILTERS: tuple[Filter, ...] = (strip_special_tokens, strip_retyped_word, cut_suffix_repeat, balance_braces,
                                fix_indentation, drop_degenerate, cut_line_at_statement_end, cut_marker_at_its_line,
                                balance_brackets, close_open_brackets, drop_block_closer, drop_neighbour_repeat,
-                               drop_comment_only, drop_unfinished_line)
+                               drop_comment_only)
 
 
 def postprocess(fill: str, ctx: FillContext, filters: tuple[Filter, ...] = FILTERS) -> str | None:

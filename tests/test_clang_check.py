@@ -19,6 +19,7 @@ from dice_lsp.engine.infill import Draft
 from dice_lsp.engine.tokenizer import Tokenizer
 from dice_lsp.settings import Settings
 from dice_lsp.textdoc import Position
+from dice_lsp.toolchain import clang
 from dice_lsp.toolchain.clang import Built, ClangJudge, clang_judge, find_clang, preamble_lines
 from dice_lsp.toolchain.flags import CompileFlags
 
@@ -48,6 +49,15 @@ def _judge(base: str = BASE, folder: Path | None = None) -> ClangJudge:
             pytest.fail(reason)
         pytest.skip(reason)
     return judge
+
+
+@pytest.fixture(autouse=True)
+def patient_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Verdicts are tested here, not timing (the tests of the bounds set their own): on a loaded machine (CI's
+    two test workers on two cores) a check may outlast the product's bounds, and two slow checks in a row
+    would end clang for the module's file, failing every test after them."""
+    monkeypatch.setattr(clang, "COLD_CHECK_TIMEOUT_S", 60.0)
+    monkeypatch.setattr(clang, "WARM_CHECK_TIMEOUT_S", 60.0)
 
 
 @pytest.fixture(scope="module")

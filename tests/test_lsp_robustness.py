@@ -191,8 +191,9 @@ def test_every_inline_completion_is_answered_whatever_its_position_and_text(lsp:
         assert complete(msg_id, line, character)["error"] == {
             "code": INVALID_PARAMS, "message": "textDocument/inlineCompletion: the params do not fit the method"}
     at_end = complete(5, 2, 2**31 - 1)["result"]  # past the line's end: the line's end, as LSP says
-    items = at_end["items"]
-    assert items and all(item["range"]["start"] == {"line": 2, "character": 4} for item in items), at_end
+    assert isinstance(at_end["items"], list)
+    assert all(item["range"]["start"] == {"line": 2, "character": 4} for item in at_end["items"]), at_end
+    assert complete(7, 2, 4)["result"] == at_end  # the same answer as at the line's end (greedy: deterministic)
     assert complete(6, 99, 0)["result"] is None  # a line past the text: nothing to fill there
     assert "UnicodeEncodeError" not in lsp.stderr()
 

@@ -1,5 +1,5 @@
 """Completions on real CUDA files the suite does not hold: the product's path (`dice-lsp complete`, the type check
-on) at editor-like positions, with a verdict of its own on what was shown.
+on with an editor's time bounds) at editor-like positions, with a verdict of its own on what was shown.
 
     python bench/real_code.py PATH [PATH ...] [--files 100] [--seed 1] [--json rows.jsonl]
 
@@ -98,7 +98,7 @@ def run_one(backend: LocalBackend, path: Path, kind: str, document: str, cursor:
     row: dict[str, Any] = {"file": str(path), "kind": kind, "line": cursor.line, "character": cursor.character}
     started = time.perf_counter()
     try:
-        completion = backend.complete(str(path), document, cursor, settings, False).completion
+        completion = backend.complete(str(path), document, cursor, settings, False, patient=False).completion
         row.update(hole=completion.hole, texts=completion.texts, withheld=completion.withheld,
                    checks=[c.to_json() for c in completion.checks or []], latency_ms=completion.latency_ms)
         if completion.texts:

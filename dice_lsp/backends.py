@@ -172,7 +172,9 @@ class LocalBackend:
         return self._model
 
     def complete(self, file: str, text: str, position: Position, settings: Settings,
-                 compile_check: bool) -> Completed:
+                 compile_check: bool, patient: bool = True) -> Completed:
+        """The completion at `position`; `patient`: clang's check gets the time it needs (a command waits for its
+        answer; False: an editor's bounds)."""
         from dice_lsp.complete import complete_at, front_end_for, nvcc_compiler
         from dice_lsp.cuda.checks import header_names
 
@@ -180,7 +182,7 @@ class LocalBackend:
         header_names()  # the names check's index: built once per nvcc (a few seconds), then read from disk
         folder = Path(file).resolve().parent
         compiler = nvcc_compiler(text, folder, settings.compile_flags(folder)) if compile_check else None
-        front_end = front_end_for(text, folder, settings.compile_flags(folder), settings)
+        front_end = front_end_for(text, folder, settings.compile_flags(folder), settings, patient=patient)
         with step_bar("denoising") as bar:
             completion = complete_at(model, text, position, settings, progress=lambda _calls: bar.update(1),
                                      compiler=compiler, front_end=front_end)

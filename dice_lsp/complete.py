@@ -336,16 +336,19 @@ def nvcc_compiler(base: str, folder: Path, flags: CompileFlags, cache: CompileCa
 
 
 def front_end_for(base: str, folder: Path | None, flags: CompileFlags, settings: Settings,
-                  nvcc: Path | None = None) -> Compiler | None:
+                  nvcc: Path | None = None, patient: bool = False) -> Compiler | None:
     """clang's front-end judge of fills of `base` (`dice_lsp.toolchain.clang`); None when `dice.typeCheck` is
-    off, or there is no clang (or none that reads the CUDA toolkit's headers)."""
+    off, or there is no clang (or none that reads the CUDA toolkit's headers). `patient`: for a caller who waits
+    for the answer (a command, not an editor): the checks get the time they need, within
+    `clang.PATIENT_CHECK_TIMEOUT_S`."""
     if not settings.type_check:
         return None
     from dice_lsp.toolchain.clang import clang_judge
     from dice_lsp.toolchain.nvcc import find_nvcc
 
     try:
-        return clang_judge(lf_text(base)[0], folder, flags, settings.clang, nvcc or find_nvcc(settings.nvcc))
+        return clang_judge(lf_text(base)[0], folder, flags, settings.clang, nvcc or find_nvcc(settings.nvcc),
+                           patient)
     except DiceError as exc:
         LOG.debug("no clang check: %s", exc)
         return None

@@ -451,3 +451,13 @@ def _built(base: str) -> Built:
         time.sleep(0.1)
     assert built is not None, "the preamble's build did not end within 60 s"
     return built
+
+
+def test_a_command_gives_the_check_the_time_it_needs_and_an_editor_bounds_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(clang, "COLD_CHECK_TIMEOUT_S", 0.4)  # the product's bounds (this module widens them)
+    monkeypatch.setattr(clang, "WARM_CHECK_TIMEOUT_S", 0.3)
+    editor, command = _judge(), clang_judge(BASE, None, CompileFlags(), patient=True)
+    assert command is not None and command.front is not None and editor.front is not None
+    assert editor.front.cold_timeout < 5 and editor.front.warm_timeout < 5
+    assert command.front.cold_timeout == command.front.warm_timeout == clang.PATIENT_CHECK_TIMEOUT_S
+    assert command(filled("y[i] = p.c;")) is False  # the same verdicts

@@ -61,6 +61,10 @@ COLD_CHECK_FACTOR = 2.5
 # row, the file is as unreadable as one whose preamble build timed out: its completions get the cheap checks.
 WARM_CHECK_TIMEOUT_S = 0.3
 WARM_CHECK_FACTOR = 2.0
+# A caller who waits for the answer (`dice-lsp complete`, not an editor) gives a check this long at least: the
+# bounds above keep an editor's completion fast and may leave a one-shot command, or a loaded machine, with no
+# verdict (its first check is always cold).
+PATIENT_CHECK_TIMEOUT_S = 20.0
 SLOW_RUNS = 2  # completions in a row whose check ran past its time, after which a file gets no more clang runs
 PREAMBLES_KEPT = 32  # precompiled preambles kept (one per file and flags; least recently used dropped)
 BUILD_NICENESS = 10  # preamble builds run in the background at this lower CPU priority (`Preambles`)
@@ -114,16 +118,17 @@ class FrontEnd:
     arguments: tuple[str, ...]
     readable: tuple[Path, ...]  # folders the runs read besides the request's (the stubs)
     header_seconds: float = 0.0  # how long the self-test kernel (the runtime's headers) took to read
+    least_seconds: float = 0.0  # a run may take at least this long (`PATIENT_CHECK_TIMEOUT_S` for a patient judge)
 
     @property
     def cold_timeout(self) -> float:
         """The time a run without a precompiled preamble may take (`COLD_CHECK_TIMEOUT_S`)."""
-        return max(COLD_CHECK_TIMEOUT_S, COLD_CHECK_FACTOR * self.header_seconds)
+        return max(COLD_CHECK_TIMEOUT_S, COLD_CHECK_FACTOR * self.header_seconds, self.least_seconds)
 
     @property
     def warm_timeout(self) -> float:
         """The time a run with the precompiled preamble may take (`WARM_CHECK_TIMEOUT_S`)."""
-        return max(WARM_CHECK_TIMEOUT_S, WARM_CHECK_FACTOR * self.header_seconds)
+        return max(WARM_CHECK_TIMEOUT_S, WARM_CHECK_FACTOR * self.header_seconds, self.least_seconds)
 
 
 def _run(front: FrontEnd, argv: list[str], scratch: Path, readable: list[Path],
@@ -489,8 +494,10 @@ class ClangJudge:
     count). `new_errors` says where
     those errors are (for re-masking what clang points at). The base is judged once, beside the first fill."""
 
-    def __init__(self, clang: Path, cuda: Path, base: str, folder: Path | None, flags: CompileFlags) -> None:
+    def __init__(self, clang: Path, cuda: Path, base: str, folder: Path | None, flags: CompileFlags,
+                 patient: bool = False) -> None:
         self.clang, self.cuda, self.base, self.folder, self.flags = clang, cuda, base, folder, flags
+        self.patient = patient  # runs get `PATIENT_CHECK_TIMEOUT_S` at least (a caller who waits for the answer)
         self.known: set[str] | None = None
         self.base_known = True
         self.base_lines: list[int] = []  # where the base's errors are (-1: in an included file)
@@ -502,7 +509,8 @@ class ClangJudge:
     def front(self) -> FrontEnd | None:
         """How this clang reads the toolkit: found once per process, on the first check (off the editor's
         event loop: checks run beside the model)."""
-        return front_end(self.clang, self.cuda)
+        front = front_end(self.clang, self.cuda)
+        return replace(front, least_seconds=PATIENT_CHECK_TIMEOUT_S) if front is not None and self.patient else front
 
     def warm(self, wait: float = 0.0) -> None:
         """Start clang's one-time work for the base's file: how this clang reads the toolkit (blocks the first
@@ -564,7 +572,7 @@ class ClangJudge:
 
 
 def clang_judge(base: str, folder: Path | None, flags: CompileFlags, clang: str | None = None,
-                nvcc: Path | None = None) -> ClangJudge | None:
+                nvcc: Path | None = None, patient: bool = False) -> ClangJudge | None:
     """A `ClangJudge` for fills of `base`; None when there is no clang or no CUDA toolkit (a clang that cannot read
     the toolkit's headers is found out at the first check, whose verdicts are then None)."""
     from dice_lsp.sandbox import toolkit_roots
@@ -576,4 +584,4 @@ def clang_judge(base: str, folder: Path | None, flags: CompileFlags, clang: str 
     except DiceError as exc:
         LOG.debug("no clang check: %s", exc)
         return None
-    return ClangJudge(found, roots[0], base, folder, flags) if found is not None and roots else None
+    return ClangJudge(found, roots[0], base, folder, flags, patient) if found is not None and roots else None

@@ -25,7 +25,7 @@ from typing import Any
 from lsp_latency import start
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
-from real_code import cuda_files
+from real_code import sampled_files
 
 TIMEOUT_S = 60
 SETTINGS = {"device": "cpu", "diagnostics": True, "benchOnSave": False}
@@ -116,9 +116,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=5)
     parser.add_argument("--json", type=Path, help="also write every request here")
     args = parser.parse_args()
-    files = cuda_files(args.paths)
-    if len(files) > args.files:
-        files = sorted(random.Random(args.seed).sample(files, args.files))
+    files = sampled_files(args.paths, args.files, random.Random(args.seed))
     if not files:
         print("bench: no .cu or .cuh files", file=sys.stderr)
         return 2

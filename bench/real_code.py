@@ -93,6 +93,12 @@ def cuda_files(paths: list[str]) -> list[Path]:
     return found
 
 
+def sampled_files(paths: list[str], count: int, rng: random.Random) -> list[Path]:
+    """The `.cu`/`.cuh` files of `paths`, at most `count` of them (a sample drawn with `rng`, in path order)."""
+    files = cuda_files(paths)
+    return sorted(rng.sample(files, count)) if len(files) > count else files
+
+
 def run_one(backend: LocalBackend, path: Path, kind: str, document: str, cursor: Position,
             settings: Settings) -> dict[str, Any]:
     row: dict[str, Any] = {"file": str(path), "kind": kind, "line": cursor.line, "character": cursor.character}
@@ -136,10 +142,8 @@ def main() -> int:
     parser_.add_argument("--seed", type=int, default=1)
     parser_.add_argument("--json", type=Path, help="also write every request here (JSON lines)")
     args = parser_.parse_args()
-    files = cuda_files(args.paths)
     rng = random.Random(args.seed)
-    if len(files) > args.files:
-        files = sorted(rng.sample(files, args.files))
+    files = sampled_files(args.paths, args.files, rng)
     if not files:
         print("bench: no .cu or .cuh files", file=sys.stderr)
         return 2

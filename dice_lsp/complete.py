@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
+import re
 import threading
 import time
 from collections import OrderedDict
@@ -58,6 +59,7 @@ if TYPE_CHECKING:  # the engine (torch) loads with the model, not with this modu
 
 LOG = logging.getLogger("dice_lsp.complete")
 FILL_MARGIN = 4  # tokens of the window kept free: healing and counting differ from the final encoding
+_SPECIAL = re.compile(r"<\|[^|<>]*\|>")  # a special token as the tokenizer writes it (`<|pad|>`)
 REMASK_ROUNDS = 1  # re-mask and denoise a failing fill at most this often
 REMASK_MARGIN = 2  # characters around an offending span that are masked with it (whole tokens are masked)
 REMASK_GROW = 2  # extra masks after each re-masked span: the rewrite may be a little longer
@@ -168,9 +170,9 @@ class PreparedFill:
         ranked, calls = finish(self, result, filler, compiler, document, pipeline, front_end)
         shown = [s for s in ranked if s.shown]
         elapsed = (time.perf_counter() - self.started) * 1000
-        withheld = None if shown or not ranked else _why(ranked, self)
+        withheld = None if shown else _why(ranked, self) if ranked else _dropped(result.texts)
         if withheld:
-            LOG.debug("completion withheld: %s (best: %r)", withheld, ranked[0].text)
+            LOG.debug("completion withheld: %s (best: %r)", withheld, ranked[0].text if ranked else result.texts[:1])
         return Completion([s.text.replace("\n", self.newline) for s in shown], self.start, self.end, elapsed, calls,
                           self.context.hole.kind, [s.checks for s in shown], withheld)
 
@@ -180,6 +182,14 @@ def _why(ranked: list[Suggestion], prepared: PreparedFill) -> str:
     what = ("does not parse" if not best.parses else _name_fault(ranked[0].text, prepared) if not best.names
             else "does not type-check" if best.types is False else "does not compile")
     return f"no fill passed the checks ({len(ranked)} tried; the best {what})"
+
+
+def _dropped(texts: list[str]) -> str | None:
+    """Why nothing is shown when no fill survived the clean-up filters: None when the model wrote nothing (only
+    white space and special tokens)."""
+    if not any(_SPECIAL.sub("", text).strip() for text in texts):
+        return None
+    return f"no fill was left after clean-up ({len(texts)} written: comments only, repeats or no code)"
 
 
 def _name_fault(text: str, prepared: PreparedFill) -> str:

@@ -238,3 +238,10 @@ def test_the_real_model_fills_crlf_and_lf_alike() -> None:
         runs.append((raw, prepared.start, prepared.end, prepared.completion(FillResult(raw, 1)).withheld))
     assert any(fill_text.strip() for fill_text in runs[0][0])
     assert runs[0] == runs[1]
+
+
+def test_fills_the_clean_up_drops_are_withheld_with_the_reason(prepared: PreparedFill) -> None:
+    completion = prepared.completion(result(("// thread", -0.1), ("// ...<|pad|>", -0.2)))
+    assert completion.texts == []
+    assert completion.withheld == "no fill was left after clean-up (2 written: comments only, repeats or no code)"
+    assert prepared.completion(result(("<|pad|><|pad|>", -0.1), ("  ", -0.2))).withheld is None  # wrote nothing

@@ -429,10 +429,11 @@ def test_an_include_guarded_file_clang_cannot_read_is_not_read_again(tmp_path: P
     fill = base.replace("    \n}", "    float *index = n;\n}", 1)
     assert _judge(base, tmp_path)(fill) is None
     runs: list[list[str]] = []
+    real_run = clang._run
     monkeypatch.setattr(clang, "_run", lambda front, argv, *rest, **kw: runs.append(argv) or "")
     assert _judge(base, tmp_path)(fill) is None and runs == []
     readable = base.replace('#include "project/not_there.h"\n', "")  # other #include lines: judged as before
-    monkeypatch.undo()
+    monkeypatch.setattr(clang, "_run", real_run)  # (not `undo`: the module's generous bounds stay)
     assert _judge(readable, tmp_path)(readable.replace("    \n}", "    float *index = n;\n}", 1)) is False
 
 

@@ -540,3 +540,16 @@ def test_a_fill_that_takes_the_next_statement_as_its_rest_does_not_pass(text: st
     assert parses(text, at, at, fill) is ok
     if not ok and not fill.endswith("("):  # re-masking denoises the end that wants an operand
         assert CheckContext(text, at, at).error_spans(fill) == [(len(fill) - 1, len(fill))]
+
+
+@pytest.mark.parametrize(("text", "open_at_x"), [
+    ("#if 0\nold();\n#else\n__global__ void k() {\n    x();\n#endif\n", 1),  # `#if 0`: its #else is the code
+    ("#if A\nvoid f(int a) {\n#elif B\nvoid f(long a) {\n#else\nvoid f() {\n#endif\n    x;\n}\n", 1),
+    ("void f() {\n#define OPEN {\n    const char* s = \"{\"; // {\n    x;\n}\n", 1),
+    ("namespace a {\nvoid f() {}\nx;\n}\n", 1),
+])
+def test_braces_open_at_a_position_read_one_branch_of_each_conditional(text: str, open_at_x: int) -> None:
+    from dice_lsp.cuda.functions import open_braces
+
+    data = text.encode()
+    assert open_braces(data, data.index(b"x")) == open_at_x

@@ -98,7 +98,7 @@ from pathlib import Path
 import tree_sitter_cuda
 from tree_sitter import Language, Node, Point, Query, QueryCursor, Tree
 
-from dice_lsp.cuda.functions import parser
+from dice_lsp.cuda.functions import parser, top_level_span
 from dice_lsp.errors import DiceError
 
 LOG = logging.getLogger("dice_lsp.checks")
@@ -440,68 +440,6 @@ def _inner_errors(root: Node, low: int, high: int) -> set[tuple[int, int]]:
             found.add((node.start_byte, node.end_byte))
         stack.extend((child, inside or node.is_error) for child in node.children)
     return found
-
-
-_TOKENS = re.compile(rb'//[^\n]*|/\*.*?(?:\*/|\Z)|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|[{};]', re.S)
-_CONTAINER = re.compile(rb'(?:\bnamespace(?:\s+[\w:]+)?|\bextern\s*"C(?:\+\+)?")\s*$')
-
-
-_DIRECTIVE = re.compile(rb"\s*#\s*(\w*)")
-
-
-def _first_branches(data: bytes) -> bytes:
-    """`data` with preprocessor lines (continuations included) and the `#elif`/`#else` branches of every
-    conditional blanked out (same length, line breaks kept): one reading of the code, so that braces a
-    conditional opens twice (`#if A` / `f(a) {` / `#else` / `f(b) {` / `#endif`) count once."""
-    out: list[bytes] = []
-    skipping: list[bool] = []  # per open conditional: whether its current branch is blanked
-    directive = False  # the line continues a directive
-    for line in data.splitlines(keepends=True):
-        match = None if directive else _DIRECTIVE.match(line)
-        if directive or (match is not None and line.lstrip().startswith(b"#")):
-            word = match.group(1) if match is not None else b""
-            if word in (b"if", b"ifdef", b"ifndef"):
-                skipping.append(any(skipping))
-            elif word in (b"elif", b"else") and skipping:
-                skipping[-1] = True
-            elif word == b"endif" and skipping:
-                skipping.pop()
-            directive = line.rstrip(b"\r\n").endswith(b"\\")
-            blank = True
-        else:
-            blank = any(skipping)
-        out.append(re.sub(rb"[^\n]", b" ", line) if blank else line)
-    return b"".join(out)
-
-
-def top_level_span(data: bytes, at: int) -> tuple[int, int] | None:
-    """The byte span of the top-level definition (a function, a class, a global's initialiser) whose braces
-    hold byte `at`, namespaces and `extern "C"` blocks looked through: from just after the `;` or `}` that ends
-    the item before it to its closing `}` (and a `;` right after it). None when `at` is in no such braces or
-    they do not close (found by braces alone: comments, strings, character literals, preprocessor lines and
-    the `#else` branches of conditionals skipped)."""
-    open_at: list[tuple[bool, int]] = []  # per open brace: a container's?, and where its item started
-    item = 0  # where the current item at the (looked-through) top level starts
-    for match in _TOKENS.finditer(_first_branches(data)):
-        token, pos = match.group(), match.start()
-        level = sum(not container for container, _ in open_at)
-        if token == b"{":
-            container = level == 0 and _CONTAINER.search(data[item:pos].strip()) is not None
-            open_at.append((container, item))
-            if container:
-                item = pos + 1
-        elif token == b"}" and open_at:
-            container, started = open_at.pop()
-            if container or level == 1:
-                if not container and started <= at < pos:
-                    after = re.match(rb"\s*;", data[pos + 1:])  # a class's or an initialiser's `;`
-                    return started, pos + 1 + (after.end() if after else 0)
-                item = pos + 1
-        elif token == b";" and level == 0:
-            item = pos + 1
-        if level == 0 and pos > at and not open_at:
-            return None
-    return None
 
 
 def _point_after(point: Point, data: bytes) -> Point:

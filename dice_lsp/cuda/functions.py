@@ -163,6 +163,82 @@ def braces(text: str) -> list[tuple[int, str]]:
     return [(m.start(), m.group()) for m in _TOKENS.finditer(text) if m.group() in ("{", "}")]
 
 
+_BYTE_TOKENS = re.compile(rb'//[^\n]*|/\*.*?(?:\*/|\Z)|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|[{};]', re.S)
+_CONTAINER = re.compile(rb'(?:\bnamespace(?:\s+[\w:]+)?|\bextern\s*"C(?:\+\+)?")\s*$')
+
+
+_DIRECTIVE = re.compile(rb"\s*#\s*(\w*)")
+
+
+_DEAD = re.compile(rb"\s*#\s*if\s+0\s*(?://.*|/\*.*)?")
+
+
+def _first_branches(data: bytes) -> bytes:
+    """`data` with preprocessor lines (continuations included) blanked out, and of every conditional all but one
+    branch: the first, or the first after an `#if 0` (same length, line breaks kept). One reading of the code, so
+    that braces a conditional opens twice (`#if A` / `f(a) {` / `#else` / `f(b) {` / `#endif`) count once."""
+    out: list[bytes] = []
+    branches: list[list[bool]] = []  # per open conditional: [a branch was taken, the current one is taken]
+    directive = False  # the line continues a directive
+    for line in data.splitlines(keepends=True):
+        match = None if directive else _DIRECTIVE.match(line)
+        if directive or (match is not None and line.lstrip().startswith(b"#")):
+            word = match.group(1) if match is not None and not directive else b""
+            if word in (b"if", b"ifdef", b"ifndef"):
+                live = _DEAD.fullmatch(line.rstrip(b"\r\n")) is None
+                branches.append([live, live])
+            elif word in (b"elif", b"else") and branches:
+                branches[-1][1] = not branches[-1][0]
+                branches[-1][0] = True
+            elif word == b"endif" and branches:
+                branches.pop()
+            directive = line.rstrip(b"\r\n").endswith(b"\\")
+            blank = True
+        else:
+            blank = not all(taken for _, taken in branches)
+        out.append(re.sub(rb"[^\n]", b" ", line) if blank else line)
+    return b"".join(out)
+
+
+def top_level_span(data: bytes, at: int) -> tuple[int, int] | None:
+    """The byte span of the top-level definition (a function, a class, a global's initialiser) whose braces
+    hold byte `at`, namespaces and `extern "C"` blocks looked through: from just after the `;` or `}` that ends
+    the item before it to its closing `}` (and a `;` right after it). None when `at` is in no such braces or
+    they do not close (found by braces alone: comments, strings, character literals, preprocessor lines and
+    the `#else` branches of conditionals skipped)."""
+    open_at: list[tuple[bool, int]] = []  # per open brace: a container's?, and where its item started
+    item = 0  # where the current item at the (looked-through) top level starts
+    for match in _BYTE_TOKENS.finditer(_first_branches(data)):
+        token, pos = match.group(), match.start()
+        level = sum(not container for container, _ in open_at)
+        if token == b"{":
+            container = level == 0 and _CONTAINER.search(data[item:pos].strip()) is not None
+            open_at.append((container, item))
+            if container:
+                item = pos + 1
+        elif token == b"}" and open_at:
+            container, started = open_at.pop()
+            if container or level == 1:
+                if not container and started <= at < pos:
+                    after = re.match(rb"\s*;", data[pos + 1:])  # a class's or an initialiser's `;`
+                    return started, pos + 1 + (after.end() if after else 0)
+                item = pos + 1
+        elif token == b";" and level == 0:
+            item = pos + 1
+        if level == 0 and pos > at and not open_at:
+            return None
+    return None
+
+
+def open_braces(data: bytes, at: int) -> int:
+    """How many `{` are open at byte `at` of `data`, read as `top_level_span` reads braces (first branches of
+    conditionals only): 0 at top level."""
+    depth = 0
+    for match in _BYTE_TOKENS.finditer(_first_branches(data[:at])):
+        depth += {b"{": 1, b"}": -1}.get(match.group(), 0)
+    return max(depth, 0)
+
+
 _CONTROL = frozenset({"if", "for", "while", "switch", "catch", "return", "sizeof"})
 
 

@@ -553,3 +553,32 @@ def test_braces_open_at_a_position_read_one_branch_of_each_conditional(text: str
 
     data = text.encode()
     assert open_braces(data, data.index(b"x")) == open_at_x
+
+
+@pytest.mark.parametrize(("fill", "ok"), [
+    ("out[n] = out[n];", False),  # assigned to itself
+    ("out, n;", False),  # a comma of names
+    ("out[0] = 1.f, n++;", True),
+    ("out[n] += out[n];", True),
+    ("int m = m * 2;", False),  # read before it is set
+    ("int m = n * 2;", True),
+    ("int m = sizeof(m);", True),
+    ("int n2 = Cfg::n2;", True),  # another `n2`
+])
+def test_self_assignments_and_self_initialisations_do_not_pass(fill: str, ok: bool) -> None:
+    at = VOID_KERNEL.index("    \n") + 4
+    assert parses(VOID_KERNEL, at, at, fill) is ok
+
+
+@pytest.mark.parametrize(("typed", "fill", "names"), [
+    ("return num_examp", "(out, 1);", False),  # a half-typed `num_examples` called as it is
+    ("return num_examp", ";", False),
+    ("return num_examp", "les;", True),  # finished
+    ("MY_HEADER_MACRO", "(out);", True),  # a whole name typed once (a header's macro, not read here): the user's
+    ("out[0] = num_examples", " + 1;", True),
+])
+def test_the_word_typed_before_the_hole_must_be_a_name_when_the_fill_ends_it(typed: str, fill: str,
+                                                                             names: bool) -> None:
+    text = "__global__ void k(float* out, int num_examples) {\n    " + typed + "\n}\n"
+    at = text.index(typed) + len(typed)
+    assert CheckContext(text, at, at).check(fill).names is names

@@ -295,25 +295,50 @@ _WANTS_OPERAND = frozenset({"=", "+", "-", "*", "/", "%", "^", "|", "&", "||", "
 
 
 def _does_nothing(statement: Node) -> bool:
-    """Whether an expression statement has no effect (`a[i];`, `x + 1;`, `*p;`, `__syncthreads;`): a compiler
-    warns about it and no one means it. An all-caps name alone (`NO_DEVICE_CODE;`) is a macro that may
-    expand to a statement, and `(void)x;` says on purpose that it does nothing: both are kept."""
-    if statement.named_child_count != 1:
-        return False
-    expression = statement.named_children[0]
+    """Whether an expression statement has no effect (`a[i];`, `x + 1;`, `*p;`, `__syncthreads;`, `a, b;`,
+    `x = x;`): a compiler warns about it and no one means it. An all-caps name alone (`NO_DEVICE_CODE;`) is a
+    macro that may expand to a statement, and `(void)x;` says on purpose that it does nothing: both are kept."""
+    return statement.named_child_count == 1 and _without_effect(statement.named_children[0])
+
+
+def _without_effect(expression: Node) -> bool:
     while expression.type == "parenthesized_expression" and expression.named_child_count == 1:
         expression = expression.named_children[0]
+    if expression.type == "comma_expression":
+        return all(_without_effect(part) for part in expression.named_children)
+    if expression.type == "assignment_expression":  # `x = x;`
+        left, right = expression.child_by_field_name("left"), expression.child_by_field_name("right")
+        operator = expression.child_by_field_name("operator")
+        return (left is not None and right is not None and operator is not None and operator.type == "="
+                and left.text == right.text and not left.has_error)
     if expression.type == "identifier" and _MACRO_NAME.fullmatch((expression.text or b"").decode("utf-8", "replace")):
         return False
     operator = expression.child_by_field_name("operator") if expression.type == "binary_expression" else None
     return expression.type in _NO_EFFECT and (operator is None or operator.type not in ("<<", ">>"))
 
 
+def _initialised_with_itself(declarator: Node) -> bool:
+    """Whether an `init_declarator` reads the variable it declares in its own initialiser (`int n = n * 2;`):
+    an uninitialised read, never meant (`sizeof`/`decltype` of it are fine)."""
+    name, value = declarator.child_by_field_name("declarator"), declarator.child_by_field_name("value")
+    if name is None or value is None or name.type != "identifier":
+        return False
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if node.type in ("sizeof_expression", "decltype", "lambda_expression", "qualified_identifier"):
+            continue  # (`Config::n` names another `n`)
+        if node.type == "identifier" and node.text == name.text:
+            return True
+        stack.extend(node.named_children)
+    return False
+
+
 def _ill_formed(root: Node, first: int, last: int) -> list[tuple[int, int]]:
     """Byte spans of constructs in the fill that tree-sitter accepts and no C++ compiler does: a literal with
     a suffix no code may define (`0x`, `1.x`), a structured binding whose type is not `auto` (`float[i] = ...`),
-    `++`/`--` on a value (`++i++`, `5++`); and a statement that does nothing (`_does_nothing`), which compiles
-    with a warning but is never what a user is writing."""
+    `++`/`--` on a value (`++i++`, `5++`); and, compiling with a warning but never what a user is writing, a
+    statement that does nothing (`_does_nothing`) or a variable initialised with itself (`int n = n * 2;`)."""
     spans: list[tuple[int, int]] = []
     for node in _overlapping(root, first, last):  # on a mid-line fill, `1.` before it and `x` from it count
         if node.type == "user_defined_literal":
@@ -330,6 +355,8 @@ def _ill_formed(root: Node, first: int, last: int) -> list[tuple[int, int]]:
                 argument.type == "update_expression" and argument.children[-1].type in ("++", "--")))
         elif node.type == "expression_statement":
             bad = _does_nothing(node)
+        elif node.type == "init_declarator":
+            bad = _initialised_with_itself(node)
         else:
             continue
         if bad:
@@ -657,7 +684,18 @@ class CheckContext:
 
     @cached_property
     def _document_names(self) -> frozenset[str]:
-        return frozenset(names_in(self._base_tree.root_node, self._base_data))
+        """Names written in the document; not the word the user is typing at the hole when it is the start of a
+        longer name of the document and written nowhere else (`return num_examp` with `num_examples` in scope,
+        finished as `num_examp(ptr, idx)`, must not pass on its own half-typed word; a whole name typed once,
+        such as a macro from a header not read here, stays)."""
+        found = frozenset(names_in(self._base_tree.root_node, self._base_data))
+        typing = re.search(rb"[A-Za-z_]\w*$", self._prefix)
+        if typing is None or self._suffix[:1].isalnum() or self._suffix[:1] == b"_":
+            return found
+        word = typing.group().decode("utf-8", "replace")
+        once = len(re.findall(rb"(?<!\w)" + re.escape(typing.group()) + rb"(?!\w)", self._base_data)) == 1
+        started = any(name.startswith(word) and name != word for name in found)
+        return found - {word} if once and started else found
 
     @cached_property
     def _document_words(self) -> frozenset[str]:
@@ -899,7 +937,8 @@ class CheckContext:
         declared: set[str] = set()
         used: list[Node] = []
         attributes: list[Node] = []
-        for node in _overlapping(root, first, last):  # parents before their children
+        typed = re.search(rb"\w$", self._prefix) is not None  # the word typed before the hole, which the fill
+        for node in _overlapping(root, first - typed, last):  # ends if it does not go on with it; parents first
             if node.type in _ATTRIBUTES:
                 attributes.append(node)
             declared.update(text(name) for name in _declared_by(node))

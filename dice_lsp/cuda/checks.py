@@ -546,6 +546,7 @@ class CheckContext:
         self._base_errors = _errors(self._base_tree.root_node)
         self._last: tuple[str, Tree, bytes] | None = None
         self._alone_contexts: dict[tuple[int, int], CheckContext] = {}
+        self._alone_for: dict[str, CheckContext | None] = {}  # per fill: its definition alone (`_alone`)
 
     # -- parsing
 
@@ -594,6 +595,12 @@ class CheckContext:
         text with `fill` in (whose braces may open or close it)."""
         if not self._lost:
             return None
+        if fill in self._alone_for:
+            return self._alone_for[fill]
+        self._alone_for[fill] = alone = self._alone_of(fill)
+        return alone
+
+    def _alone_of(self, fill: str) -> CheckContext | None:
         data = fill.encode("utf-8")
         spans = [] if self._base_span is None else [self._base_span]
         filled = top_level_span(self._prefix + data + self._suffix, self._hole)

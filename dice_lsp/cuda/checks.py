@@ -432,10 +432,15 @@ _LEVELS = frozenset({"compound_statement", "translation_unit", "declaration_list
                      "function_definition", "enumerator_list", "initializer_list", "argument_list"})
 
 
+def _statement(node: Node) -> Node:
+    """The statement (or other item of a block, a list or a file) that holds `node`."""
+    while node.parent is not None and node.parent.type not in _LEVELS:
+        node = node.parent
+    return node
+
+
 def _error(node: Node) -> _Error:
-    statement = node
-    while statement.parent is not None and statement.parent.type not in _LEVELS:
-        statement = statement.parent
+    statement = _statement(node)
     return _Error(node.start_byte, node.end_byte, statement.start_byte, statement.end_byte)
 
 
@@ -642,12 +647,6 @@ class CheckContext:
         return (not _returns_value_from_void(root, first, last) and not _ill_formed(root, first, last)
                 and self._takes_next_line(root, data) is None)
 
-    def _statement(self, node: Node) -> Node:
-        """The statement (or other item of a block, a list or a file) that holds `node`."""
-        while node.parent is not None and node.parent.type not in _LEVELS:
-            node = node.parent
-        return node
-
     def _takes_next_line(self, root: Node, data: bytes) -> tuple[int, int] | None:
         """For a one-line fill on an empty line that ends wanting an operand (`int n =`, `x +`, `f(`): the byte
         span of that last token when the fill's statement takes in the next line of code, which in the base is a
@@ -662,15 +661,14 @@ class CheckContext:
         end = max(leaves, key=lambda n: n.end_byte, default=None)
         if end is None or end.type not in _WANTS_OPERAND:
             return None
-        new_line = (self._prefix + data + self._suffix).find(b"\n", last)
-        if new_line < 0 or self._statement(end).end_byte <= new_line:
+        following = self._suffix.find(b"\n")  # the fill has one line: the next line starts after this break
+        if following < 0 or _statement(end).end_byte <= last + following:
             return None
-        following = self._suffix.find(b"\n")
-        code = re.search(rb"\S", self._suffix[following + 1:]) if following >= 0 else None
+        code = re.search(rb"\S", self._suffix[following + 1:])
         if code is None:
             return None
         below = self._base_tree.root_node.descendant_for_byte_range(*(2 * [self._hole + following + 1 + code.start()]))
-        statement = self._statement(below) if below is not None else None
+        statement = _statement(below) if below is not None else None
         if statement is None or statement.has_error or statement.is_error:
             return None
         return end.start_byte, end.end_byte
@@ -683,9 +681,12 @@ class CheckContext:
         while block is not None and block.parent is not None and block.type not in _LEVELS:
             block = block.parent
         low, high = (first, last) if block is None else (block.start_byte, block.end_byte)
-        old = {(self._shift(lo, size, False), self._shift(hi, size, True))
-               for lo, hi in _inner_errors(self._base_tree.root_node, 0, len(self._base_data))}
+        old = {(self._shift(lo, size, False), self._shift(hi, size, True)) for lo, hi in self._base_inner_errors}
         return bool(_inner_errors(root, low, high) - old)
+
+    @cached_property
+    def _base_inner_errors(self) -> set[tuple[int, int]]:
+        return _inner_errors(self._base_tree.root_node, 0, len(self._base_data))
 
     # -- names
 

@@ -183,7 +183,7 @@ def _first_branches(data: bytes) -> bytes:
     for line in data.splitlines(keepends=True):
         match = None if directive else _DIRECTIVE.match(line)
         if directive or (match is not None and line.lstrip().startswith(b"#")):
-            word = match.group(1) if match is not None and not directive else b""
+            word = match.group(1) if match is not None else b""
             if word in (b"if", b"ifdef", b"ifndef"):
                 live = _DEAD.fullmatch(line.rstrip(b"\r\n")) is None
                 branches.append([live, live])

@@ -92,7 +92,8 @@ def find_hole(text: str, cursor: int, selection: tuple[int, int] | None = None) 
     function = enclosing_function(text, cursor)
     if function is None:
         return None
-    if not text[cursor:].strip() and open_braces(*_bytes_to(text, cursor)) == 0:
+    before = text[:cursor].encode("utf-8")
+    if not text[cursor:].strip() and open_braces(before, len(before)) == 0:
         return None  # the end of the file with every brace closed: top level (tree-sitter may have lost the file)
     if _at_end_of_body(text, cursor, function.closed):
         canvas = KERNEL_BODY_TOKENS if function.is_kernel else BODY_TOKENS
@@ -127,12 +128,6 @@ def _marker_at(text: str, cursor: int) -> tuple[int, int] | None:
     first, last = _line_start(text, cursor), _line_end(text, cursor)
     near = [(s, e) for s, e in find_markers(text) if s <= last and e >= first]
     return min(near, key=lambda span: max(0, span[0] - cursor, cursor - span[1]), default=None)
-
-
-def _bytes_to(text: str, cursor: int) -> tuple[bytes, int]:
-    """The text up to `cursor` as UTF-8, and its length."""
-    data = text[:cursor].encode("utf-8")
-    return data, len(data)
 
 
 def _at_end_of_body(text: str, cursor: int, closed: bool) -> bool:

@@ -263,12 +263,20 @@ def remask(prepared: PreparedFill, suggestion: Suggestion, checker: CheckContext
     sampler = replace(prepared.request.sampler, temperature=0.0)
     if steps is not None and steps < sampler.steps:
         sampler = replace(sampler, steps=steps, min_steps=min(sampler.min_steps, steps))
-    request = replace(prepared.request, candidates=1, lengths=(),
-                      draft=Draft(suggestion.text, spans=spans, grow=REMASK_GROW), sampler=sampler)
+    draft = Draft(suggestion.text, spans=spans, grow=REMASK_GROW, over_fill=_over_fill(prepared))
+    request = replace(prepared.request, candidates=1, lengths=(), draft=draft, sampler=sampler)
     result = filler(request)
     found = suggestions(result.texts, result.scores, prepared.context, checker, filters, renames)
     better = [s for s in found if s.checks.passed > suggestion.checks.passed]
     return (max(better, key=Suggestion.rank) if better else None), result.model_calls
+
+
+def _over_fill(prepared: PreparedFill) -> bool:
+    """Whether a round re-denoises its fill over the first fill's context keys (`Draft.over_fill`, ~75 ms
+    less per round on 2 cores): not after text typed on the hole's line. On the dev pool (169 line and 210
+    mid-line holes) rounds over the kept keys showed 89 line fills instead of 88, but 148 mid-line fills
+    instead of 154 (2 exact ones lost): a few tokens after a half-typed line need the context to see them."""
+    return not prepared.context.line_before.strip()
 
 
 def finish(prepared: PreparedFill, result: FillResult, filler: Filler | None = None,

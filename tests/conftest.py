@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -16,6 +17,16 @@ from .lsp_client import FAKE_MODEL_DIR, FAKE_SERVER, SERVER
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
+
+
+@pytest.fixture(autouse=True)
+def no_kept_contexts() -> None:
+    """Each test starts with no model's context keys kept from another test's fills (`engine.contexts`):
+    tests that count model calls would otherwise find a fill asked before."""
+    contexts = sys.modules.get("dice_lsp.engine.contexts")
+    if contexts is not None:
+        contexts.forget()
+
 
 SPECIALS = ["<|pad|>", "<|eos|>", "<|mask|>", "<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>"]
 CUDA_SNIPPETS = [

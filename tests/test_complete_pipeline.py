@@ -84,9 +84,25 @@ def test_a_planted_unknown_name_is_remasked_and_replaced(prepared: PreparedFill)
         return result(("int j = threadIdx.x;", -0.3))
 
     completion = prepared.completion(result(("int j = tidq.x;", -0.1)), filler)
-    assert [r.draft for r in asked] == [Draft("int j = tidq.x;", spans=((6, 14),), grow=2)]
+    assert [r.draft for r in asked] == [Draft("int j = tidq.x;", spans=((6, 14),), grow=2, over_fill=True)]
     assert completion.texts == ["int j = threadIdx.x;"]
     assert completion.checks == [Checks(True, True, None)]
+
+
+def test_a_round_after_a_half_typed_line_computes_its_context_around_the_draft() -> None:
+    """Rounds re-denoise over the first fill's context keys (`Draft.over_fill`) except after text typed on
+    the hole's line, where the context must see the draft (docs/PERFORMANCE.md: dev pool, mid-line holes)."""
+    typed = KERNEL.replace("    int i = blockIdx.x * blockDim.x + threadIdx.x;", "    int i = ")
+    half = prepare(Tokenizer(EMBEDDED_MODEL), 512, typed, Position(1, 12), Settings())
+    assert half is not None and half.context.line_before == "    int i = "
+    asked: list[FillRequest] = []
+
+    def filler(request: FillRequest) -> FillResult:
+        asked.append(request)
+        return result(("threadIdx.x;", -0.3))
+
+    half.completion(result(("tidq.x;", -0.1)), filler)
+    assert [r.draft.over_fill for r in asked if r.draft] == [False]
 
 
 def test_a_repair_that_fails_as_much_is_not_kept(prepared: PreparedFill) -> None:
@@ -150,7 +166,7 @@ def test_nvcc_s_column_is_remasked_and_the_repair_compiles(prepared: PreparedFil
     completion = prepared.completion(result(("y[i] = s * n;", -0.1)), filler, compiler, KERNEL)
     fill_text = "y[i] = s * n;"
     assert [r.draft for r in asked] == [Draft(fill_text, spans=((fill_text.index("n") - 2, len(fill_text)),),
-                                              grow=2)]
+                                              grow=2, over_fill=True)]
     assert completion.texts == ["y[i] = s * x[i];"]
     assert completion.checks == [Checks(True, True, True)]
     assert len(set(compiler.asked)) == 2  # the fill (its verdict, then where), then its repair

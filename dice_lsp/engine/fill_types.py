@@ -20,13 +20,17 @@ class Draft:
     noise: the share of its tokens masked at random (a fresh draw per candidate);
     spans: character ranges of `text` whose tokens are masked, each followed by `grow` more masks so the
         rewrite may be longer than what it replaces (masks the model fills with pad vanish); an empty
-        range inserts `grow` masks where it is (after the token that ends there).
+        range inserts `grow` masks where it is (after the token that ends there);
+    over_fill: the draft is the in-place fill of this request's hole just made (a re-masking round): denoise
+        it over that fill's context keys where they are kept (`engine.contexts`: window steps only, the draft
+        in the fill's canvas ending in pads) instead of computing the context again around the draft.
     """
 
     text: str
     noise: float = 0.0
     spans: tuple[tuple[int, int], ...] = ()
     grow: int = 4
+    over_fill: bool = False
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.noise <= 1.0:

@@ -18,11 +18,13 @@ import re
 
 import torch
 
+from dice_lsp.engine import contexts
 from dice_lsp.engine.fill_types import CancelCheck, Draft, FillRequest, FillResult, StepProgress
 from dice_lsp.engine.model import LoadedModel
 from dice_lsp.engine.sampler_config import SamplerConfig
 from dice_lsp.engine.sampling import Denoiser, fill_in_place, generate_blocks, generate_causal
 from dice_lsp.engine.tokenizer import Tokenizer
+from dice_lsp.engine.window_graph import window_logits
 from dice_lsp.errors import DiceError, ModelLoadError
 
 
@@ -223,6 +225,39 @@ def in_place_result(model: LoadedModel, request: FillRequest, region: torch.Tens
     return FillResult(texts, model_calls, scores, canvases)
 
 
+def _over_kept_context(model: LoadedModel, request: FillRequest, initial: torch.Tensor, denoiser: Denoiser,
+                       prefix: list[int], suffix: list[int], overlap: str) -> FillResult | None:
+    """A draft of the hole an in-place fill just filled (a re-masking round), re-denoised over that fill's
+    context keys (`contexts`): the draft in the fill's canvas, its tail pads (as a short canvas ends), window
+    steps only. None when they are not kept (another process, evicted, not a fill's hole) or do not apply."""
+    region = region_of(model, request, None)
+    sampler = request.sampler
+    if (request.draft is None or not request.draft.over_fill or model.attention != "bidirectional"
+            or not sampler.context_cache or initial.shape[1] > region or (sampler.block_length or region) < region):
+        return None
+    prefix, suffix = _fit_context(prefix, suffix, model.window - region)
+    lo, special = len(prefix), model.special
+    masked = torch.tensor([*prefix, *([special.mask_id] * region), *suffix], dtype=torch.long, device=model.device)
+    kept = (contexts.find(model.lm, masked, lo, lo + region, origin) for origin in (0, -lo))  # solo fill, stream
+    found = next((context for context in kept if context is not None), None)
+    if found is None:
+        return None
+    x = masked.repeat(initial.shape[0], 1)
+    x[:, lo:lo + initial.shape[1]] = initial
+    x[:, lo + initial.shape[1]:lo + region] = special.pad_id
+    cache, start = found.rows(x.shape[0]), lo + found.origin
+
+    def logits_of(ids: torch.Tensor) -> torch.Tensor:
+        return window_logits(model.lm, ids[:, lo:lo + region], start, cache, None)
+
+    with torch.inference_mode():
+        denoiser.denoise(x, lo, lo + region, logits_of)
+    rows = x[:, lo:lo + region]
+    logp = None if denoiser.logp is None else denoiser.logp[:, lo:lo + region]
+    return FillResult(_decode(model, rows, overlap, True), denoiser.model_calls, _scores(model, rows, logp),
+                      [region] * initial.shape[0])
+
+
 def fill(model: LoadedModel, request: FillRequest, cancel: CancelCheck | None = None,
          progress: StepProgress | None = None) -> FillResult:
     if batch_key(model, request) is not None:
@@ -235,6 +270,9 @@ def fill(model: LoadedModel, request: FillRequest, cancel: CancelCheck | None = 
         raise DiceError(f"{model.name}: an autoregressive model cannot re-denoise a draft; use a diffusion model")
     initial = None if draft is None else draft_rows(model, draft, overlap, request.candidates, request.sampler.seed)
     region = region_of(model, request, initial)
+    if initial is not None and (again := _over_kept_context(model, request, initial, denoiser, prefix, suffix,
+                                                             overlap)) is not None:
+        return again
     if model.attention == "bidirectional" and initial is not None:  # a draft re-denoised in place
         prefix, suffix = _fit_context(prefix, suffix, model.window - region)
         row = [*prefix, *([special.mask_id] * region), *suffix]

@@ -21,6 +21,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
+from dice_lsp.engine import contexts
 from dice_lsp.engine.block_graph import BlockStepper, block_stepper
 from dice_lsp.engine.fill_types import CancelCheck, StepProgress
 from dice_lsp.engine.model import DiffusionLM
@@ -184,28 +185,44 @@ class _ContextCache:
 
     def logits(self, lo: int, hi: int, ids: Tensor) -> Tensor:
         if self.cache is None:
-            cache = self.lm.new_cache()
-            if self.shared_mask is not None:
-                ids = ids.clone()
-                ids[:, lo:hi] = self.shared_mask
-            unique, inverse = torch.unique(ids, dim=0, return_inverse=True) if hasattr(cache, "select") else (ids, None)
-            if inverse is not None and unique.shape[0] < ids.shape[0]:
-                first = torch.zeros(unique.shape[0], dtype=torch.long, device=ids.device)  # a row of each kind
-                first.scatter_(0, inverse, torch.arange(ids.shape[0], device=ids.device))
-                valid = None if self.valid is None else self.valid[first]
-                out = self.lm(unique, self.origin, cache, keep=ids.shape[1], only=slice(lo, hi), valid_keys=valid)
-                cache.select(inverse)
-                out = out[inverse]
-            else:
-                out = self.lm(ids, self.origin, cache, keep=ids.shape[1], only=slice(lo, hi), valid_keys=self.valid)
-            cache.drop(lo, hi)
-            self.cache = cache
-            if self.valid is not None:  # keys are now the context without the window, then the window
-                self.valid = torch.cat((self.valid[:, :lo], self.valid[:, hi:], self.valid[:, lo:hi]), dim=1)
-            return out
+            return self._first(lo, hi, ids)
         if isinstance(self.cache, KVCache):  # the embedded transformer's: its window steps may run static
             return window_logits(self.lm, ids[:, lo:hi], lo + self.origin, self.cache, self.valid)
         return self.lm(ids[:, lo:hi], lo + self.origin, self.cache, valid_keys=self.valid)
+
+    def _first(self, lo: int, hi: int, ids: Tensor) -> Tensor:
+        """The window's first call: the whole sequence once, its context's keys kept for the window's later
+        steps, and for a re-masking round of the same hole (`contexts`)."""
+        cache = self.lm.new_cache()
+        if self.shared_mask is not None:
+            ids = ids.clone()
+            ids[:, lo:hi] = self.shared_mask
+        keeps = self.shared_mask is not None and self.valid is None and isinstance(self.lm, Transformer)
+        unique, inverse = torch.unique(ids, dim=0, return_inverse=True) if hasattr(cache, "select") else (ids, None)
+        if inverse is not None and unique.shape[0] < ids.shape[0]:
+            first = torch.zeros(unique.shape[0], dtype=torch.long, device=ids.device)  # a row of each kind
+            first.scatter_(0, inverse, torch.arange(ids.shape[0], device=ids.device))
+            valid = None if self.valid is None else self.valid[first]
+            out = self.lm(unique, self.origin, cache, keep=ids.shape[1], only=slice(lo, hi), valid_keys=valid)
+            if keeps:
+                self._keep(unique, lo, hi, cache)
+            cache.select(inverse)
+            out = out[inverse]
+        else:
+            out = self.lm(ids, self.origin, cache, keep=ids.shape[1], only=slice(lo, hi), valid_keys=self.valid)
+            if keeps:
+                self._keep(ids, lo, hi, cache)
+        cache.drop(lo, hi)
+        self.cache = cache
+        if self.valid is not None:  # keys are now the context without the window, then the window
+            self.valid = torch.cat((self.valid[:, :lo], self.valid[:, hi:], self.valid[:, lo:hi]), dim=1)
+        return out
+
+    def _keep(self, rows: Tensor, lo: int, hi: int, cache: KVCache) -> None:
+        """Keep each of `rows`' context keys (`cache`'s rows, the window not yet dropped) for a later fill of
+        the same sequence (a re-masking round of the same hole)."""
+        for row in range(rows.shape[0]):
+            contexts.keep(self.lm, rows[row], lo, hi, cache, row, self.origin)
 
 
 def _window_logits(lm: DiffusionLM, lo: int, hi: int, valid: Tensor | None, ids: Tensor) -> Tensor:

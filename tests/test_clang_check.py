@@ -177,7 +177,7 @@ def test_a_fill_clang_rejects_is_remasked_where_it_points_and_the_repair_shown(p
 
     completion = prepared.completion(result(("y[i] = p.c * x[i];", -0.1)), filler, document=BASE,
                                      front_end=judge)
-    assert [r.draft for r in asked] == [Draft("y[i] = p.c * x[i];", spans=((7, 12),), grow=2)]
+    assert [r.draft for r in asked] == [Draft("y[i] = p.c * x[i];", spans=((7, 12),), grow=2, over_fill=True)]
     assert completion.texts == ["y[i] = p.a * x[i];"]
     assert completion.checks == [Checks(True, True, None, True)]
 

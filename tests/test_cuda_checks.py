@@ -570,12 +570,89 @@ def test_self_assignments_and_self_initialisations_do_not_pass(fill: str, ok: bo
     assert parses(VOID_KERNEL, at, at, fill) is ok
 
 
+@pytest.mark.parametrize(("fill", "ok"), [
+    # shown on real files (docs/bench-logs/real_code/set3_*), then withheld:
+    ("int warpMask[0] = n;", False),  # an array from a value: no compiler takes it
+    ("float items[0];", False),  # a zero-length local array
+    ("const int y, m = 1;", False),  # a constant without a value
+    ("auto z;", False),
+    ("int blocks = 1.8;", False),  # the fraction is dropped (-Wliteral-conversion)
+    ("unsigned int u = 0.5f;", False),
+    ("int e = 1e-3;", False),
+    ("int m = n = 0;", False),  # a declaration that assigns another variable
+    ("out[0] = 10[1];", False),  # a number indexed by a number
+    ('printf("<%d, %d> %s");', False),  # the format asks for three values, none given
+    ('printf("%d\\n", n, n);', False),
+    ("out[n] = (out[n]);", False),  # assigned to itself, in parentheses
+    ("out[n] -= out[n];", False),  # a constant written the long way
+    ("n ^= n;", False),
+    ("Iterator<float, int>;", False),  # a template named, not used
+    ("typename Offset;", False),  # a type alone declares nothing
+    ("int;", False),
+    # what users write, kept:
+    ("int w[4] = {1, 2};", True),
+    ('char s[8] = "abc";', True),
+    ("const int q = 3;", True),
+    ("int two = 2.0;", True),  # no fraction lost
+    ("size_t m = 1e3;", True),
+    ("float f = 1.5;", True),
+    ("float v = out[n] = 0.f;", True),  # storing on the way (`T val = buffer[tid] = init;` in real kernels)
+    ("n = out[0] = 0;", True),  # a chain as a statement
+    ('printf("%d %f\\n", n, out[n]);', True),
+    ('printf("%5.*f%%\\n", n, out[n]);', True),  # `*` takes a value, `%%` none
+    ('fprintf(stderr, "%d of %d\\n", n, n);', True),
+    ('snprintf(buf, 8, "%d");', False),
+    ("out[n] *= out[n];", True),  # squares
+])
+def test_constructs_no_compiler_takes_or_no_one_writes_do_not_pass(fill: str, ok: bool) -> None:
+    at = VOID_KERNEL.index("    \n") + 4
+    assert parses(VOID_KERNEL, at, at, fill) is ok
+    if not ok:
+        assert CheckContext(VOID_KERNEL, at, at).error_spans(fill)  # re-masking denoises it again
+
+
+@pytest.mark.parametrize(("fill", "unknown"), [
+    ("out[i] = (in) out[i];", ["in"]),  # a variable cast to, as if it were a type (shown on a real file)
+    ("in x;", ["in"]),
+    ("out[i] = (float) in[i];", []),
+    ("out[i] = in[i] * BLOCK;", []),  # a template's constant
+    ("cub::BlockReduce<float, BLOCK> reduce;", []),
+])
+def test_a_variable_written_as_a_type_is_an_unknown_name(fill: str, unknown: list[str]) -> None:
+    text = ("template <int BLOCK>\n__global__ void k(float* out, const float* in, int n) {\n"
+            "    int i = threadIdx.x;\n    \n}\n")
+    at = text.index("    \n}") + 4
+    found = [name for _, name in CheckContext(text, at, at, HeaderIndex.from_lines(["::cub", "cub"]))
+             .unknown_names(fill)]
+    assert [name for name in found if name not in ("BlockReduce",)] == unknown
+
+
+@pytest.mark.parametrize(("text", "fill", "unknown"), [
+    ("#include <vector>\n__global__ void k(float* out, int n) {\n    std::vector<int> v;\n    \n}\n",
+     "v.push_back(std);", ["std"]),  # a namespace is no value
+    ("__global__ void k(float* out, int n) {\n    namespace cg = cooperative_groups;\n"
+     "    auto block = cg::this_thread_block();\n    \n}\n", "out[0] = cg;", ["cg"]),
+    ("__global__ void k(float* out, int n) {\n    float std = 1.f;\n    \n}\n",
+     "out[n] = std;", []),  # a standard deviation named `std`
+    ("__global__ void k(float* out, int n) {\n    out[0] = std::max(out[0], 0.f);\n    \n}\n",
+     "out[n] = std::min(out[n], 1.f);", []),
+])
+def test_a_namespace_written_as_a_value_is_an_unknown_name(text: str, fill: str, unknown: list[str]) -> None:
+    at = text.index("    \n}") + 4
+    found = [name for _, name in CheckContext(text, at, at, HeaderIndex.from_lines(["max", "min", "push_back"]))
+             .unknown_names(fill)]
+    assert found == unknown
+
+
 @pytest.mark.parametrize(("typed", "fill", "names"), [
     ("return num_examp", "(out, 1);", False),  # a half-typed `num_examples` called as it is
     ("return num_examp", ";", False),
     ("return num_examp", "les;", True),  # finished
     ("MY_HEADER_MACRO", "(out);", True),  # a whole name typed once (a header's macro, not read here): the user's
     ("out[0] = num_examples", " + 1;", True),
+    ("ret", ".copyTo(out, 1);", False),  # the start of `return`, taken for a variable (shown on a real file)
+    ("ret", "urn;", True),
+    ("con", "st int m = 1;", True),
 ])
 def test_the_word_typed_before_the_hole_must_be_a_name_when_the_fill_ends_it(typed: str, fill: str,
                                                                              names: bool) -> None:

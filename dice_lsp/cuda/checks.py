@@ -90,7 +90,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache, cached_property
 from pathlib import Path
@@ -183,6 +183,14 @@ def _wordset(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
+# words a half-typed word may be the start of (`ret` of `return`): then it is no name yet (`_document_names`)
+KEYWORDS = _wordset("""
+alignas alignof auto bool break case catch char class const constexpr const_cast continue decltype default delete
+do double dynamic_cast else enum explicit extern false float for friend goto if inline int long mutable namespace
+new noexcept nullptr operator private protected public register reinterpret_cast return short signed sizeof
+static static_assert static_cast struct switch template this throw true try typedef typename union unsigned using
+virtual void volatile while __global__ __device__ __host__ __shared__ __constant__ __forceinline__ __restrict__
+""")
 BUILTINS = _wordset("""
 threadIdx blockIdx blockDim gridDim warpSize clusterIdx clusterDim
 __syncthreads __syncthreads_count __syncthreads_and __syncthreads_or __syncwarp __threadfence
@@ -286,8 +294,9 @@ STANDARD_SUFFIXES = frozenset({"h", "min", "s", "ms", "us", "ns", "y", "d", "i",
 
 # what a statement of one expression of these kinds does: nothing (a `<<`/`>>` may be a stream's, and is kept)
 _NO_EFFECT = frozenset({"identifier", "qualified_identifier", "field_expression", "subscript_expression",
-                        "binary_expression", "pointer_expression", "sizeof_expression", "number_literal",
-                        "string_literal", "concatenated_string", "char_literal", "true", "false", "null", "this"})
+                        "template_function", "binary_expression", "pointer_expression", "sizeof_expression",
+                        "number_literal", "string_literal", "concatenated_string", "char_literal", "true", "false",
+                        "null", "this"})
 _MACRO_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
 # tokens an expression cannot end with (`<`/`>` may close a template's head, `:` a label: not here)
 _WANTS_OPERAND = frozenset({"=", "+", "-", "*", "/", "%", "^", "|", "&", "||", "&&", "<<", ">>", "?", "(", "[", "!",
@@ -334,32 +343,189 @@ def _initialised_with_itself(declarator: Node) -> bool:
     return False
 
 
+def _unparenthesised(node: Node) -> Node:
+    while node.type == "parenthesized_expression" and node.named_child_count == 1:
+        node = node.named_children[0]
+    return node
+
+
+_SIDE_EFFECTS = frozenset({"call_expression", "update_expression", "assignment_expression"})
+_SELF_NONSENSE = frozenset({"=", "-=", "^=", "/=", "%=", "&=", "|="})  # `x op= x`: x, 0 or 1 (`+=`/`*=` mean 2x, x²)
+
+
+def _assigns_itself(assignment: Node) -> bool:
+    """`x = x`, `x = (x)`, `x -= x`, `x ^= x` anywhere (a statement, a `return`, a loop's update): it keeps x
+    or sets a constant, and a user writes the constant."""
+    left, right = assignment.child_by_field_name("left"), assignment.child_by_field_name("right")
+    operator = assignment.child_by_field_name("operator")
+    if left is None or right is None or operator is None or operator.type not in _SELF_NONSENSE or left.has_error:
+        return False
+    stack = [left]
+    while stack:
+        node = stack.pop()
+        if node.type in _SIDE_EFFECTS:  # `a[i++] = a[i++]` moves on
+            return False
+        stack.extend(node.named_children)
+    return _unparenthesised(left).text == _unparenthesised(right).text
+
+
+def _assigns_in_initialiser(declarator: Node) -> bool:
+    """`int a = b = 0;`, `const int hist = histVal = 0;`: a declaration initialised by assigning another
+    variable (legal, written by no one: `a = b = 0;` as a statement stays, and so does storing to memory on
+    the way, `T val = buffer[tid] = init;`, which real kernels do)."""
+    value = declarator.child_by_field_name("value")
+    left = value.child_by_field_name("left") if value is not None and value.type == "assignment_expression" else None
+    return left is not None and left.type == "identifier"
+
+
+def _array_from_value(declarator: Node) -> bool:
+    """An array declared with `=` and a value that is neither a braced list nor a string (`int w[4] = mask;`):
+    no compiler takes it."""
+    name, value = declarator.child_by_field_name("declarator"), declarator.child_by_field_name("value")
+    return (name is not None and name.type == "array_declarator" and value is not None
+            and value.type not in ("initializer_list", "string_literal", "concatenated_string", "raw_string_literal"))
+
+
+def _zero_length_local(array: Node) -> bool:
+    """`float items[0];` declared in a function: no storage (a zero-length array is a GNU extension for the last
+    member of a struct, which this is not)."""
+    size = array.child_by_field_name("size")
+    owner = array.parent
+    while owner is not None and owner.type in ("array_declarator", "init_declarator", "pointer_declarator"):
+        owner = owner.parent
+    return (size is not None and size.type == "number_literal" and size.text == b"0" and owner is not None
+            and owner.type == "declaration" and owner.parent is not None and owner.parent.type == "compound_statement")
+
+
+_SCALAR_TYPES = frozenset({"primitive_type", "sized_type_specifier"})
+
+
+def _constant_without_value(declaration: Node) -> bool:
+    """A local `const`/`constexpr` scalar or an `auto` variable declared without a value (`const int y;`,
+    `auto z;`): every compiler rejects it."""
+    if declaration.parent is None or declaration.parent.type != "compound_statement":
+        return False
+    kind = declaration.child_by_field_name("type")
+    if kind is None:
+        return False
+    words = {(c.children[0].type if c.child_count else c.type) for c in declaration.children
+             if c.type in ("type_qualifier", "storage_class_specifier")}
+    placeholder = kind.type == "placeholder_type_specifier" and kind.text == b"auto"
+    constant = bool(words & {"const", "constexpr"}) and kind.type in _SCALAR_TYPES and "extern" not in words
+    if not (placeholder or constant):
+        return False
+    return any(child.type == "identifier" for child in declaration.children_by_field_name("declarator"))
+
+
+_INTEGRAL = re.compile(r"(unsigned |signed |long |short )*(int|char|short|long|unsigned|signed|bool|size_t|ssize_t"
+                       r"|ptrdiff_t|u?int(8|16|32|64)_t|u?int_fast(8|16|32|64)_t)")
+_FRACTION = re.compile(r"(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?[fFlL]?")
+
+
+def _fraction_into_integer(declaration: Node) -> bool:
+    """An integer variable initialised with a literal that has a fraction (`int blocks = 1.8;`): the value the
+    code reads is another (clang's -Wliteral-conversion)."""
+    kind = declaration.child_by_field_name("type")
+    if kind is None or kind.type not in _SCALAR_TYPES or not _INTEGRAL.fullmatch(
+            " ".join((kind.text or b"").decode("utf-8", "replace").split())):
+        return False
+    for declarator in declaration.children_by_field_name("declarator"):
+        value = declarator.child_by_field_name("value") if declarator.type == "init_declarator" else None
+        literal = (value.text or b"").decode("utf-8", "replace") if value is not None else ""
+        if value is not None and value.type == "number_literal" and not literal.lower().startswith("0x") and (
+                "." in literal or "e" in literal.lower()) and _FRACTION.fullmatch(literal):
+            number = float(literal.rstrip("fFlL"))
+            if number != int(number):
+                return True
+    return False
+
+
+def _type_alone(node: Node) -> bool:
+    """A type written as a statement of its own (`typename OffsetT;`, `int;`): it declares nothing."""
+    return node.parent is not None and node.parent.type == "compound_statement"
+
+
+def _literal_indexed(subscript: Node) -> bool:
+    """`10[1]`: a number indexed by a number (one side of `[]` must be a pointer or an array)."""
+    argument, indices = subscript.child_by_field_name("argument"), subscript.child_by_field_name("indices")
+    index = indices.named_children if indices is not None else []
+    return (argument is not None and argument.type == "number_literal" and len(index) == 1
+            and index[0].type == "number_literal")
+
+
+_FORMAT_AT = {"printf": 0, "fprintf": 1, "sprintf": 1, "snprintf": 2}
+_CONVERSION = re.compile(r"%(?:%|[-+ #0]*(\*|\d+)?(?:\.(\*|\d+)?)?(?:hh|h|ll|l|j|z|t|L)?([diouxXeEfFgGaAcspn])?)")
+
+
+def _format_mismatch(call: Node) -> bool:
+    """`printf("<%d, %d> %s");`: a printf-family call whose literal format asks for another number of values
+    than it is given (undefined behaviour; compilers warn)."""
+    function, arguments = call.child_by_field_name("function"), call.child_by_field_name("arguments")
+    at = _FORMAT_AT.get((function.text or b"").decode("utf-8", "replace")) if function is not None else None
+    if at is None or arguments is None or function is None or function.type != "identifier":
+        return False
+    values = [a for a in arguments.named_children if a.type != "comment"]
+    if len(values) <= at or values[at].type != "string_literal":
+        return False
+    wanted = 0
+    for match in _CONVERSION.finditer((values[at].text or b"").decode("utf-8", "replace")):
+        if match.group() == "%%":
+            continue
+        if match.group(3) is None:
+            return False  # not a conversion this reads (a macro's `%` or a typo): no verdict
+        wanted += 1 + (match.group(1) == "*") + (match.group(2) == "*")
+    return wanted != len(values) - at - 1
+
+
+def _undefinable_suffix(literal: Node) -> bool:
+    """A literal with a suffix no code may define (`0x`, `1.x`: user-defined suffixes start with `_`)."""
+    suffix = next((c for c in literal.named_children if c.type == "literal_suffix"), None)
+    word = (suffix.text or b"").decode("utf-8", "replace") if suffix is not None else "_"
+    return not word.startswith("_") and word not in STANDARD_SUFFIXES
+
+
+def _typed_binding(binding: Node) -> bool:
+    """A structured binding whose type is not `auto` (`float[i] = ...`)."""
+    declaration = binding.parent.parent if binding.parent is not None else None
+    kind = declaration.child_by_field_name("type") if declaration is not None else None
+    return kind is not None and kind.type != "placeholder_type_specifier" and kind.text != b"auto"
+
+
+def _updates_a_value(update: Node) -> bool:
+    """`++`/`--` on a value (`++i++`, `5++`)."""
+    argument = update.child_by_field_name("argument")
+    return argument is not None and (argument.type in ("number_literal", "string_literal") or (
+        argument.type == "update_expression" and argument.children[-1].type in ("++", "--")))
+
+
+# what `_ill_formed` asks of each kind of node
+_ILL_FORMED: dict[str, tuple[Callable[[Node], bool], ...]] = {
+    "user_defined_literal": (_undefinable_suffix,),
+    "structured_binding_declarator": (_typed_binding,),
+    "update_expression": (_updates_a_value,),
+    "expression_statement": (_does_nothing,),
+    "init_declarator": (_initialised_with_itself, _assigns_in_initialiser, _array_from_value),
+    "assignment_expression": (_assigns_itself,),
+    "array_declarator": (_zero_length_local,),
+    "declaration": (_constant_without_value, _fraction_into_integer),
+    "subscript_expression": (_literal_indexed,),
+    "call_expression": (_format_mismatch,),
+    "primitive_type": (_type_alone,),
+    "dependent_type": (_type_alone,),
+}
+
+
 def _ill_formed(root: Node, first: int, last: int) -> list[tuple[int, int]]:
-    """Byte spans of constructs in the fill that tree-sitter accepts and no C++ compiler does: a literal with
-    a suffix no code may define (`0x`, `1.x`), a structured binding whose type is not `auto` (`float[i] = ...`),
-    `++`/`--` on a value (`++i++`, `5++`); and, compiling with a warning but never what a user is writing, a
-    statement that does nothing (`_does_nothing`) or a variable initialised with itself (`int n = n * 2;`)."""
+    """Byte spans of constructs in the fill that tree-sitter accepts and no C++ compiler does (a literal suffix
+    no code may define, a typed structured binding, `++` on a value, an array from a value, a constant or
+    `auto` without a value, a number indexed by a number, a type alone); and, compiling at most with a
+    warning but never what a user is writing, a statement that does nothing, a variable initialised with
+    itself or with an assignment, an assignment of a variable to itself, a zero-length local array, a
+    fraction into an integer, a printf format that does not match its values (`_ILL_FORMED`: one small
+    predicate each)."""
     spans: list[tuple[int, int]] = []
     for node in _overlapping(root, first, last):  # on a mid-line fill, `1.` before it and `x` from it count
-        if node.type == "user_defined_literal":
-            suffix = next((c for c in node.named_children if c.type == "literal_suffix"), None)
-            word = (suffix.text or b"").decode("utf-8", "replace") if suffix is not None else "_"
-            bad = not word.startswith("_") and word not in STANDARD_SUFFIXES
-        elif node.type == "structured_binding_declarator":
-            declaration = node.parent.parent if node.parent is not None else None
-            kind = declaration.child_by_field_name("type") if declaration is not None else None
-            bad = kind is not None and kind.type != "placeholder_type_specifier" and kind.text != b"auto"
-        elif node.type == "update_expression":
-            argument = node.child_by_field_name("argument")
-            bad = argument is not None and (argument.type in ("number_literal", "string_literal") or (
-                argument.type == "update_expression" and argument.children[-1].type in ("++", "--")))
-        elif node.type == "expression_statement":
-            bad = _does_nothing(node)
-        elif node.type == "init_declarator":
-            bad = _initialised_with_itself(node)
-        else:
-            continue
-        if bad:
+        if any(bad(node) for bad in _ILL_FORMED.get(node.type, ())):
             spans.append((node.start_byte, node.end_byte))
     return spans
 
@@ -525,6 +691,39 @@ def _words_outside(data: bytes, skipped: list[tuple[int, int]]) -> set[str]:
         at = max(at, hi)
     found.update(_unqualified_words(data[at:]))
     return found
+
+
+_VALUE_PLACES = frozenset({"argument_list", "binary_expression", "assignment_expression", "return_statement",
+                           "expression_statement", "subscript_argument_list", "parenthesized_expression",
+                           "conditional_expression", "unary_expression", "field_expression", "initializer_list"})
+
+
+def _as_value(node: Node) -> bool:
+    """An identifier where a value is read (an argument, an operand, a returned value, an initialiser)."""
+    parent = node.parent
+    if node.type != "identifier" or parent is None:
+        return False
+    if parent.type == "init_declarator":
+        return parent.child_by_field_name("value") == node
+    return parent.type in _VALUE_PLACES
+
+
+_VARIABLES_QUERY = "[(declaration) (parameter_declaration) (optional_parameter_declaration) (for_range_loop)] @d"
+
+
+def _as_type(node: Node) -> bool:
+    """A type name where only a type may be: a cast's (`(T) x`) or a declaration's (`T x;`)."""
+    parent = node.parent
+    if node.type != "type_identifier" or parent is None:
+        return False
+    if parent.type == "type_descriptor":
+        return parent.parent is not None and parent.parent.type == "cast_expression"
+    return parent.type == "declaration" and parent.child_by_field_name("type") == node
+
+
+_NAMESPACES = frozenset({"std", "cub", "thrust", "cooperative_groups", "nvcuda", "cutlass", "cute", "c10"})
+_QUALIFIER = re.compile(rb"(?<![\w:])([A-Za-z_]\w*)\s*::")
+_NAMESPACE_DECLARATION = re.compile(rb"\bnamespace\s+[A-Za-z_]\w*")
 
 
 class CheckContext:
@@ -693,16 +892,17 @@ class CheckContext:
     @cached_property
     def _document_names(self) -> frozenset[str]:
         """Names written in the document; not the word the user is typing at the hole when it is the start of a
-        longer name of the document and written nowhere else (`return num_examp` with `num_examples` in scope,
-        finished as `num_examp(ptr, idx)`, must not pass on its own half-typed word; a whole name typed once,
-        such as a macro from a header not read here, stays)."""
+        longer name of the document or of a keyword and written nowhere else (`return num_examp` with
+        `num_examples` in scope, finished as `num_examp(ptr, idx)`, and `ret` finished as `ret.copyTo(dst)`,
+        must not pass on their own half-typed word; a whole name typed once, such as a macro from a header
+        not read here, stays)."""
         found = frozenset(names_in(self._base_tree.root_node, self._base_data))
         typing = re.search(rb"[A-Za-z_]\w*$", self._prefix)
         if typing is None or self._suffix[:1].isalnum() or self._suffix[:1] == b"_":
             return found
         word = typing.group().decode("utf-8", "replace")
         once = len(re.findall(rb"(?<!\w)" + re.escape(typing.group()) + rb"(?!\w)", self._base_data)) == 1
-        started = any(name.startswith(word) and name != word for name in found)
+        started = any(name.startswith(word) and name != word for name in (*found, *KEYWORDS))
         return found - {word} if once and started else found
 
     @cached_property
@@ -915,7 +1115,35 @@ class CheckContext:
         """A `using namespace` in the document: names of the headers' namespaces reach unqualified code."""
         return b"using namespace" in self._base_data or any("using namespace" in h for h in self.local_headers)
 
+    @cached_property
+    def _namespaces(self) -> frozenset[str]:
+        """Names that are namespaces only, here: the CUDA/C++ ones and those the document qualifies with
+        (`std::`, `cg::`), unless the document also writes one as a value (`float std = sqrt(var);`, a
+        standard deviation), a member (`.std`) or outside `namespace`/`using namespace`."""
+        data = _NAMESPACE_DECLARATION.sub(b" ", self._base_data)
+        found = {m.group(1) for m in _QUALIFIER.finditer(data)} | {name.encode() for name in _NAMESPACES}
+        either = b"|".join(re.escape(name) for name in sorted(found))
+        values = set(re.findall(rb"(?<![\w:.>])(" + either + rb")(?!\w)(?!\s*::)", data))
+        return frozenset(name.decode("utf-8", "replace") for name in found - values)
+
+    @cached_property
+    def _variables(self) -> frozenset[str]:
+        """Names the document declares as variables or parameters outside templates' heads and never writes
+        where tree-sitter reads a type (then they may be types after all)."""
+        root = self._base_tree.root_node
+        declared: set[str] = set()
+        for node in QueryCursor(_query(_VARIABLES_QUERY)).captures(root).get("d", []):
+            if node.parent is None or node.parent.type != "template_parameter_list":
+                declared.update((name.text or b"").decode("utf-8", "replace") for name in _declared_by(node)
+                                if name.type == "identifier")
+        types = QueryCursor(_query("(type_identifier) @t")).captures(root).get("t", [])
+        return frozenset(declared - {(t.text or b"").decode("utf-8", "replace") for t in types})
+
     def _known(self, node: Node, name: str) -> bool:
+        if name in self._namespaces and _as_value(node):  # `push_back(std)`: a namespace is no value
+            return False
+        if _as_type(node) and name in self._variables:  # `(input) out[i]`: a variable is no type
+            return False
         if name in BUILTINS or name in self._local_names:
             return True
         if node.type == "identifier" and _local_like(node):  # a variable: in scope here, or a header's global

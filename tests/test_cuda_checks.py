@@ -271,6 +271,7 @@ def test_header_index_is_built_with_nvcc_and_cached(monkeypatch: pytest.MonkeyPa
         assert {"__syncthreads", "__shfl_down_sync", "__ldg", "threadIdx", "atomicAdd", "CUDART_PI_F", "FLT_MAX",
                 "__CUDA_ARCH__"} <= names.globals
         assert {"BlockReduce", "thread_block"} <= names.scoped
+        assert names.arity["cudaMemcpy"] == (4, 4) and names.arity["__shfl_down_sync"] == (3, 4)
         cached = checks.index_path(nvcc)
         assert cached.is_relative_to(tmp_path) and cached.is_file()
         assert gzip.decompress(cached.read_bytes()).decode().splitlines() == names.lines()
@@ -419,6 +420,30 @@ def test_calls_to_the_documents_functions_take_a_number_of_arguments_they_declar
     context = CheckContext(SCAN, at, at, HeaderIndex.from_lines(["max"]))
     assert [name for _, name in context.wrong_arity(fill)] == wrong
     assert context.check(fill).names is (not wrong)
+
+
+CUDA_ARITIES = HeaderIndex.from_lines(["cudaMemcpy", "(cudaMemcpy 4 4", "__shfl_down_sync", "(__shfl_down_sync 3 4",
+                                       "max", "(max 2 2", "printf", "(printf 1 inf", "cudaMemcpyDeviceToHost"])
+
+
+@pytest.mark.parametrize(("document", "fill", "wrong"), [
+    (SCAN, "cudaMemcpy(out, counts, n, cudaMemcpyDeviceToHost);", []),
+    (SCAN, "cudaMemcpy(out);", ["cudaMemcpy"]),  # shown on a real file as `cudaMemcpy(params.h())`
+    (SCAN, "out[0] = __shfl_down_sync(0xffffffff, n, 1);", []),
+    (SCAN, "out[0] = __shfl_down_sync(n, 1);", ["__shfl_down_sync"]),
+    (SCAN, 'printf("%d %d\\n", n, n);', []),  # variadic
+    (SCAN, "out[0] = max(n);", []),  # a common name projects overload in headers not read here: no verdict
+    ("#define cudaMemcpy(a) my_copy(a)\n" + SCAN, "cudaMemcpy(out);", []),  # the document's own
+])
+def test_calls_to_cuda_functions_of_the_headers_take_a_number_of_arguments_they_declare(
+        document: str, fill: str, wrong: list[str]) -> None:
+    at = document.index("    \n}") + 4
+    assert [name for _, name in CheckContext(document, at, at, CUDA_ARITIES).wrong_arity(fill)] == wrong
+
+
+def test_header_arities_travel_in_the_index_file() -> None:
+    assert HeaderIndex.from_lines(CUDA_ARITIES.lines()) == CUDA_ARITIES
+    assert CUDA_ARITIES.arity["printf"] == (1, float("inf")) and CUDA_ARITIES.arity["cudaMemcpy"] == (4, 4)
 
 
 def test_a_name_the_headers_declare_only_in_a_namespace_is_demanded_of_the_fill() -> None:

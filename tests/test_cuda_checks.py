@@ -614,7 +614,13 @@ def test_self_assignments_and_self_initialisations_do_not_pass(fill: str, ok: bo
     ("Iterator<float, int>;", False),  # a template named, not used
     ("typename Offset;", False),  # a type alone declares nothing
     ("int;", False),
+    ("if (n >= n) out[0] = 1;", False),  # an operator between an operand and itself
+    ("out[0] = n - n;", False),
+    ("if (0 == 0) out[0] = 1;", False),  # `if (0 == 0) {` was shown on the dev split
     # what users write, kept:
+    ("out[0] = (out[n] != out[n]);", True),  # how code tests for NaN
+    ("out[0] = NUM - NUM;", True),  # macros (real kernels write it)
+    ("out[0] = out[n] - out[n - 1];", True),
     ("int w[4] = {1, 2};", True),
     ('char s[8] = "abc";', True),
     ("const int q = 3;", True),

@@ -377,6 +377,8 @@ DROP_COMMENT_ONLY = [
     ("empty", "// zero it\n    c[i] = 0;", "// zero it\n    c[i] = 0;"),
     ("empty", "c[i] = '/';", "c[i] = '/';"),
     ("marker call", "/* none */", "/* none */"),  # a marker may be a comment being rewritten
+    ("marker call", "//", None),  # but not to an empty one (shown for a 2-5-line hole of the suite)
+    ("marker call", "/* */", None),
 ]
 
 @pytest.mark.parametrize(("filter_", "table"), [

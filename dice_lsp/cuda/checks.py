@@ -382,6 +382,32 @@ def _assigns_itself(assignment: Node) -> bool:
     return _unparenthesised(left).text == _unparenthesised(right).text
 
 
+_SAME_OPERANDS = frozenset({"<", ">", "<=", ">=", "&&", "||", "-", "^", "/", "%"})  # `x != x` tests for NaN: kept
+
+
+def _same_operands(expression: Node) -> bool:
+    """`tid >= tid`, `a && a`, `x - x`, `0 == 0`: an operator between an operand and itself, a constant
+    written the long way (`==`/`!=` only between literals: `x != x` is how code tests for NaN)."""
+    left, right = expression.child_by_field_name("left"), expression.child_by_field_name("right")
+    operator = expression.child_by_field_name("operator")
+    if left is None or right is None or operator is None or left.has_error:
+        return False
+    left, right = _unparenthesised(left), _unparenthesised(right)
+    if left.text != right.text:
+        return False
+    if operator.type in ("==", "!="):
+        return left.type in ("number_literal", "char_literal", "true", "false")
+    if left.type == "identifier" and _MACRO_NAME.fullmatch((left.text or b"").decode("utf-8", "replace")):
+        return False  # `NUM_GATES - NUM_GATES`: macros, written so in real kernels
+    stack = [left]
+    while stack:
+        node = stack.pop()
+        if node.type in _SIDE_EFFECTS:  # `f() - f()`, `*p++ - *p++` differ
+            return False
+        stack.extend(node.named_children)
+    return operator.type in _SAME_OPERANDS
+
+
 def _assigns_in_initialiser(declarator: Node) -> bool:
     """`int a = b = 0;`, `const int hist = histVal = 0;`: a declaration initialised by assigning another
     variable (legal, written by no one: `a = b = 0;` as a statement stays, and so does storing to memory on
@@ -519,6 +545,7 @@ _ILL_FORMED: dict[str, tuple[Callable[[Node], bool], ...]] = {
     "expression_statement": (_does_nothing,),
     "init_declarator": (_initialised_with_itself, _assigns_in_initialiser, _array_from_value),
     "assignment_expression": (_assigns_itself,),
+    "binary_expression": (_same_operands,),
     "array_declarator": (_zero_length_local,),
     "declaration": (_constant_without_value, _fraction_into_integer),
     "subscript_expression": (_literal_indexed,),
@@ -533,7 +560,8 @@ def _ill_formed(root: Node, first: int, last: int) -> list[tuple[int, int]]:
     no code may define, a typed structured binding, `++` on a value, an array from a value, a constant or
     `auto` without a value, a number indexed by a number, a type alone); and, compiling at most with a
     warning but never what a user is writing, a statement that does nothing, a variable initialised with
-    itself or with an assignment, an assignment of a variable to itself, a zero-length local array, a
+    itself or with an assignment, an assignment of a variable to itself, an operator between an operand
+    and itself (`tid >= tid`, `0 == 0`), a zero-length local array, a
     fraction into an integer, a printf format that does not match its values (`_ILL_FORMED`: one small
     predicate each)."""
     spans: list[tuple[int, int]] = []

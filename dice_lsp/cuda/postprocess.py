@@ -643,9 +643,11 @@ def drop_comment_only(fill: str, ctx: FillContext) -> str | None:
     The cursor is never in a comment there (no region is offered inside one), so a comment-only fill is
     not what the user is typing: on real files they were `// thread`, `// run run`, commented-out code
     (`// int row = 1`) and `// ...` (the context's mark for code left out, copied). A marker or a selection
-    may be a comment being rewritten: those keep theirs.
+    may be a comment being rewritten: those keep theirs, unless they say nothing (`//`, `/* */`).
     """
-    if ctx.hole.kind not in ("line", "body") or _uncomment(fill).strip():
+    if _uncomment(fill).strip():
+        return fill
+    if ctx.hole.kind not in ("line", "body") and re.sub(r"//|/\*|\*/|\s", "", fill):
         return fill
     return None
 

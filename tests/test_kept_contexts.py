@@ -137,3 +137,20 @@ def test_kept_contexts_are_bounded_in_number_and_bytes(monkeypatch: pytest.Monke
     contexts.keep(lm, torch.tensor([99, 1, 2, 3]), 1, 2, cache(4), 0, 0)
     assert contexts.find(lm, torch.tensor([99, 1, 2, 3]), 1, 2, 0) is not None
     assert sum(contexts.find(lm, row, 1, 2, 0) is not None for row in rows) == 1
+
+
+def test_a_round_over_kept_keys_runs_the_static_window_step_as_the_dynamic_one(
+        model: LoadedModel, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The static step (CUDA graphs on a GPU; here uncaptured on the CPU) loads the kept keys into its fixed
+    buffers: the round's tokens are those of the dynamic path (fp32)."""
+    from dice_lsp.engine import window_graph
+
+    request = first_fill()
+    fill(model, request)
+    dynamic = fill(model, round_of(request))
+    monkeypatch.setattr(window_graph, "PATH", "static")
+    contexts.forget()
+    fill(model, request)
+    static = fill(model, round_of(request))
+    assert static.texts == dynamic.texts
+    assert static.scores == pytest.approx(dynamic.scores, abs=1e-4)

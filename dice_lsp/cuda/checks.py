@@ -324,15 +324,11 @@ def _does_nothing(statement: Node) -> bool:
 
 
 def _without_effect(expression: Node) -> bool:
-    while expression.type == "parenthesized_expression" and expression.named_child_count == 1:
-        expression = expression.named_children[0]
+    expression = _unparenthesised(expression)
     if expression.type == "comma_expression":
         return all(_without_effect(part) for part in expression.named_children)
     if expression.type == "assignment_expression":  # `x = x;`
-        left, right = expression.child_by_field_name("left"), expression.child_by_field_name("right")
-        operator = expression.child_by_field_name("operator")
-        return (left is not None and right is not None and operator is not None and operator.type == "="
-                and left.text == right.text and not left.has_error)
+        return _assigns_itself(expression)
     if expression.type == "identifier" and _MACRO_NAME.fullmatch((expression.text or b"").decode("utf-8", "replace")):
         return False
     operator = expression.child_by_field_name("operator") if expression.type == "binary_expression" else None
@@ -373,13 +369,18 @@ def _assigns_itself(assignment: Node) -> bool:
     operator = assignment.child_by_field_name("operator")
     if left is None or right is None or operator is None or operator.type not in _SELF_NONSENSE or left.has_error:
         return False
-    stack = [left]
+    return _unparenthesised(left).text == _unparenthesised(right).text and not _has_side_effects(left)
+
+
+def _has_side_effects(node: Node) -> bool:
+    """A call, `++`/`--` or an assignment anywhere in `node` (`a[i++]` twice is two places)."""
+    stack = [node]
     while stack:
         node = stack.pop()
-        if node.type in _SIDE_EFFECTS:  # `a[i++] = a[i++]` moves on
-            return False
+        if node.type in _SIDE_EFFECTS:
+            return True
         stack.extend(node.named_children)
-    return _unparenthesised(left).text == _unparenthesised(right).text
+    return False
 
 
 _SAME_OPERANDS = frozenset({"<", ">", "<=", ">=", "&&", "||", "-", "^", "/", "%"})  # `x != x` tests for NaN: kept
@@ -399,13 +400,7 @@ def _same_operands(expression: Node) -> bool:
         return left.type in ("number_literal", "char_literal", "true", "false")
     if left.type == "identifier" and _MACRO_NAME.fullmatch((left.text or b"").decode("utf-8", "replace")):
         return False  # `NUM_GATES - NUM_GATES`: macros, written so in real kernels
-    stack = [left]
-    while stack:
-        node = stack.pop()
-        if node.type in _SIDE_EFFECTS:  # `f() - f()`, `*p++ - *p++` differ
-            return False
-        stack.extend(node.named_children)
-    return operator.type in _SAME_OPERANDS
+    return operator.type in _SAME_OPERANDS and not _has_side_effects(left)  # `f() - f()` may differ
 
 
 def _assigns_in_initialiser(declarator: Node) -> bool:

@@ -759,7 +759,6 @@ def _as_type(node: Node) -> bool:
 
 
 _NAMESPACES = frozenset({"std", "cub", "thrust", "cooperative_groups", "nvcuda", "cutlass", "cute", "c10"})
-_QUALIFIER = re.compile(rb"(?<![\w:])([A-Za-z_]\w*)\s*::")
 _NAMESPACE_DECLARATION = re.compile(rb"\bnamespace\s+[A-Za-z_]\w*")
 
 
@@ -787,6 +786,7 @@ class CheckContext:
         self._base_errors = _errors(self._base_tree.root_node)
         self._last: tuple[str, Tree, bytes] | None = None
         self._alone_contexts: dict[tuple[int, int], CheckContext] = {}
+        self._namespace_verdicts: dict[str, bool] = {}  # `_namespace_only`, per name asked
         self._alone_for: dict[str, CheckContext | None] = {}  # per fill: its definition alone (`_alone`)
 
     # -- parsing
@@ -1153,15 +1153,20 @@ class CheckContext:
         return b"using namespace" in self._base_data or any("using namespace" in h for h in self.local_headers)
 
     @cached_property
-    def _namespaces(self) -> frozenset[str]:
-        """Names that are namespaces only, here: the CUDA/C++ ones and those the document qualifies with
-        (`std::`, `cg::`), unless the document also writes one as a value (`float std = sqrt(var);`, a
-        standard deviation), a member (`.std`) or outside `namespace`/`using namespace`."""
-        data = _NAMESPACE_DECLARATION.sub(b" ", self._base_data)
-        found = {m.group(1) for m in _QUALIFIER.finditer(data)} | {name.encode() for name in _NAMESPACES}
-        either = b"|".join(re.escape(name) for name in sorted(found))
-        values = set(re.findall(rb"(?<![\w:.>])(" + either + rb")(?!\w)(?!\s*::)", data))
-        return frozenset(name.decode("utf-8", "replace") for name in found - values)
+    def _without_namespace_declarations(self) -> bytes:
+        return _NAMESPACE_DECLARATION.sub(b" ", self._base_data)
+
+    def _namespace_only(self, name: str) -> bool:
+        """Whether `name` is a namespace only, here: a CUDA/C++ one or one the document qualifies with (`std::`,
+        `cg::`), and the document never writes it as a value (`float std = sqrt(var);`, a standard deviation),
+        a member (`.std`) or outside `namespace`/`using namespace`. Asked per name a fill uses as a value."""
+        if name not in self._namespace_verdicts:
+            word = name.encode()
+            qualifies = name in _NAMESPACES or (word + b"::" in self._base_data and re.search(  # (a find first:
+                rb"(?<![\w:])" + re.escape(word) + rb"::", self._base_data) is not None)  # most are no qualifiers)
+            self._namespace_verdicts[name] = qualifies and re.search(
+                rb"(?<![\w:.>])" + re.escape(word) + rb"(?!\w)(?!\s*::)", self._without_namespace_declarations) is None
+        return self._namespace_verdicts[name]
 
     @cached_property
     def _variables(self) -> frozenset[str]:
@@ -1177,7 +1182,7 @@ class CheckContext:
         return frozenset(declared - {(t.text or b"").decode("utf-8", "replace") for t in types})
 
     def _known(self, node: Node, name: str) -> bool:
-        if name in self._namespaces and _as_value(node):  # `push_back(std)`: a namespace is no value
+        if _as_value(node) and self._namespace_only(name):  # `push_back(std)`: a namespace is no value
             return False
         if _as_type(node) and name in self._variables:  # `(input) out[i]`: a variable is no type
             return False

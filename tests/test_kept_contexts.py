@@ -128,13 +128,13 @@ def test_kept_contexts_are_bounded_in_number_and_bytes(monkeypatch: pytest.Monke
 
     rows = [torch.tensor([i, 1, 2, 3]) for i in range(contexts.KEPT + 2)]
     for row in rows:
-        contexts.keep(lm, row, 1, 2, cache(4), 0, 0)
+        contexts.keep(lm, row, 1, 2, cache(3), 0, 0)  # the window's column dropped: 3 of 4 keys
     assert contexts.find(lm, rows[0], 1, 2, 0) is None and contexts.find(lm, rows[1], 1, 2, 0) is None
     found = contexts.find(lm, rows[-1], 1, 2, 0)
-    assert found is not None and found.cache.length == 3  # the window's column dropped
+    assert found is not None and found.cache.length == 3
     assert contexts.find(lm, rows[-1], 1, 2, -1) is None  # keys computed at another origin: not these
     monkeypatch.setattr(contexts, "KEPT_BYTES", found.bytes * 2)
-    contexts.keep(lm, torch.tensor([99, 1, 2, 3]), 1, 2, cache(4), 0, 0)
+    contexts.keep(lm, torch.tensor([99, 1, 2, 3]), 1, 2, cache(3), 0, 0)
     assert contexts.find(lm, torch.tensor([99, 1, 2, 3]), 1, 2, 0) is not None
     assert sum(contexts.find(lm, row, 1, 2, 0) is not None for row in rows) == 1
 

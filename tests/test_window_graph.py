@@ -54,7 +54,8 @@ def test_the_static_window_step_fills_as_the_dynamic_cache_does(model: LoadedMod
     for got, want in zip(static, dynamic, strict=True):
         assert got.scores == pytest.approx(want.scores, abs=1e-4)
     assert scheduled(model, asked) == [r.texts for r in dynamic]  # padded, joined contexts too
-    assert window_graph._STEPPERS[model.lm], "the static path ran"  # type: ignore[index]
+    kinds = {key[0] for key in window_graph._STEPPERS[model.lm]}  # type: ignore[index]
+    assert kinds == {"first", "window"}, "first calls and window steps both ran static"
 
 
 def test_a_window_s_later_steps_reuse_its_loaded_context(model: LoadedModel, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -99,8 +100,8 @@ def test_replayed_window_steps_fill_as_the_uncaptured_static_step(native_dir: Pa
             monkeypatch.setattr(window_graph, "PATH", "dynamic")
             assert [fill(model, request).texts for request in asked] == graph, sampler
             monkeypatch.setattr(window_graph, "PATH", "auto")
-    captured = [s for s in window_graph._STEPPERS[model.lm].values() if s.graph is not None]  # type: ignore[index]
-    assert captured, "the graph path ran uncaptured"
+    captured = {key[0] for key, s in window_graph._STEPPERS[model.lm].items() if s.graph is not None}  # type: ignore[index]
+    assert captured == {"first", "window"}, "the graph path ran uncaptured"
 
 
 def test_batches_of_3_and_4_rows_share_one_stepper_and_the_extra_row_changes_nothing(
@@ -126,4 +127,23 @@ def test_batches_of_3_and_4_rows_share_one_stepper_and_the_extra_row_changes_not
             dynamic = lm(window, 40, cache, valid_keys=valid)
         assert static.shape == dynamic.shape == (rows, 8, lm.config.vocab_size)
         assert torch.allclose(static, dynamic, atol=1e-4)
-    assert list(window_graph._STEPPERS[lm]) == [(4, 8, 128)]  # type: ignore[index]
+    assert list(window_graph._STEPPERS[lm]) == [("window", 4, 8, 128)]  # type: ignore[index]
+
+
+def test_a_stacked_cache_selects_and_drops_as_a_per_layer_one() -> None:
+    """The static first call's keys come as two stacked tensors; selecting rows (candidates sharing a context)
+    and dropping a window must give what the per-layer cache gives."""
+    from dice_lsp.engine.transformer import KVCache
+
+    generator = torch.Generator().manual_seed(1)
+    keys, values = (torch.randn(3, 2, 4, 10, 8, generator=generator) for _ in range(2))
+    stacked = KVCache.of_stacked(keys, values)
+    plain = KVCache(3)
+    plain.keys, plain.values = [k.clone() for k in keys], [v.clone() for v in values]
+    for cache in (stacked, plain):
+        cache.select(torch.tensor([1, 1, 0]))
+        cache.drop(2, 5)
+    assert stacked.stacked is not None and stacked.length == plain.length == 7
+    for a, b in zip((*stacked.keys, *stacked.values), (*plain.keys, *plain.values), strict=True):
+        assert a is not None and b is not None and torch.equal(a, b)
+    assert torch.equal(stacked.stacked[0][2], stacked.keys[2])  # the layers are views of the stack

@@ -25,7 +25,6 @@ import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 
-import torch
 from torch import Tensor
 
 from dice_lsp.engine.transformer import KVCache
@@ -47,6 +46,8 @@ class Context:
 
     def rows(self, count: int) -> KVCache:
         """A cache of `count` rows, each this context's (views: nothing is copied)."""
+        if self.cache.stacked is not None:
+            return KVCache.of_stacked(*(t.expand(-1, count, -1, -1, -1) for t in self.cache.stacked))
         out = KVCache(len(self.cache.keys))
         for layer, (k, v) in enumerate(zip(self.cache.keys, self.cache.values, strict=True)):
             assert k is not None and v is not None
@@ -65,13 +66,15 @@ def _key(masked: Tensor, lo: int, hi: int, origin: int) -> Key:
 
 def keep(lm: object, masked: Tensor, lo: int, hi: int, cache: KVCache, row: int, origin: int) -> None:
     """Keep the context keys of row `row` of `cache` (keys of the whole sequence `masked` ([T] ids, window lo..hi
-    masked), computed with column 0 at position `origin`): the window's keys dropped, copied out of `cache`."""
-    one = KVCache(len(cache.keys))
-    for layer, (k, v) in enumerate(zip(cache.keys, cache.values, strict=True)):
-        if k is None or v is None:
-            return
-        one.keys[layer] = torch.cat((k[row:row + 1, :, :lo], k[row:row + 1, :, hi:]), dim=2)
-        one.values[layer] = torch.cat((v[row:row + 1, :, :lo], v[row:row + 1, :, hi:]), dim=2)
+    masked) with the window's dropped, computed with column 0 at position `origin`), copied out of `cache`."""
+    if cache.stacked is not None:
+        one = KVCache.of_stacked(*(t[:, row:row + 1].clone() for t in cache.stacked))
+    else:
+        one = KVCache(len(cache.keys))
+        for layer, (k, v) in enumerate(zip(cache.keys, cache.values, strict=True)):
+            if k is None or v is None:
+                return
+            one.keys[layer], one.values[layer] = k[row:row + 1].clone(), v[row:row + 1].clone()
     entry, key = Context(one, origin), _key(masked, lo, hi, origin)
     with _LOCK:
         kept = _KEPT.setdefault(lm, OrderedDict())

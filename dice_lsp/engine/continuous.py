@@ -49,6 +49,29 @@ from dice_lsp.engine.window_graph import window_logits
 from dice_lsp.errors import Cancelled, DiceError
 
 
+def _commit_greedy(group: list[Stream], width: int, logits: Tensor) -> None:
+    """One denoising step of every stream of `group` from their joined `logits`, sampled and chosen as one batch:
+    what `Denoiser.commit` does per stream (every operation there is per row, and greedy sampling draws nothing
+    from the streams' generators), in a few dozen operations for the whole group instead of per stream (on a
+    GPU each is a launch from Python: the step's cost once its model call is a replayed graph)."""
+    first = group[0].denoiser
+    windows = torch.cat([stream.x[:, stream.start:stream.start + width] for stream in group])
+    masked = windows == first.mask_id
+    steps = torch.tensor([[stream.step] for stream in group for _ in range(stream.rows)], dtype=torch.long,
+                         pin_memory=windows.is_cuda).to(windows.device, non_blocking=True)
+    tokens, confidence = first.sample(logits)
+    chosen = first.choose(tokens, confidence, masked, first.cfg.steps - steps, first.cfg.min_steps - steps)
+    committed = torch.where(chosen, tokens, windows)
+    row = 0
+    for stream in group:
+        rows, lo = slice(row, row + stream.rows), stream.start
+        stream.denoiser.count_call()
+        stream.x[:, lo:lo + width] = committed[rows]
+        stream.denoiser.record(stream.x, lo, lo + width, chosen[rows], confidence[rows])
+        stream.step += 1
+        row += stream.rows
+
+
 def supports(model: LoadedModel, request: FillRequest) -> bool:
     """Whether `request` can be a stream: a batchable in-place fill of the embedded transformer."""
     return isinstance(model.lm, Transformer) and batch_key(model, request) is not None
@@ -151,6 +174,9 @@ class FillScheduler:
                 logits = self._full_call(group, offset, width)
             self.calls += 1
             self.row_steps += logits.shape[0]
+            if len(group) > 1 and group[0].denoiser.cfg.temperature == 0.0:
+                _commit_greedy(group, width, logits)
+                continue
             row = 0
             for stream in group:
                 here = logits[row:row + stream.rows]
@@ -225,6 +251,11 @@ class FillScheduler:
         row = 0
         for stream in group:
             first, keys = lo - stream.lo, stream.x.shape[1] - width
+            if cache.stacked is not None:  # views of the static first call's keys
+                stream.cache = KVCache.of_stacked(
+                    *(t[:, row:row + stream.rows, :, first:first + keys] for t in cache.stacked))
+                row += stream.rows
+                continue
             own = self.lm.new_cache()
             for layer, (k, v) in enumerate(zip(cache.keys, cache.values, strict=True)):
                 assert k is not None and v is not None
@@ -254,10 +285,16 @@ class FillScheduler:
         def padded(parts: list[Tensor | None]) -> Tensor:
             return torch.cat([F.pad(part, (0, 0, 0, longest - part.shape[2])) for part in parts if part is not None])
 
-        joined = self.lm.new_cache()
-        for layer in range(len(joined.keys)):
-            joined.keys[layer] = padded([cache.keys[layer] for cache in members])
-            joined.values[layer] = padded([cache.values[layer] for cache in members])
+        stacks = [cache.stacked for cache in members]
+        if all(stack is not None for stack in stacks):  # two operations per stream, not two per layer
+            joined = KVCache.of_stacked(*(torch.cat([F.pad(stack[i], (0, 0, 0, longest - stack[i].shape[3]))
+                                                     for stack in stacks if stack is not None], dim=1)
+                                          for i in (0, 1)))
+        else:
+            joined = self.lm.new_cache()
+            for layer in range(len(joined.keys)):
+                joined.keys[layer] = padded([cache.keys[layer] for cache in members])
+                joined.values[layer] = padded([cache.values[layer] for cache in members])
         valid = None
         if min(lengths) < longest:  # keys: the context padded to `longest`, then the window
             rows = []

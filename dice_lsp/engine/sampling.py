@@ -21,7 +21,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from dice_lsp.engine import contexts
+from dice_lsp.engine import contexts, window_graph
 from dice_lsp.engine.block_graph import BlockStepper, block_stepper
 from dice_lsp.engine.fill_types import CancelCheck, StepProgress
 from dice_lsp.engine.model import DiffusionLM
@@ -91,11 +91,13 @@ class Denoiser:
         tokens = flat.view(probs.shape[:-1])
         return tokens, probs.gather(-1, tokens[..., None])[..., 0]
 
-    def choose(self, tokens: Tensor, confidence: Tensor, masked: Tensor, steps_left: int,
-               floor_left: int = 1) -> Tensor:
+    def choose(self, tokens: Tensor, confidence: Tensor, masked: Tensor, steps_left: int | Tensor,
+               floor_left: int | Tensor = 1) -> Tensor:
         """Which masked positions to commit now: per row, at least the ceil(remaining / steps_left) most
         confident; the adaptive strategies add the confident ones (see `SamplerConfig`), at most
-        ceil(remaining / floor_left) of them (`floor_left`: calls left before the floor is met).
+        ceil(remaining / floor_left) of them (`floor_left`: calls left before the floor is met). Both counts are
+        ints, or [rows, 1] tensors where rows of generations at different steps are chosen together. Ties in
+        confidence go to the leftmost position (a stable sort), so a row's choice does not depend on its batch.
 
         Pad/EOS predictions compete like any other token: a confident pad is how a region ends early.
         (Ranking pads last made every low-confidence guess past the end of a line win over a confident
@@ -104,7 +106,7 @@ class Denoiser:
         remaining = masked.sum(dim=1, keepdim=True)
         quota = torch.div(remaining + steps_left - 1, steps_left, rounding_mode="floor")
         confidence = confidence.masked_fill(~masked, -math.inf)
-        order = confidence.argsort(dim=1, descending=True)
+        order = confidence.argsort(dim=1, descending=True, stable=True)
         rank = order.argsort(dim=1)
         count = quota
         if self.cfg.strategy == "threshold":
@@ -113,7 +115,11 @@ class Denoiser:
             entropy = self.entropy.masked_fill(~masked, 0.0).gather(1, order)  # most confident first
             spent = entropy.cumsum(dim=1) - entropy.cummax(dim=1).values  # all but the most uncertain
             count = torch.maximum(count, (spent <= self.cfg.entropy_bound).sum(dim=1, keepdim=True))
-        if floor_left > 1:
+        if isinstance(floor_left, Tensor):
+            floored = torch.maximum(quota, torch.minimum(count, torch.div(
+                remaining + floor_left - 1, floor_left.clamp_min(1), rounding_mode="floor")))
+            count = torch.where(floor_left > 1, floored, count)
+        elif floor_left > 1:
             count = torch.maximum(quota, torch.minimum(count, torch.div(
                 remaining + floor_left - 1, floor_left, rounding_mode="floor")))
         return (rank < count) & masked
@@ -191,36 +197,49 @@ class _ContextCache:
         return self.lm(ids[:, lo:hi], lo + self.origin, self.cache, valid_keys=self.valid)
 
     def _first(self, lo: int, hi: int, ids: Tensor) -> Tensor:
-        """The window's first call: the whole sequence once, its context's keys kept for the window's later
-        steps, and for a re-masking round of the same hole (`contexts`)."""
-        cache = self.lm.new_cache()
+        """The window's first call: the whole sequence once (a static call where `window_graph.first_call`
+        serves it), its context's keys kept for the window's later steps, and for a re-masking round of the
+        same hole (`contexts`)."""
         if self.shared_mask is not None:
             ids = ids.clone()
             ids[:, lo:hi] = self.shared_mask
         keeps = self.shared_mask is not None and self.valid is None and isinstance(self.lm, Transformer)
-        unique, inverse = torch.unique(ids, dim=0, return_inverse=True) if hasattr(cache, "select") else (ids, None)
+        stackable = isinstance(self.lm, Transformer)  # a cache with `select` (rows of one kind run once)
+        unique, inverse = torch.unique(ids, dim=0, return_inverse=True) if stackable else (ids, None)
         if inverse is not None and unique.shape[0] < ids.shape[0]:
             first = torch.zeros(unique.shape[0], dtype=torch.long, device=ids.device)  # a row of each kind
             first.scatter_(0, inverse, torch.arange(ids.shape[0], device=ids.device))
             valid = None if self.valid is None else self.valid[first]
-            out = self.lm(unique, self.origin, cache, keep=ids.shape[1], only=slice(lo, hi), valid_keys=valid)
+            out, cache = self._run(unique, lo, hi, valid)
             if keeps:
                 self._keep(unique, lo, hi, cache)
+            assert isinstance(cache, KVCache)
             cache.select(inverse)
             out = out[inverse]
         else:
-            out = self.lm(ids, self.origin, cache, keep=ids.shape[1], only=slice(lo, hi), valid_keys=self.valid)
+            out, cache = self._run(ids, lo, hi, self.valid)
             if keeps:
                 self._keep(ids, lo, hi, cache)
-        cache.drop(lo, hi)
         self.cache = cache
         if self.valid is not None:  # keys are now the context without the window, then the window
             self.valid = torch.cat((self.valid[:, :lo], self.valid[:, hi:], self.valid[:, lo:hi]), dim=1)
         return out
 
-    def _keep(self, rows: Tensor, lo: int, hi: int, cache: KVCache) -> None:
-        """Keep each of `rows`' context keys (`cache`'s rows, the window not yet dropped) for a later fill of
-        the same sequence (a re-masking round of the same hole)."""
+    def _run(self, ids: Tensor, lo: int, hi: int, valid: Tensor | None) -> tuple[Tensor, object]:
+        """Logits of columns lo..hi and the context's keys, the window's dropped."""
+        static = window_graph.first_call(self.lm, ids, self.origin, lo, hi, valid)
+        if static is not None:
+            return static
+        cache = self.lm.new_cache()
+        out = self.lm(ids, self.origin, cache, keep=ids.shape[1], only=slice(lo, hi), valid_keys=valid)
+        if hasattr(cache, "drop"):
+            cache.drop(lo, hi)
+        return out, cache
+
+    def _keep(self, rows: Tensor, lo: int, hi: int, cache: object) -> None:
+        """Keep each of `rows`' context keys (`cache`'s rows, the window dropped) for a later fill of the same
+        sequence (a re-masking round of the same hole)."""
+        assert isinstance(cache, KVCache)
         for row in range(rows.shape[0]):
             contexts.keep(self.lm, rows[row], lo, hi, cache, row, self.origin)
 

@@ -68,11 +68,29 @@ def rotary(positions: Tensor, head_dim: int, theta: float) -> tuple[Tensor, Tens
 
 
 class KVCache:
-    """Keys and values of finished positions, one pair per layer; grows as blocks are committed."""
+    """Keys and values of finished positions, one pair per layer; grows as blocks are committed.
+
+    `stacked`, when set, holds every layer's keys and values as two tensors ([layers, rows, kv heads, length,
+    head dim]) whose views the per-layer lists are: a static first call writes them so (`window_graph`), and
+    selecting rows, dropping a window or copying the keys into a window step is then two operations instead
+    of two per layer (on a GPU each is a kernel launch from Python).
+    """
 
     def __init__(self, num_layers: int) -> None:
         self.keys: list[Tensor | None] = [None] * num_layers
         self.values: list[Tensor | None] = [None] * num_layers
+        self.stacked: tuple[Tensor, Tensor] | None = None
+
+    @classmethod
+    def of_stacked(cls, keys: Tensor, values: Tensor) -> KVCache:
+        """A cache whose layers are views of `keys`/`values` ([layers, rows, kv heads, length, head dim])."""
+        cache = cls(keys.shape[0])
+        cache._stack(keys, values)
+        return cache
+
+    def _stack(self, keys: Tensor, values: Tensor) -> None:
+        self.stacked = (keys, values)
+        self.keys, self.values = list(keys.unbind(0)), list(values.unbind(0))
 
     @property
     def length(self) -> int:
@@ -88,16 +106,23 @@ class KVCache:
             k, v = torch.cat((old_k, k), dim=2), torch.cat((old_v, v), dim=2)
         if keep:
             self.keys[layer], self.values[layer] = k[:, :, :end], v[:, :, :end]
+            self.stacked = None
         return k, v
 
     def select(self, rows: Tensor) -> None:
         """Keep the rows `rows` (indices, repeats allowed): candidates that share a context share its keys."""
+        if self.stacked is not None:
+            self._stack(self.stacked[0].index_select(1, rows), self.stacked[1].index_select(1, rows))
+            return
         for layer, (k, v) in enumerate(zip(self.keys, self.values, strict=True)):
             if k is not None and v is not None:
                 self.keys[layer], self.values[layer] = k.index_select(0, rows), v.index_select(0, rows)
 
     def drop(self, lo: int, hi: int) -> None:
         """Forget cached positions lo..hi (a canvas whose tokens are about to change)."""
+        if self.stacked is not None:
+            self._stack(*(torch.cat((t[:, :, :, :lo], t[:, :, :, hi:]), dim=3) for t in self.stacked))
+            return
         for layer, (k, v) in enumerate(zip(self.keys, self.values, strict=True)):
             if k is not None and v is not None:
                 self.keys[layer] = torch.cat((k[:, :, :lo], k[:, :, hi:]), dim=2)
@@ -336,8 +361,9 @@ class Transformer(nn.Module):
             return fused
 
     @torch.no_grad()
-    def static_forward(self, ids: Tensor, positions: Tensor, cache: StepCache, only: slice) -> Tensor:
-        """Logits of the columns `only` of `ids` ([rows, T]) placed at `positions` ([T] long, on the device).
+    def static_forward(self, ids: Tensor, positions: Tensor, cache: StepCache, only: slice | Tensor) -> Tensor:
+        """Logits of the columns `only` of `ids` ([rows, T]) placed at `positions` ([T] long, on the device);
+        `only` as a tensor of column indices (on the device) lets a replayed call pick other columns.
 
         Static shapes: everything here depends on the shapes of `ids` and `cache` alone (no host value of
         the positions), so one call can be captured as a CUDA graph and replayed with new ids/positions
@@ -365,7 +391,8 @@ class Transformer(nn.Module):
                 for i, (layer, weights) in enumerate(zip(self.model.layers, fused, strict=True)):
                     assert isinstance(layer, DecoderLayer)
                     layer.static(x, weights, tables, cache, i)
-            logits: Tensor = self.lm_head(self.model.norm(x)[:, only])
+            picked = x.index_select(1, only) if isinstance(only, Tensor) else x[:, only]
+            logits: Tensor = self.lm_head(self.model.norm(picked))
         finally:
             _FUSED_NORMS.reset(token)
         return logits

@@ -68,17 +68,12 @@ class WindowKeys:
         return self.allowed
 
 
-class WindowStepper:
-    """The window step of one (rows, width, context bucket), captured as a CUDA graph once `capture` says so."""
+class _Captured:
+    """A static call over fixed buffers, captured as a CUDA graph on first `replay` (`_forward` says what it runs)."""
 
-    def __init__(self, lm: Transformer, rows: int, width: int, context: int) -> None:
-        self.lm = lm
-        self.keys = WindowKeys(lm, rows, context, width)
-        device = self.keys.keys.device
-        self.ids = torch.zeros((rows, width), dtype=torch.long, device=device)
-        self.positions = torch.zeros(width, dtype=torch.long, device=device)
-        self.span = torch.arange(width, device=device)
-        self.loaded: tuple[KVCache, Tensor | None, Tensor | None] | None = None  # what `load` copied in
+    keys: WindowKeys
+
+    def __init__(self) -> None:
         self.graph: torch.cuda.CUDAGraph | None = None
         self.logits: Tensor | None = None
         self.lock = threading.Lock()
@@ -86,6 +81,45 @@ class WindowStepper:
     @property
     def bytes(self) -> int:
         return 2 * self.keys.keys.numel() * self.keys.keys.element_size()
+
+    def _forward(self) -> Tensor:
+        raise NotImplementedError
+
+    def _call(self, rows: int, capture: bool) -> Tensor:
+        """The first `rows` rows' logits; `capture`: replayed as a CUDA graph (captured now if it is not yet)."""
+        if capture and self.graph is None:
+            self._capture()
+        if capture and self.graph is not None and self.logits is not None:
+            self.graph.replay()
+            return self.logits[:rows].clone()  # the graph's output is overwritten by the next replay
+        return self._forward()[:rows]
+
+    def _capture(self) -> None:
+        device = self.keys.keys.device
+        side = torch.cuda.Stream(device)  # type: ignore[no-untyped-call]
+        side.wait_stream(torch.cuda.current_stream(device))
+        with torch.cuda.stream(side):
+            for _ in range(WARMUP):
+                self._forward()
+        torch.cuda.current_stream(device).wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+            self.logits = self._forward()
+        self.graph = graph
+
+
+class WindowStepper(_Captured):
+    """The window step of one (rows, width, context bucket), captured as a CUDA graph once `capture` says so."""
+
+    def __init__(self, lm: Transformer, rows: int, width: int, context: int) -> None:
+        super().__init__()
+        self.lm = lm
+        self.keys = WindowKeys(lm, rows, context, width)
+        device = self.keys.keys.device
+        self.ids = torch.zeros((rows, width), dtype=torch.long, device=device)
+        self.positions = torch.zeros(width, dtype=torch.long, device=device)
+        self.span = torch.arange(width, device=device)
+        self.loaded: tuple[KVCache, Tensor | None, Tensor | None] | None = None  # what `load` copied in
 
     def load(self, cache: KVCache, valid: Tensor | None) -> None:
         """Copy `cache`'s context keys in, and which keys each row may see (`valid`: [rows, context + width],
@@ -95,8 +129,13 @@ class WindowStepper:
         if self.loaded is not None and all(a is b for a, b in zip(marker, self.loaded, strict=True)):
             return
         length, context = cache.length, self.keys.context
-        rows = 0
+        if cache.stacked is not None:  # two copies, not two per layer
+            rows = cache.stacked[0].shape[1]
+            self.keys.keys[:, :rows, :, :length].copy_(cache.stacked[0])
+            self.keys.values[:, :rows, :, :length].copy_(cache.stacked[1])
         for layer, (k, v) in enumerate(zip(cache.keys, cache.values, strict=True)):
+            if cache.stacked is not None:
+                break
             assert k is not None and v is not None
             rows = k.shape[0]
             self.keys.keys[layer, :rows, :, :length].copy_(k)
@@ -113,36 +152,55 @@ class WindowStepper:
     def run(self, ids: Tensor, start: int, capture: bool) -> Tensor:
         """Logits of the window `ids` ([rows, width], rows up to the stepper's) placed at positions
         start..start + width; `capture`: replayed as a CUDA graph (captured now if it is not yet)."""
-        rows = ids.shape[0]
-        self.ids[:rows].copy_(ids)
+        self.ids[:ids.shape[0]].copy_(ids)
         torch.add(self.span, start, out=self.positions)
-        if capture and self.graph is None:
-            self._capture()
-        if capture and self.graph is not None and self.logits is not None:
-            self.graph.replay()
-            return self.logits[:rows].clone()  # the graph's output is overwritten by the next replay
-        return self._forward()[:rows]
+        return self._call(ids.shape[0], capture)
 
     def _forward(self) -> Tensor:
         return self.lm.static_forward(self.ids, self.positions, self.keys, slice(None))
 
-    def _capture(self) -> None:
-        device = self.ids.device
-        side = torch.cuda.Stream(device)  # type: ignore[no-untyped-call]
-        side.wait_stream(torch.cuda.current_stream(device))
-        with torch.cuda.stream(side):
-            for _ in range(WARMUP):
-                self._forward()
-        torch.cuda.current_stream(device).wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
-            self.logits = self._forward()
-        self.graph = graph
+
+class FirstCall(_Captured):
+    """A window's first call for one (rows, sequence length bucket, window width): the whole sequence over no
+    context (a `WindowKeys` of context 0 whose "window" is the sequence, padded to the bucket and masked), the
+    logits of the window's columns (picked by an index tensor, so one graph serves every window offset)."""
+
+    def __init__(self, lm: Transformer, rows: int, length: int, width: int) -> None:
+        super().__init__()
+        self.lm = lm
+        self.keys = WindowKeys(lm, rows, 0, length)
+        device = self.keys.keys.device
+        self.ids = torch.zeros((rows, length), dtype=torch.long, device=device)
+        self.positions = torch.zeros(length, dtype=torch.long, device=device)
+        self.span = torch.arange(length, device=device)
+        self.only = torch.zeros(width, dtype=torch.long, device=device)
+        self.window = torch.arange(width, device=device)
+
+    def run(self, ids: Tensor, origin: int, lo: int, valid: Tensor | None, capture: bool) -> tuple[Tensor, KVCache]:
+        """Logits of columns lo..lo + width of `ids` ([rows, T]: column 0 at position `origin`; `valid`: which
+        tokens are real) and the keys of the context (the window's columns dropped) as a stacked cache."""
+        rows, length = ids.shape
+        self.ids[:rows, :length].copy_(ids)  # columns past `length` keep old tokens: masked below
+        torch.add(self.span, origin, out=self.positions)
+        torch.add(self.window, lo, out=self.only)
+        allowed = self.keys.allowed.view(self.keys.rows, -1)
+        allowed.fill_(True)
+        allowed[:, length:] = False
+        if valid is not None:
+            allowed[:rows, :length] = valid
+        logits = self._call(rows, capture)
+        hi = lo + self.only.shape[0]
+        columns = torch.cat((self.span[:lo], self.span[hi:length]))
+        return logits, KVCache.of_stacked(self.keys.keys[:, :rows].index_select(3, columns),
+                                          self.keys.values[:, :rows].index_select(3, columns))
+
+    def _forward(self) -> Tensor:
+        return self.lm.static_forward(self.ids, self.positions, self.keys, self.only)
 
 
-_STEPPERS: weakref.WeakKeyDictionary[Transformer, OrderedDict[tuple[int, int, int], WindowStepper]] = (
-    weakref.WeakKeyDictionary())
-_USES: weakref.WeakKeyDictionary[Transformer, dict[tuple[int, int, int], int]] = weakref.WeakKeyDictionary()
+StepKey = tuple[str, int, int, int]  # ("window", rows, width, context) or ("first", rows, length, width)
+_STEPPERS: weakref.WeakKeyDictionary[Transformer, OrderedDict[StepKey, _Captured]] = weakref.WeakKeyDictionary()
+_USES: weakref.WeakKeyDictionary[Transformer, dict[StepKey, int]] = weakref.WeakKeyDictionary()
 _FUSABLE: weakref.WeakKeyDictionary[Transformer, bool] = weakref.WeakKeyDictionary()  # not int8: static steps
 _STEPPERS_LOCK = threading.Lock()
 
@@ -161,6 +219,27 @@ def window_path(lm: object, device: torch.device) -> WindowPath:
     return path if fusable else "dynamic"
 
 
+def _bucket(length: int) -> int:
+    return -(-length // BUCKET) * BUCKET
+
+
+def _stepper(lm: Transformer, key: StepKey, path: WindowPath) -> tuple[_Captured, bool]:
+    """The kept stepper of `key` (made now if new; the least recently used go past `KEPT_BYTES`), and whether
+    this call replays it as a graph (from its `CAPTURE_AT`-th use on)."""
+    with _STEPPERS_LOCK:
+        kept = _STEPPERS.setdefault(lm, OrderedDict())
+        uses = _USES.setdefault(lm, {})
+        uses[key] = uses.get(key, 0) + 1
+        stepper = kept.get(key)
+        if stepper is None:
+            kind, rows, a, b = key
+            stepper = kept[key] = WindowStepper(lm, rows, a, b) if kind == "window" else FirstCall(lm, rows, a, b)
+            while len(kept) > 1 and sum(s.bytes for s in kept.values()) > KEPT_BYTES:
+                kept.popitem(last=False)
+        kept.move_to_end(key)
+        return stepper, path == "graph" and uses[key] >= CAPTURE_AT
+
+
 def window_logits(lm: DiffusionLM, ids: Tensor, start: int, cache: KVCache, valid: Tensor | None) -> Tensor:
     """Logits of the window `ids` ([rows, width]) at positions start.., over `cache`'s context keys (`valid`:
     which keys are real, context first, as `Transformer.forward` takes them): the static step where
@@ -169,19 +248,23 @@ def window_logits(lm: DiffusionLM, ids: Tensor, start: int, cache: KVCache, vali
     if path == "dynamic" or not isinstance(lm, Transformer):
         return lm(ids, start, cache, valid_keys=valid)
     rows, width = ids.shape
-    context = -(-cache.length // BUCKET) * BUCKET
-    key = (1 << (rows - 1).bit_length(), width, context)
-    with _STEPPERS_LOCK:
-        kept = _STEPPERS.setdefault(lm, OrderedDict())
-        uses = _USES.setdefault(lm, {})
-        uses[key] = uses.get(key, 0) + 1
-        stepper = kept.get(key)
-        if stepper is None:
-            stepper = kept[key] = WindowStepper(lm, key[0], width, context)
-            while len(kept) > 1 and sum(s.bytes for s in kept.values()) > KEPT_BYTES:
-                kept.popitem(last=False)
-        kept.move_to_end(key)
-        capture = path == "graph" and uses[key] >= CAPTURE_AT
+    stepper, capture = _stepper(lm, ("window", 1 << (rows - 1).bit_length(), width, _bucket(cache.length)), path)
+    assert isinstance(stepper, WindowStepper)
     with stepper.lock:
         stepper.load(cache, valid)
         return stepper.run(ids, start, capture)
+
+
+def first_call(lm: DiffusionLM, ids: Tensor, origin: int, lo: int, hi: int,
+               valid: Tensor | None) -> tuple[Tensor, KVCache] | None:
+    """A window's first call as a static call where `window_path` says so: the logits of columns lo..hi of `ids`
+    ([rows, T], column 0 at position `origin`; `valid`: its real tokens) and the context's keys (the window's
+    columns dropped); None where the caller runs it dynamic (`Transformer.forward`, then `KVCache.drop`)."""
+    path = window_path(lm, ids.device)
+    if path == "dynamic" or not isinstance(lm, Transformer):
+        return None
+    rows, length = ids.shape
+    stepper, capture = _stepper(lm, ("first", 1 << (rows - 1).bit_length(), _bucket(length), hi - lo), path)
+    assert isinstance(stepper, FirstCall)
+    with stepper.lock:
+        return stepper.run(ids, origin, lo, valid, capture)

@@ -19,8 +19,8 @@ A window's first call (the whole sequence, the window all masks) is static too (
 the sequence is the "window" of a `WindowKeys` of context 0, padded to a multiple of `BUCKET` and masked, the
 window's logits picked by an index tensor, so one graph per (rows, length bucket, window width) serves every
 offset; the context's keys come out stacked (`KVCache.stacked`), so the later steps load them in two copies.
-Counted per held-out fill (8 calls), the eager first call was ~725 operations, more than all of the fill's
-other eager work (~540: sampling, commits, loads) and its seven graph launches together.
+Counted per held-out fill (8 calls, `bench/fill_ops.py`), the eager first call was ~430 of the fill's ~814
+operations launched from Python; with it captured, ~376 are left (mostly the commits).
 
 The steppers live as long as their model (the most recently used, up to `KEPT_BYTES` of buffers). A shape
 is captured on its `CAPTURE_AT`-th use (counted for the model's lifetime): a rare shape (an odd canvas or

@@ -93,10 +93,37 @@ def test_errors_the_document_already_has_do_not_count() -> None:
     assert judge(broken.replace("    \n}", "    y[i] = x[i] + other_name;\n}", 1)) is False
 
 
-def test_a_header_clang_cannot_find_means_it_cannot_tell(tmp_path: Path) -> None:
-    base = '#include "not_there.cuh"\n' + BASE
+def test_headers_that_are_not_here_are_stood_in_for_and_the_verdict_holds(tmp_path: Path) -> None:
+    """A real project's file includes headers this machine lacks (torch's, its own generated ones): the preamble's
+    build stands in for each with an empty file, and clang still tells whether a fill adds an error."""
+    base = ('#include "not_there.cuh"\n#include <torch/extension.h>\n'
+            + BASE.replace("struct Pair", "void launch(at::Tensor t);\nstruct Pair"))
+    judge = _judge(base, tmp_path)
+
+    def fill(line: str) -> str:
+        return base.replace("    \n}", f"    {line}\n}}", 1)
+
+    assert judge(fill("float *index = n;")) is False
+    assert judge(fill("y[i] = p.a * x[i] + p.b;")) is True
+    assert judge(fill("y[i] = p.c;")) is False  # Pair has no member c
+    assert judge(fill("at::Tensor u;")) is True  # as undeclared as in the document's own line
+    assert judge(fill("torch::Tensor u;")) is True  # a missing header may declare it: the name index's call
+    assert list(tmp_path.iterdir()) == []  # nothing written beside the user's file
+
+
+@pytest.mark.parametrize("name", ["../up.cuh", "/abs/path.h", ".hidden/x.h", "a/../../b.h", "a b.h", ""])
+def test_a_stand_in_is_made_only_for_a_plain_relative_header_name(tmp_path: Path, name: str) -> None:
+    assert clang._stub(tmp_path / "stubs", name) is False
+    assert not (tmp_path / "stubs").exists() and not (tmp_path / "up.cuh").exists()
+    assert clang._stub(tmp_path / "stubs", "torch/csrc/api.h") is True
+    assert (tmp_path / "stubs" / "torch" / "csrc" / "api.h").read_text() == ""
+
+
+def test_a_header_clang_cannot_find_and_no_stand_in_serves_means_it_cannot_tell(tmp_path: Path) -> None:
+    base = '#include "../not_there.cuh"\n' + BASE  # outside the folder: no stand-in is written there
     judge = _judge(base, tmp_path)
     assert judge(base.replace("    \n}", "    float *index = n;\n}", 1)) is None
+    assert not (tmp_path.parent / "not_there.cuh").exists()
 
 
 def test_once_the_preamble_is_known_unreadable_no_check_runs_clang(tmp_path: Path,
@@ -108,7 +135,7 @@ def test_once_the_preamble_is_known_unreadable_no_check_runs_clang(tmp_path: Pat
 
     from dice_lsp.toolchain import clang
 
-    base = '#include "not_there.cuh"\n' + BASE
+    base = '#include "../not_there.cuh"\n' + BASE
     fill = base.replace("    \n}", "    float *index = n;\n}", 1)
     judge = _judge(base, tmp_path)
     front = judge.front
@@ -117,7 +144,7 @@ def test_once_the_preamble_is_known_unreadable_no_check_runs_clang(tmp_path: Pat
     options = [f"-std={CompileFlags().std}", f"-iquote{tmp_path}"]
     while time.monotonic() < deadline:
         built = clang.preambles().get(front, options, [tmp_path, *front.readable],
-                                      '#include "not_there.cuh"\n#include <cstdio>\n#include <cuda_fp16.h>\n\n')
+                                      '#include "../not_there.cuh"\n#include <cstdio>\n#include <cuda_fp16.h>\n\n')
         if built is not None:
             break
         time.sleep(0.1)

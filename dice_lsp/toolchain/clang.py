@@ -14,8 +14,14 @@ half-line fills, clang finds an error in every fill nvcc rejects and in 1 of 207
   (texture references, removed in CUDA 12), and keeps the first under which a small kernel that uses the
   common runtime and device API checks clean. If none does, the check is off (logged once).
 - A verdict is relative to the document as the user has it: a fill passes when clang reports no error whose
-  message the document without the fill lacks (the user's file may not compile yet). A fatal error (a header
-  not found) means clang cannot tell: None.
+  message the document without the fill lacks (the user's file may not compile yet).
+- Headers that are not there (a real project's: torch's, OpenCV's, its own generated ones, a library the toolkit
+  lacks) are fatal to clang. The preamble's build stands in for each with an empty file (`MAX_STUBS` at most,
+  found one run at a time in the background) and keeps the precompiled preamble despite the errors that makes:
+  what the missing headers declared is then undeclared in the document with and without the fill alike, so the
+  verdict still says whether the fill adds an error. A name clang does not know may then be one such a header
+  declares: those errors are left to the name index (`cuda.checks`), which judges names by what the document and
+  the headers that are here declare. Other fatal errors, or more missing headers, mean clang cannot tell: None.
 - Like nvcc (`dice_lsp.sandbox`), clang runs without a shell, on a copy of the text under a generated name in a
   scratch folder, with the flags `CompileFlags` checked; on a team server inside the sandbox.
 """
@@ -68,10 +74,17 @@ PATIENT_CHECK_TIMEOUT_S = 20.0
 SLOW_RUNS = 2  # completions in a row whose check ran past its time, after which a file gets no more clang runs
 PREAMBLES_KEPT = 32  # precompiled preambles kept (one per file and flags; least recently used dropped)
 BUILD_NICENESS = 10  # preamble builds run in the background at this lower CPU priority (`Preambles`)
+MAX_STUBS = 16  # headers not found that a preamble's build stands in for with empty files, at most
 SOURCE = "source.cu"
 _DIAGNOSTIC = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<column>\d+): (?P<severity>fatal error|error): "
                          r"(?P<message>.*)$", re.MULTILINE)
 _INCLUDE_LINE = re.compile(r"^\s*#\s*include\b")
+_NOT_FOUND = re.compile(r"^'(?P<name>[^']+)' file not found$")
+_STUB_NAME = re.compile(r"[\w+-][\w.+-]*(/[\w+-][\w.+-]*)*")  # a relative header path with no `..` and no `.`
+_WITH_ERRORS = ("-Xclang", "-fallow-pch-with-compiler-errors")  # a preamble that stubs made wrong is kept, and read
+# With stand-ins, a name clang does not know may be one a missing header declares: the name index's call
+# (`cuda.checks`), which knows what the document and the headers that are here declare, not clang's
+_UNKNOWN_NAME = re.compile(r"^(use of undeclared identifier|unknown type name|no template named) '")
 _WRAPPER_INCLUDE = re.compile(r'^\s*#\s*include\s*"([\w./]+)"', re.MULTILINE)
 _SELF_TEST = """#include <cstdio>
 #include <cmath>
@@ -226,6 +239,23 @@ class Built:
 
     pch: Path | None
     readable: bool = True
+    stubs: Path | None = None  # empty headers standing in for headers the preamble includes that are not there
+
+    def options(self) -> list[str]:
+        """What a run with this preamble adds to its options: where the stubs are (searched after every other
+        folder), and that its precompiled preamble may hold errors."""
+        return [] if self.stubs is None else ["-idirafter", str(self.stubs), *_WITH_ERRORS]
+
+
+def _stub(folder: Path, name: str) -> bool:
+    """Stand in for the header `name` (as an #include spelled it) with an empty file in `folder`; False when the
+    name is no plain relative path (an absolute one, `..`: a workspace's text never writes outside `folder`) or
+    there is one already (clang still did not find it)."""
+    if not _STUB_NAME.fullmatch(name) or (folder / name).exists():
+        return False
+    (folder / name).parent.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text("")
+    return True
 
 
 class Preambles:
@@ -297,16 +327,30 @@ class Preambles:
                     del self.built[key]
 
     def _build(self, key: str, front: FrontEnd, flags: list[str], readable: list[Path], preamble: str) -> Built:
+        """Precompile `preamble`; each header it includes that is not there gets an empty stand-in and the build
+        runs again (one run finds one), up to `MAX_STUBS` of them."""
         path = self.folder / f"{key}.pch"
         header = self.folder / f"{key}.cuh"
         header.write_text(preamble)
-        output = _run(front, [*flags, "-c", "-Xclang", "-emit-pch", "-o", path.name, header.name], self.folder,
-                      readable, niceness=BUILD_NICENESS)
-        found = list(_DIAGNOSTIC.finditer(output))
-        fatal = next((m.group(0) for m in found if m["severity"] == "fatal error"), None)
-        if fatal is not None:
-            LOG.debug("clang check: the preamble cannot be read (%s); no checks in its files", fatal)
+        stubs = self.folder / f"{key}.stubs"
+        built = Built(None)
+        for _ in range(MAX_STUBS + 1):
+            built = Built(None, stubs=stubs if stubs.is_dir() else None)
+            output = _run(front, [*flags, *built.options(), "-c", "-Xclang", "-emit-pch", "-o", path.name,
+                                  header.name], self.folder, readable, niceness=BUILD_NICENESS)
+            found = list(_DIAGNOSTIC.finditer(output))
+            fatal = next((m for m in found if m["severity"] == "fatal error"), None)
+            if fatal is None:
+                break
+            missing = _NOT_FOUND.match(fatal["message"])
+            if missing is None or not _stub(stubs, missing["name"]):
+                LOG.debug("clang check: the preamble cannot be read (%s); no checks in its files", fatal.group(0))
+                return Built(None, readable=False)
+        else:
+            LOG.debug("clang check: the preamble includes more than %d headers that are not here", MAX_STUBS)
             return Built(None, readable=False)
+        if built.stubs is not None:  # errors are expected where the stand-ins leave names undeclared
+            return Built(path if path.is_file() else None, stubs=built.stubs)
         return Built(path if path.is_file() and not found else None)
 
     def _trim(self) -> None:
@@ -440,13 +484,15 @@ def front_errors(front: FrontEnd, text: str, folder: Path | None, flags: Compile
     if (built is not None and not built.readable) or (whole is not None and preambles().unreadable(whole)):
         return None
     pch = built.pch if built is not None else None
+    stubs = built.stubs if built is not None else None
     body = "\n" * cut + "\n".join(lines[cut:]) if pch is not None else text
     pch_options = ["-include-pch", str(pch)] if pch is not None else []
     with tempfile.TemporaryDirectory(prefix="dice-clang-") as scratch:
         (Path(scratch) / SOURCE).write_text(body)
         try:
-            output = _run(front, ["-fsyntax-only", *options, *pch_options, SOURCE], Path(scratch),
-                          [*readable, *([pch.parent] if pch is not None else [])],
+            output = _run(front, ["-fsyntax-only", *options, *(built.options() if built else []), *pch_options,
+                                  SOURCE], Path(scratch),
+                          [*readable, *([pch.parent] if pch is not None else []), *([stubs] if stubs else [])],
                           front.warm_timeout if pch is not None else front.cold_timeout)
         except subprocess.TimeoutExpired as exc:  # every later check in this file may take as long again
             key = whole or _key(front, options, readable, preamble) if built is not None or whole is not None else None
@@ -462,7 +508,7 @@ def front_errors(front: FrontEnd, text: str, folder: Path | None, flags: Compile
             preambles().give_up(whole)
         return None
     return [(int(m["line"]) - 1 if Path(m["file"]).name == SOURCE else -1, int(m["column"]) - 1, m["message"])
-            for m in found]
+            for m in found if stubs is None or not _UNKNOWN_NAME.match(m["message"])]
 
 
 def fill_lines(base: str, filled: str) -> tuple[int, int]:

@@ -1,7 +1,7 @@
 """Completions on real CUDA files the suite does not hold: the product's path (`dice-lsp complete`, the type check
 on with an editor's time bounds) at editor-like positions, with a verdict of its own on what was shown.
 
-    python bench/real_code.py PATH [PATH ...] [--files 100] [--seed 1] [--json rows.jsonl]
+    python bench/real_code.py PATH [PATH ...] [--files 100] [--seed 1] [--opened] [--json rows.jsonl]
 
 PATH: `.cu`/`.cuh` files or folders of them (searched). Per file, up to five requests, each on a copy of the
 file changed the way an editor would have it (the file on disk is never written):
@@ -11,6 +11,10 @@ file changed the way an editor would have it (the file on disk is never written)
 - `eof`: the cursor on a new last line;
 - `random`: the file as it is, the cursor anywhere.
 (a statement line: indented, ends with `;`, not a comment or a directive).
+
+`--opened`: each file is opened first, as in an editor, whose didOpen starts clang's one-time work on it (the
+precompiled preamble) while the user reads and types: the bench waits for it (at most `OPEN_WAIT_S`) before the
+file's requests. Without it every file's first requests meet a cold clang, as a one-shot command does.
 
 Per kind: requests, regions found (`holes`), completions shown, shown completions after which the document has
 more tree-sitter ERROR/MISSING nodes than before (counted over the whole tree, at every depth: a verdict the
@@ -33,11 +37,14 @@ from pathlib import Path
 from typing import Any
 
 from dice_lsp.backends import LocalBackend
+from dice_lsp.complete import front_end_for
 from dice_lsp.cuda.functions import parser
 from dice_lsp.settings import Settings
 from dice_lsp.textdoc import Position
+from dice_lsp.toolchain.clang import ClangJudge
 
 KINDS = ("newline", "midline", "emptied", "eof", "random")
+OPEN_WAIT_S = 60.0
 
 
 def error_nodes(text: str) -> int:
@@ -117,6 +124,14 @@ def run_one(backend: LocalBackend, path: Path, kind: str, document: str, cursor:
     return row
 
 
+def opened(path: Path, text: str, settings: Settings) -> None:
+    """What an editor's didOpen starts for `path` (clang's preamble), waited for."""
+    folder = path.resolve().parent
+    judge = front_end_for(text, folder, settings.compile_flags(folder), settings)
+    if isinstance(judge, ClangJudge):
+        judge.warm(OPEN_WAIT_S)
+
+
 def table(rows: list[dict[str, Any]]) -> str:
     out = ["| kind | requests | holes | shown | worse (more ERROR nodes) | exceptions | p50 ms | p95 ms |",
            "|---|---|---|---|---|---|---|---|"]
@@ -140,6 +155,7 @@ def main() -> int:
     parser_.add_argument("paths", nargs="+")
     parser_.add_argument("--files", type=int, default=100, help="at most this many files (a seeded sample)")
     parser_.add_argument("--seed", type=int, default=1)
+    parser_.add_argument("--opened", action="store_true", help="open each file first (clang's preamble built)")
     parser_.add_argument("--json", type=Path, help="also write every request here (JSON lines)")
     args = parser_.parse_args()
     rng = random.Random(args.seed)
@@ -151,6 +167,8 @@ def main() -> int:
     sink = args.json.open("w") if args.json else None
     for number, path in enumerate(files, 1):
         text = path.read_text(encoding="utf-8", errors="replace")
+        if args.opened:
+            opened(path, text, settings)
         for kind, document, cursor in requests(text, rng):
             row = run_one(backend, path, kind, document, cursor, settings)
             rows.append(row)

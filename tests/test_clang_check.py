@@ -108,6 +108,7 @@ def test_headers_that_are_not_here_are_stood_in_for_and_the_verdict_holds(tmp_pa
     assert judge(fill("y[i] = p.c;")) is False  # Pair has no member c
     assert judge(fill("at::Tensor u;")) is True  # as undeclared as in the document's own line
     assert judge(fill("torch::Tensor u;")) is True  # a missing header may declare it: the name index's call
+    assert judge(fill("using Row = std::vector<float>;")) is True  # or include the standard header that does
     assert list(tmp_path.iterdir()) == []  # nothing written beside the user's file
 
 

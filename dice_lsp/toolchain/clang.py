@@ -82,9 +82,11 @@ _INCLUDE_LINE = re.compile(r"^\s*#\s*include\b")
 _NOT_FOUND = re.compile(r"^'(?P<name>[^']+)' file not found$")
 _STUB_NAME = re.compile(r"[\w+-][\w.+-]*(/[\w+-][\w.+-]*)*")  # a relative header path with no `..` and no `.`
 _WITH_ERRORS = ("-Xclang", "-fallow-pch-with-compiler-errors")  # a preamble that stubs made wrong is kept, and read
-# With stand-ins, a name clang does not know may be one a missing header declares: the name index's call
-# (`cuda.checks`), which knows what the document and the headers that are here declare, not clang's
-_UNKNOWN_NAME = re.compile(r"^(use of undeclared identifier|unknown type name|no template named) '")
+# With stand-ins, a name clang does not know may be one a missing header declares (a namespace's member too: such
+# a header may have included the standard header that declares it): the name index's call (`cuda.checks`), which
+# knows what the document and the headers that are here declare, not clang's
+_UNKNOWN_NAME = re.compile(r"^(use of undeclared identifier|unknown type name|no template named) '|"
+                           r"^no member named '[^']+' in namespace '")
 _WRAPPER_INCLUDE = re.compile(r'^\s*#\s*include\s*"([\w./]+)"', re.MULTILINE)
 _SELF_TEST = """#include <cstdio>
 #include <cmath>

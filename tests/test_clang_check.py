@@ -452,7 +452,7 @@ def test_an_include_guarded_file_clang_cannot_read_is_not_read_again(tmp_path: P
     from dice_lsp.toolchain import clang
 
     guard = f"GUARD_{uuid.uuid4().hex}"
-    base = f'#ifndef {guard}\n#define {guard}\n#include "project/not_there.h"\n' + BASE + "#endif\n"
+    base = f'#ifndef {guard}\n#define {guard}\n#include "../not_there.h"\n' + BASE + "#endif\n"
     assert clang.preamble_lines(base) == 0
     fill = base.replace("    \n}", "    float *index = n;\n}", 1)
     assert _judge(base, tmp_path)(fill) is None
@@ -460,9 +460,28 @@ def test_an_include_guarded_file_clang_cannot_read_is_not_read_again(tmp_path: P
     real_run = clang._run
     monkeypatch.setattr(clang, "_run", lambda front, argv, *rest, **kw: runs.append(argv) or "")
     assert _judge(base, tmp_path)(fill) is None and runs == []
-    readable = base.replace('#include "project/not_there.h"\n', "")  # other #include lines: judged as before
+    readable = base.replace('#include "../not_there.h"\n', "")  # other #include lines: judged as before
     monkeypatch.setattr(clang, "_run", real_run)  # (not `undo`: the module's generous bounds stay)
     assert _judge(readable, tmp_path)(readable.replace("    \n}", "    float *index = n;\n}", 1)) is False
+
+
+@pytest.mark.parametrize("wrap", ["guard", "if"])
+def test_a_missing_header_past_the_preamble_is_stood_in_for_from_the_file_s_next_check(tmp_path: Path,
+                                                                                       wrap: str) -> None:
+    """An include guard (a .cuh read whole) or an `#if` around the whole file (OpenCV's `#if !defined
+    CUDA_DISABLER`) puts #include lines past the preamble: the check that meets a missing one there has no verdict
+    and stands in for it; the file's next checks judge."""
+    import uuid
+
+    tag = f"T_{uuid.uuid4().hex}"
+    opening = f"#ifndef {tag}\n#define {tag}\n" if wrap == "guard" else f"// file\n#if !defined {tag}\n"
+    base = opening + f'#include "project/{tag}.h"\n' + BASE + "#endif\n"
+    assert (clang.preamble_lines(base) == 0) == (wrap == "guard")
+    assert _judge(base, tmp_path)(base.replace("    \n}", "    float *index = n;\n}", 1)) is None
+    judge = _judge(base, tmp_path)
+    assert judge(base.replace("    \n}", "    float *index = n;\n}", 1)) is False
+    assert judge(base.replace("    \n}", "    y[i] = p.a * x[i];\n}", 1)) is True
+    assert list(tmp_path.iterdir()) == []
 
 
 def _built(base: str) -> Built:

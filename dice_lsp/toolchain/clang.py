@@ -17,7 +17,9 @@ half-line fills, clang finds an error in every fill nvcc rejects and in 1 of 207
   message the document without the fill lacks (the user's file may not compile yet).
 - Headers that are not there (a real project's: torch's, OpenCV's, its own generated ones, a library the toolkit
   lacks) are fatal to clang. The preamble's build stands in for each with an empty file (`MAX_STUBS` at most,
-  found one run at a time in the background) and keeps the precompiled preamble despite the errors that makes:
+  found one run at a time in the background; one past the preamble, under an `#if` around the whole file or in a
+  file read whole, is found by a check, which then has no verdict, and stood in for from the file's next check
+  on) and keeps the precompiled preamble despite the errors that makes:
   what the missing headers declared is then undeclared in the document with and without the fill alike, so the
   verdict still says whether the fill adds an error. A name clang does not know may then be one such a header
   declares: those errors are left to the name index (`cuda.checks`), which judges names by what the document and
@@ -243,10 +245,11 @@ class Built:
     readable: bool = True
     stubs: Path | None = None  # empty headers standing in for headers the preamble includes that are not there
 
-    def options(self) -> list[str]:
-        """What a run with this preamble adds to its options: where the stubs are (searched after every other
-        folder), and that its precompiled preamble may hold errors."""
-        return [] if self.stubs is None else ["-idirafter", str(self.stubs), *_WITH_ERRORS]
+
+def _stand_in_options(stubs: Path | None) -> list[str]:
+    """What a run adds where a file has stand-ins: their folder (searched after every other), and that its
+    precompiled preamble may hold errors."""
+    return [] if stubs is None else ["-idirafter", str(stubs), *_WITH_ERRORS]
 
 
 def _stub(folder: Path, name: str) -> bool:
@@ -334,12 +337,12 @@ class Preambles:
         path = self.folder / f"{key}.pch"
         header = self.folder / f"{key}.cuh"
         header.write_text(preamble)
-        stubs = self.folder / f"{key}.stubs"
+        stubs = self._stand_ins(key)
         built = Built(None)
         for _ in range(MAX_STUBS + 1):
             built = Built(None, stubs=stubs if stubs.is_dir() else None)
-            output = _run(front, [*flags, *built.options(), "-c", "-Xclang", "-emit-pch", "-o", path.name,
-                                  header.name], self.folder, readable, niceness=BUILD_NICENESS)
+            output = _run(front, [*flags, *_stand_in_options(built.stubs), "-c", "-Xclang", "-emit-pch", "-o",
+                                  path.name, header.name], self.folder, readable, niceness=BUILD_NICENESS)
             found = list(_DIAGNOSTIC.finditer(output))
             fatal = next((m for m in found if m["severity"] == "fatal error"), None)
             if fatal is None:
@@ -354,6 +357,28 @@ class Preambles:
         if built.stubs is not None:  # errors are expected where the stand-ins leave names undeclared
             return Built(path if path.is_file() else None, stubs=built.stubs)
         return Built(path if path.is_file() and not found else None)
+
+    def _stand_ins(self, key: str) -> Path:
+        return self.folder / f"{key}.stubs"
+
+    def stand_ins(self, key: str) -> Path | None:
+        """The folder of the file `key` names (its preamble's key, or `_whole_file_key`) whose empty headers stand
+        in for the ones it includes that are not there; None while it has none."""
+        folder = self._stand_ins(key)
+        return folder if folder.is_dir() else None
+
+    def stand_in(self, key: str, name: str) -> bool:
+        """An #include outside the preamble (under an `#if` around the whole file, or in a file read whole) named a
+        header that is not there: stand in for it from the file's next check on. False when `name` cannot be
+        stood in for (`_stub`) or the file has `MAX_STUBS` already; True when it is there now (a check beside
+        this one may have written it)."""
+        folder = self._stand_ins(key)
+        with self.lock:
+            if (folder / name).is_file() and _STUB_NAME.fullmatch(name):
+                return True
+            if folder.is_dir() and sum(1 for path in folder.rglob("*") if path.is_file()) >= MAX_STUBS:
+                return False
+            return _stub(folder, name)
 
     def _trim(self) -> None:
         """Drop the least recently asked-for entries past `kept` (lock held)."""
@@ -486,13 +511,14 @@ def front_errors(front: FrontEnd, text: str, folder: Path | None, flags: Compile
     if (built is not None and not built.readable) or (whole is not None and preambles().unreadable(whole)):
         return None
     pch = built.pch if built is not None else None
-    stubs = built.stubs if built is not None else None
+    file_key = whole or _key(front, options, readable, preamble)
+    stubs = preambles().stand_ins(file_key)
     body = "\n" * cut + "\n".join(lines[cut:]) if pch is not None else text
     pch_options = ["-include-pch", str(pch)] if pch is not None else []
     with tempfile.TemporaryDirectory(prefix="dice-clang-") as scratch:
         (Path(scratch) / SOURCE).write_text(body)
         try:
-            output = _run(front, ["-fsyntax-only", *options, *(built.options() if built else []), *pch_options,
+            output = _run(front, ["-fsyntax-only", *options, *_stand_in_options(stubs), *pch_options,
                                   SOURCE], Path(scratch),
                           [*readable, *([pch.parent] if pch is not None else []), *([stubs] if stubs else [])],
                           front.warm_timeout if pch is not None else front.cold_timeout)
@@ -502,10 +528,15 @@ def front_errors(front: FrontEnd, text: str, folder: Path | None, flags: Compile
         if built is not None or whole is not None:
             preambles().in_time(whole or _key(front, options, readable, preamble))
     found = list(_DIAGNOSTIC.finditer(output))
-    if any(m["severity"] == "fatal error" for m in found):
+    fatal = next((m for m in found if m["severity"] == "fatal error"), None)
+    if fatal is not None:
         if pch is not None and "precompiled" in output:  # a header changed since: build it again next time
             preambles().forget(pch)
-        LOG.debug("clang check cannot tell: %s", next(m.group(0) for m in found if m["severity"] == "fatal error"))
+        missing = _NOT_FOUND.match(fatal["message"])
+        if missing is not None and preambles().stand_in(file_key, missing["name"]):  # an #include past the preamble
+            LOG.debug("clang check: no verdict this time; %s gets a stand-in", missing["name"])
+            return None
+        LOG.debug("clang check cannot tell: %s", fatal.group(0))
         if whole is not None:
             preambles().give_up(whole)
         return None

@@ -96,12 +96,14 @@ def test_errors_the_document_already_has_do_not_count() -> None:
 def test_headers_that_are_not_here_are_stood_in_for_and_the_verdict_holds(tmp_path: Path) -> None:
     """A real project's file includes headers this machine lacks (torch's, its own generated ones): the preamble's
     build stands in for each with an empty file, and clang still tells whether a fill adds an error."""
+    below = "    float2 q = -make_float2(0.f, 0.f);\n"  # an operator a missing header declared: an error in the kernel
     base = ('#include "not_there.cuh"\n#include <torch/extension.h>\n'
-            + BASE.replace("struct Pair", "void launch(at::Tensor t);\nstruct Pair"))
+            + BASE.replace("struct Pair", "void launch(at::Tensor t);\nstruct Pair")
+            .replace("    \n}", "    \n" + below + "}"))
     judge = _judge(base, tmp_path)
 
     def fill(line: str) -> str:
-        return base.replace("    \n}", f"    {line}\n}}", 1)
+        return base.replace("    \n" + below, f"    {line}\n" + below, 1)
 
     assert judge(fill("float *index = n;")) is False
     assert judge(fill("y[i] = p.a * x[i] + p.b;")) is True

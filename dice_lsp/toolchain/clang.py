@@ -115,6 +115,14 @@ int main() {
 Error = tuple[int, int, str]  # (line, character) 0-based in the checked text, message
 
 
+class Errors(list[Error]):
+    """clang's errors in one run. `stood_in`: the file's missing headers had stand-ins, so the document has errors
+    they cause (an operator the missing header declared for its types, say) anywhere, the fill's own function
+    included: a fill is then judged by the messages it adds alone."""
+
+    stood_in = False
+
+
 def find_clang(configured: str | None = None) -> Path | None:
     """The configured clang (`dice.clang`), else the first of `NAMES` on PATH; None when there is none."""
     if configured:
@@ -540,8 +548,10 @@ def front_errors(front: FrontEnd, text: str, folder: Path | None, flags: Compile
         if whole is not None:
             preambles().give_up(whole)
         return None
-    return [(int(m["line"]) - 1 if Path(m["file"]).name == SOURCE else -1, int(m["column"]) - 1, m["message"])
-            for m in found if stubs is None or not _UNKNOWN_NAME.match(m["message"])]
+    errors = Errors((int(m["line"]) - 1 if Path(m["file"]).name == SOURCE else -1, int(m["column"]) - 1, m["message"])
+                    for m in found if stubs is None or not _UNKNOWN_NAME.match(m["message"]))
+    errors.stood_in = stubs is not None
+    return errors
 
 
 def fill_lines(base: str, filled: str) -> tuple[int, int]:
@@ -580,6 +590,7 @@ class ClangJudge:
         self.known: set[str] | None = None
         self.base_known = True
         self.base_lines: list[int] = []  # where the base's errors are (-1: in an included file)
+        self.stood_in = False  # the file's missing headers have stand-ins (`Errors.stood_in`)
         self.read: dict[str, list[Error] | None] = {}  # clang's errors per filled text this judge has read
         self.gave_up = False  # a run outlasted its time: no more runs for this completion
         self.lock = threading.Lock()
@@ -626,6 +637,7 @@ class ClangJudge:
             self.base_known = base is not None
             self.known = {message for _, _, message in base or []}
             self.base_lines = [line for line, _, _ in base or []]
+            self.stood_in = isinstance(base, Errors) and base.stood_in
         elif text in self.read:  # the verdict, then where (re-masking): one clang run
             filled = self.read[text]
         elif not self.base_known:  # no verdict on the base: none on any fill of it
@@ -636,8 +648,8 @@ class ClangJudge:
         if filled is None or not self.base_known:
             return None
         first, last = fill_lines(self.base, text)
-        if any(line < first for line in self.base_lines):  # broken above: clang's recovery may reach the fill
-            first, last = 0, -1
+        if self.stood_in or any(line < first for line in self.base_lines):  # broken above: clang's recovery may
+            first, last = 0, -1  # reach the fill; stand-ins: errors in the fill's function may be theirs
         return [(line, character) for line, character, message in filled
                 if message not in self.known or first <= line <= last]
 

@@ -88,7 +88,7 @@ _WITH_ERRORS = ("-Xclang", "-fallow-pch-with-compiler-errors")  # a preamble tha
 # a header may have included the standard header that declares it): the name index's call (`cuda.checks`), which
 # knows what the document and the headers that are here declare, not clang's
 _UNKNOWN_NAME = re.compile(r"^(use of undeclared identifier|unknown type name|no template named) '|"
-                           r"^no member named '[^']+' in namespace '")
+                           r"^no member named '[^']+' in namespace '|^explicit instantiation of '[^']+' does not refer")
 _WRAPPER_INCLUDE = re.compile(r'^\s*#\s*include\s*"([\w./]+)"', re.MULTILINE)
 _SELF_TEST = """#include <cstdio>
 #include <cmath>

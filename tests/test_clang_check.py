@@ -114,6 +114,26 @@ def test_headers_that_are_not_here_are_stood_in_for_and_the_verdict_holds(tmp_pa
     assert list(tmp_path.iterdir()) == []  # nothing written beside the user's file
 
 
+def test_with_stand_ins_a_fill_that_leaves_the_document_s_break_in_its_own_text_fails(tmp_path: Path) -> None:
+    """With stand-ins a fill is judged by the messages it adds; a half-typed call left unclosed is an error the
+    document already has, so the fill's own text holding it is what counts. A macro a missing header defines,
+    used as a statement, is a syntax error to clang too: one that follows an unknown name is not the fill's."""
+    base = ('#include "not_there.cuh"\n#include <cstdlib>\n'
+            "void clear(int n, float* y) {\n    CUDA_KERNEL_LOOP(j, n) { y[j] = 1.f; }\n}\n"
+            "void launch(int n, int threads, float* y) {\n"
+            "    auto dv = std::div(n\n"
+            "    const int blocks = dv.quot + threads;\n"
+            "    \n"
+            "}\n")
+    judge = _judge(base, tmp_path)
+    assert judge(base.replace("std::div(n\n", "std::div(n, threads);\n")) is True
+    assert judge(base.replace("std::div(n\n", "std::div(n = 0;\n")) is False  # the call still unclosed
+    closed = base.replace("std::div(n\n", "std::div(n, threads);\n")
+    judge = _judge(closed, tmp_path)
+    assert judge(closed.replace("    \n}", "    CUDA_KERNEL_LOOP(i, n) { y[i] = 0.f; }\n}")) is True
+    assert judge(closed.replace("    \n}", "    y[0] = (float(blocks);\n}")) is False
+
+
 @pytest.mark.parametrize("name", ["../up.cuh", "/abs/path.h", ".hidden/x.h", "a/../../b.h", "a b.h", ""])
 def test_a_stand_in_is_made_only_for_a_plain_relative_header_name(tmp_path: Path, name: str) -> None:
     assert clang._stub(tmp_path / "stubs", name) is False
@@ -483,6 +503,24 @@ def test_a_missing_header_past_the_preamble_is_stood_in_for_from_the_file_s_next
     judge = _judge(base, tmp_path)
     assert judge(base.replace("    \n}", "    float *index = n;\n}", 1)) is False
     assert judge(base.replace("    \n}", "    y[i] = p.a * x[i];\n}", 1)) is True
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("wrap", ["guard", "if"])
+def test_opening_a_file_stands_in_for_every_missing_header_past_its_preamble(tmp_path: Path, wrap: str) -> None:
+    """The language server reads a file through once when it opens (`ClangJudge.discover`, in the background):
+    each missing header past the preamble gets its stand-in then, so the first completion already has a
+    verdict instead of the first few completions having none, one per such header."""
+    import uuid
+
+    tag = f"T_{uuid.uuid4().hex}"
+    opening = f"#ifndef {tag}\n#define {tag}\n" if wrap == "guard" else f"// file\n#if !defined {tag}\n"
+    base = (opening + "".join(f'#include "project/{tag}_{k}.h"\n' for k in range(3)) + BASE + "#endif\n")
+    assert _judge(base, tmp_path).discover() == 3
+    judge = _judge(base, tmp_path)
+    assert judge(base.replace("    \n}", "    float *index = n;\n}", 1)) is False
+    assert judge(base.replace("    \n}", "    y[i] = p.a * x[i];\n}", 1)) is True
+    assert _judge(base, tmp_path).discover() == 0  # nothing left to stand in for: one run
     assert list(tmp_path.iterdir()) == []
 
 

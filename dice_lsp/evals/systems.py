@@ -124,6 +124,7 @@ class ModelSystem:
         judge = front_end_for(document, None, CompileFlags(), self.settings)
         if isinstance(judge, ClangJudge):
             judge.warm(wait=OPEN_WAIT_S)
+            judge.discover()
 
 
 @dataclass

@@ -136,6 +136,7 @@ class DiceServer(LanguageServer):
             judge = self.front_end_for(path, text, settings)
             if isinstance(judge, ClangJudge):
                 judge.warm()
+                judge.discover()
 
         self.loop.run_in_executor(None, warm)
 

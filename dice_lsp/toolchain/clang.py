@@ -17,13 +17,14 @@ half-line fills, clang finds an error in every fill nvcc rejects and in 1 of 207
   message the document without the fill lacks (the user's file may not compile yet).
 - Headers that are not there (a real project's: torch's, OpenCV's, its own generated ones, a library the toolkit
   lacks) are fatal to clang. The preamble's build stands in for each with an empty file (`MAX_STUBS` at most,
-  found one run at a time in the background; one past the preamble, under an `#if` around the whole file or in a
-  file read whole, is found by a check, which then has no verdict, and stood in for from the file's next check
-  on) and keeps the precompiled preamble despite the errors that makes:
+  found one run at a time in the background; those past the preamble, under an `#if` around the whole file or in
+  a file read whole, by reading the file through when it opens, `ClangJudge.discover`, or else by a check, which
+  then has no verdict) and keeps the precompiled preamble despite the errors that makes:
   what the missing headers declared is then undeclared in the document with and without the fill alike, so the
-  verdict still says whether the fill adds an error. A name clang does not know may then be one such a header
-  declares: those errors are left to the name index (`cuda.checks`), which judges names by what the document and
-  the headers that are here declare. Other fatal errors, or more missing headers, mean clang cannot tell: None.
+  verdict still says whether the fill adds an error (and a syntax error inside the fill's own text fails it
+  even when the document has that message too: `syntax_in_fill`). A name clang does not know may then be one such
+  a header declares: those errors are left to the name index (`cuda.checks`), which judges names by what the
+  document and the headers that are here declare. Other fatal errors, or more missing headers, mean clang cannot tell: None.
 - Like nvcc (`dice_lsp.sandbox`), clang runs without a shell, on a copy of the text under a generated name in a
   scratch folder, with the flags `CompileFlags` checked; on a team server inside the sandbox.
 """
@@ -121,6 +122,12 @@ class Errors(list[Error]):
     included: a fill is then judged by the messages it adds alone."""
 
     stood_in = False
+    # with stand-ins: the errors naming an unknown identifier, type, template or namespace member, left to the
+    # name index (not in the list) but kept here: a syntax error right after one is the unknown name's doing
+    unknown: tuple[Error, ...] = ()
+
+
+_SYNTAX = re.compile(r"^(expected |extraneous |missing terminating |unterminated )")
 
 
 def find_clang(configured: str | None = None) -> Path | None:
@@ -433,7 +440,9 @@ class Preambles:
 
 
 def _key(front: FrontEnd, flags: list[str], readable: list[Path], preamble: str) -> str:
-    return hashlib.sha256("\0".join((str(front), *flags, *map(str, readable), preamble)).encode(
+    # how the clang reads the toolkit, not how long its runs may take: a patient judge shares the file's preamble
+    return hashlib.sha256("\0".join((str(front.clang), *front.arguments, *map(str, front.readable), *flags,
+                                     *map(str, readable), preamble)).encode(
         "utf-8", "surrogatepass")).hexdigest()[:32]
 
 
@@ -497,13 +506,20 @@ class NotReady(Exception):
     """The file's precompiled preamble was not built within the time a check may wait for it."""
 
 
-def front_errors(front: FrontEnd, text: str, folder: Path | None, flags: CompileFlags) -> list[Error] | None:
+class NewStandIn(Exception):
+    """The run met a header past the preamble that is not there, and it has a stand-in now: no verdict this time;
+    the file's next run reads on."""
+
+
+def front_errors(front: FrontEnd, text: str, folder: Path | None, flags: CompileFlags,
+                 niceness: int = 0) -> list[Error] | None:
     """clang's errors in `text` (a file living in `folder`), in any file it includes too; None when clang cannot
     tell (a fatal error such as a header not found). A run that outlasts its time (`FrontEnd.warm_timeout` with the
     precompiled preamble, else `FrontEnd.cold_timeout`) raises `TooSlow` (its judge reports it: after
     `SLOW_RUNS` slow completions in a row the file gets no more runs, `Preambles.slow`; a file without a
     preamble, by its #include lines, also gets none after a fatal error).
-    Raises `NotReady` when the file's preamble is still being built after `FrontEnd.cold_timeout`."""
+    Raises `NotReady` when the file's preamble is still being built after `FrontEnd.cold_timeout`, and `NewStandIn`
+    when the run met a missing header past the preamble that now has a stand-in."""
     options, readable = _invocation(front, folder, flags)
     cut = preamble_lines(text)
     lines = text.split("\n")
@@ -529,7 +545,7 @@ def front_errors(front: FrontEnd, text: str, folder: Path | None, flags: Compile
             output = _run(front, ["-fsyntax-only", *options, *_stand_in_options(stubs), *pch_options,
                                   SOURCE], Path(scratch),
                           [*readable, *([pch.parent] if pch is not None else []), *([stubs] if stubs else [])],
-                          front.warm_timeout if pch is not None else front.cold_timeout)
+                          front.warm_timeout if pch is not None else front.cold_timeout, niceness)
         except subprocess.TimeoutExpired as exc:  # every later check in this file may take as long again
             key = whole or _key(front, options, readable, preamble) if built is not None or whole is not None else None
             raise TooSlow(exc.timeout or 0.0, key) from exc
@@ -542,21 +558,22 @@ def front_errors(front: FrontEnd, text: str, folder: Path | None, flags: Compile
             preambles().forget(pch)
         missing = _NOT_FOUND.match(fatal["message"])
         if missing is not None and preambles().stand_in(file_key, missing["name"]):  # an #include past the preamble
-            LOG.debug("clang check: no verdict this time; %s gets a stand-in", missing["name"])
-            return None
+            raise NewStandIn(f"{missing['name']} is not here and gets a stand-in")
         LOG.debug("clang check cannot tell: %s", fatal.group(0))
         if whole is not None:
             preambles().give_up(whole)
         return None
-    errors = Errors((int(m["line"]) - 1 if Path(m["file"]).name == SOURCE else -1, int(m["column"]) - 1, m["message"])
-                    for m in found if stubs is None or not _UNKNOWN_NAME.match(m["message"]))
+    every = [(int(m["line"]) - 1 if Path(m["file"]).name == SOURCE else -1, int(m["column"]) - 1, m["message"])
+             for m in found]
+    errors = Errors(e for e in every if stubs is None or not _UNKNOWN_NAME.match(e[2]))
     errors.stood_in = stubs is not None
+    errors.unknown = tuple(e for e in every if stubs is not None and _UNKNOWN_NAME.match(e[2]))
     return errors
 
 
-def fill_lines(base: str, filled: str) -> tuple[int, int]:
-    """The lines of `filled` (0-based, inclusive) from where it differs from `base` to the end of the function that
-    holds that place (to the end of the changed text where no function does)."""
+def changed_span(base: str, filled: str) -> tuple[int, int]:
+    """The characters of `filled` where it differs from `base`: [start, end) (the longest common head and tail
+    left out)."""
     limit = min(len(base), len(filled))
     start = 0
     while start < limit and base[start] == filled[start]:
@@ -564,7 +581,32 @@ def fill_lines(base: str, filled: str) -> tuple[int, int]:
     same_tail = 0
     while same_tail < limit - start and base[-1 - same_tail] == filled[-1 - same_tail]:
         same_tail += 1
-    end = len(filled) - same_tail
+    return start, len(filled) - same_tail
+
+
+def syntax_in_fill(errors: Errors, base: str, filled: str) -> list[Error]:
+    """The syntax errors (`expected ')'`, ...) clang reports inside the changed text of `filled`, but for one on a
+    line where an unknown name comes first (a macro a missing header defines, used as a statement, is a syntax
+    error to clang with only a stand-in). With stand-ins a fill is otherwise judged by the messages it adds, and
+    a fill that leaves the document's break as it was (`_size = 0;` after a half-typed `std::div(data`) adds
+    none: its own text holding the break is what gives it away."""
+    start, end = changed_span(base, filled)
+    starts = [0]
+    for line in filled.split("\n"):
+        starts.append(starts[-1] + len(line) + 1)
+
+    def offset(line: int, character: int) -> int:
+        return starts[line] + character if 0 <= line < len(starts) - 1 else -1
+
+    return [(line, character, message) for line, character, message in errors
+            if _SYNTAX.match(message) and start <= offset(line, character) < end
+            and not any(u_line == line and u_character < character for u_line, u_character, _ in errors.unknown)]
+
+
+def fill_lines(base: str, filled: str) -> tuple[int, int]:
+    """The lines of `filled` (0-based, inclusive) from where it differs from `base` to the end of the function that
+    holds that place (to the end of the changed text where no function does)."""
+    start, end = changed_span(base, filled)
     from dice_lsp.cuda.functions import enclosing_function
 
     function = enclosing_function(filled, start)
@@ -627,6 +669,29 @@ class ClangJudge:
             LOG.debug("clang check: no verdict, %s", exc)
             self.gave_up = True
             return None
+        except NewStandIn as exc:
+            LOG.debug("clang check: no verdict this time; %s", exc)
+            return None
+
+    def discover(self) -> int:
+        """Read the base once through, in the background when the file opens (after `warm`), patiently and at a
+        low CPU priority, so that each header past the preamble that is not here (OpenCV wraps a whole file in
+        `#if !defined CUDA_DISABLER`) has its stand-in before the first completion: a run meets one such header
+        at a time, and each would otherwise cost a completion its verdict. The stand-ins it made."""
+        front = self.front
+        if front is None:
+            return 0
+        front = replace(front, least_seconds=PATIENT_CHECK_TIMEOUT_S)
+        for made in range(MAX_STUBS + 1):
+            try:
+                front_errors(front, self.base, self.folder, self.flags, niceness=BUILD_NICENESS)
+            except NewStandIn as exc:
+                LOG.debug("clang: opening the file, %s", exc)
+                continue
+            except (TooSlow, NotReady, OSError, Stopped) as exc:
+                LOG.debug("clang: opening the file, no stand-ins looked for (%s)", exc)
+            return made
+        return MAX_STUBS
 
     def new_errors(self, text: str) -> list[tuple[int, int]] | None:
         """(line, character) of each error of `text` the base does not have ((-1, c): in an included file);
@@ -650,8 +715,9 @@ class ClangJudge:
         first, last = fill_lines(self.base, text)
         if self.stood_in or any(line < first for line in self.base_lines):  # broken above: clang's recovery may
             first, last = 0, -1  # reach the fill; stand-ins: errors in the fill's function may be theirs
+        own = syntax_in_fill(filled, self.base, text) if isinstance(filled, Errors) and self.stood_in else []
         return [(line, character) for line, character, message in filled
-                if message not in self.known or first <= line <= last]
+                if message not in self.known or first <= line <= last or (line, character, message) in own]
 
     def __call__(self, text: str) -> bool | None:
         try:

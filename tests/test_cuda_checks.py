@@ -318,6 +318,28 @@ def test_a_fill_must_declare_what_the_code_after_it_needs(fill: str, missing: li
     assert context.check(fill).names is (not missing)
 
 
+HALF_TYPED_DECLARATION = ("void launch(const int n, int threads) {\n"
+                          "    auto dv = std::div(n, threads);\n"
+                          "    const int num_bl\n"
+                          "    const int grid = (num_blocks == 0 ? 1 : num_blocks);\n"
+                          "    dim3 g(grid, 1);\n}\n")
+
+
+@pytest.mark.parametrize(("fill", "missing"), [
+    ("ocks = (n + threads - 1) / threads;", []),
+    ("_size = 0;", ["num_blocks"]),  # declares `num_bl_size`: the code below still needs `num_blocks`
+    ("ock = 1;", ["num_blocks"]),
+])
+def test_a_half_typed_declaration_must_be_finished_as_the_code_after_it_uses_it(fill: str,
+                                                                                missing: list[str]) -> None:
+    """A half-typed line that merges with the next in tree-sitter's eyes hides the function's declarations from
+    the check above; the word typed before the cursor still says which needed name the line declares."""
+    at = HALF_TYPED_DECLARATION.index("num_bl\n") + len("num_bl")
+    context = CheckContext(HALF_TYPED_DECLARATION, at, at)
+    assert context.undeclared(fill) == missing
+    assert context.check(fill).names is (not missing)
+
+
 def test_names_a_macro_or_the_file_declares_are_not_demanded() -> None:
     text = ("#define LOOP(i, n) for (int i = 0; i < n; ++i)\n"
             "__global__ void k(float* out, int n) {\n    \n    LOOP(j, n) out[j] = 0.f;\n}\n")

@@ -50,7 +50,9 @@ function before the hole; and from the headers only their globals count (a name 
 `std::size`, needs a `using namespace`). Block scopes within the function are not tracked (lenient).
 And the other way round (`undeclared`): a name the code after the hole uses like a local variable (not
 called, not qualified, not all-caps, not a macro's argument, not ending in `_`) that nothing in scope there
-provides was declared by the deleted code: the fill must declare it (`int tid = ...` before `out[tid] = ...`).
+provides was declared by the deleted code: the fill must declare it (`int tid = ...` before `out[tid] = ...`);
+and where a half-typed line merges with the next in tree-sitter's eyes, such a name that the word typed before
+the cursor is the start of (`const size_t num_bl` before uses of `num_blocks`): the fill must finish it.
 In scope: written outside functions or in this function before the hole (code, not comments or strings),
 declared in this function after the hole, a function's name, written in another function that does not
 declare it (a global from a header the document does not show), or from the headers; another kernel's own
@@ -762,6 +764,9 @@ _NAMESPACES = frozenset({"std", "cub", "thrust", "cooperative_groups", "nvcuda",
 _NAMESPACE_DECLARATION = re.compile(rb"\bnamespace\s+[A-Za-z_]\w*")
 
 
+_TYPED_BYTES = re.compile(rb"(?<!\w)[A-Za-z_]\w*\Z")  # the word typed before the cursor
+
+
 class CheckContext:
     """One request's document and region, parsed once; ask it about each candidate fill.
 
@@ -986,7 +991,7 @@ class CheckContext:
         name another function declares for itself (its `idx`) provides nothing here."""
         function = self._enclosing
         if function is None:  # no function, or tree-sitter's recovery hides declarations: too unsure
-            return frozenset()
+            return self._typed_declaration()
         scopes = self._scopes
         needed = set()
         stack = [function]
@@ -1003,6 +1008,24 @@ class CheckContext:
                     needed.add(name)
             stack.extend(node.children)
         return frozenset(needed)
+
+    def _typed_declaration(self) -> frozenset[str]:
+        """Where a half-typed line merges with the next in tree-sitter's eyes (`const size_t num_bl` before
+        `const size_t grid = ...`), the function does not parse apart from the hole's line and `_needed` cannot
+        tell. Then: the names the code after the hole needs, as the base with that line's typed text blanked out
+        sees them (same bytes: offsets hold), that the word typed before the cursor is the start of
+        (`num_blocks`): the user is typing their declaration, so the fill must finish it (`_size = 0;`, which
+        declares `num_bl_size`, does not)."""
+        line_start = self._base_data.rfind(b"\n", 0, self._hole) + 1
+        typed = _TYPED_BYTES.search(self._base_data, line_start, self._hole)
+        if typed is None:
+            return frozenset()
+        word = typed.group().decode("ascii")
+        blanked = self._prefix[:line_start] + b" " * (self._hole - line_start)
+        start = len(blanked.decode("utf-8", "replace"))
+        other = CheckContext(blanked.decode("utf-8", "replace") + self._suffix.decode("utf-8", "replace"), start,
+                             start, self.headers, self.local_headers)
+        return frozenset(name for name in other._needed if name.startswith(word) and name != word)
 
     @cached_property
     def _block_names(self) -> frozenset[str]:

@@ -24,7 +24,8 @@ half-line fills, clang finds an error in every fill nvcc rejects and in 1 of 207
   verdict still says whether the fill adds an error (and a syntax error inside the fill's own text fails it
   even when the document has that message too: `syntax_in_fill`). A name clang does not know may then be one such
   a header declares: those errors are left to the name index (`cuda.checks`), which judges names by what the
-  document and the headers that are here declare. Other fatal errors, or more missing headers, mean clang cannot tell: None.
+  document and the headers that are here declare. Other fatal errors, or more missing headers, mean clang
+  cannot tell: None.
 - Like nvcc (`dice_lsp.sandbox`), clang runs without a shell, on a copy of the text under a generated name in a
   scratch folder, with the flags `CompileFlags` checked; on a team server inside the sandbox.
 """

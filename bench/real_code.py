@@ -125,11 +125,11 @@ def run_one(backend: LocalBackend, path: Path, kind: str, document: str, cursor:
 
 
 def opened(path: Path, text: str, settings: Settings) -> None:
-    """What an editor's didOpen starts for `path` (clang's preamble), waited for."""
+    """What an editor's didOpen starts for `path` (clang's preamble and stand-ins), waited for."""
     folder = path.resolve().parent
     judge = front_end_for(text, folder, settings.compile_flags(folder), settings)
     if isinstance(judge, ClangJudge):
-        judge.warm(OPEN_WAIT_S)
+        judge.open(OPEN_WAIT_S)
 
 
 def table(rows: list[dict[str, Any]]) -> str:

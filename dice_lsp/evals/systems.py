@@ -123,8 +123,7 @@ class ModelSystem:
         clang's precompiled preamble of the file (the holes of one file share it)."""
         judge = front_end_for(document, None, CompileFlags(), self.settings)
         if isinstance(judge, ClangJudge):
-            judge.warm(wait=OPEN_WAIT_S)
-            judge.discover()
+            judge.open(wait=OPEN_WAIT_S)
 
 
 @dataclass

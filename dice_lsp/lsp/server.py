@@ -135,8 +135,7 @@ class DiceServer(LanguageServer):
         def warm() -> None:
             judge = self.front_end_for(path, text, settings)
             if isinstance(judge, ClangJudge):
-                judge.warm()
-                judge.discover()
+                judge.open()
 
         self.loop.run_in_executor(None, warm)
 

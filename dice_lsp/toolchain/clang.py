@@ -674,6 +674,12 @@ class ClangJudge:
             LOG.debug("clang check: no verdict this time; %s", exc)
             return None
 
+    def open(self, wait: float = 0.0) -> int:
+        """What the editor opening the base's file starts (call it off the editor's event loop): `warm` (its
+        preamble's build, waited for at most `wait` seconds), then `discover`. The stand-ins it made."""
+        self.warm(wait)
+        return self.discover()
+
     def discover(self) -> int:
         """Read the base once through, in the background when the file opens (after `warm`), patiently and at a
         low CPU priority, so that each header past the preamble that is not here (OpenCV wraps a whole file in

@@ -1,76 +1,63 @@
 #!/usr/bin/env bash
 # Rejection-sampling fine-tuning of the shipped dice-tiny on one GPU machine (docs/MODEL.md, "Rejection-sampling
-# fine-tuning"): the model fills one-line holes of TRAIN-split CUDA files, the fills that parse, resolve and
-# match the removed line closely are kept, and the model is fine-tuned on them mixed half and half with the pack.
-# The calls (each <= 10 min; the working tree <= 64 MiB with what it carries, so the model's weights and the
-# pack travel in different calls; the machine must stay warm between them):
-#   keep                  (the shipped model in the tree; carry .whl) copy it to /root/keep, install code + wheels
-#   setup                 (the model's model.safetensors moved out of the tree; carry .whl,
-#                          .pack/rft-cuda-capped.jsonl.xz, .pack/pack-a.tar.xz) the CUDA files and pack part a
-#   collect MINUTES       start the collection detached (no hole started after MINUTES)
-#   unpack ARCHIVE        (carry .pack/pack-b.tar.xz) the pack's second half
-#   finetune MINUTES      wait for the collection to end, then start the fine-tune detached (MINUTES long)
-#   wait SECONDS          follow the logs until the fine-tune ends (keeps the machine held)
-#   bring OUT [N]         int8 weights, config, training log, kept fills' counts into OUT (<= 8 files), after at
-#                         most N x 10 s for the end
-# .pack/rft-cuda-capped.jsonl.xz: the CUDA-dialect train records of the corpus the v3 pack was made from
-# (/work/data19/corpus2), at most 2 MB of text per source (3,618 files, 45 MB; 4.4 MB as xz), as a corpus
-# folder's train.jsonl. Collect reads its TRAIN split only and skips CUDA-Infill and held-out files; at 2 holes
-# per file it cuts 2,954 holes, so the run takes 6 per file. Dry run of every step here on the CPU (tiny sizes):
-# collect 33 holes -> 8 kept (2 exact, 1.8 holes/s); finetune 18 steps at batch 4 -> export int8, 2 shards of
-# 15.7 and 12.3 MB (under the 16 MiB a file may have coming back).
-set -euo pipefail
+# fine-tuning"), as run on 2026-12-05 (H100): the model fills one-line holes of TRAIN-split CUDA files, the fills
+# that parse, resolve and match the removed line closely are kept, and the model is fine-tuned on them beside the
+# pack. Everything travels in ONE call (the working tree <= 64 MiB with what it carries): the shipped model as
+# int8 (`python -m dice_lsp.training.export dice_lsp/models/dice-tiny .pack/v2-int8`, 28 MB; its dequantized
+# weights give bf16's numbers), the v3 pack's first 12 shards with meta.json and valid.bin (72M tokens, all of the
+# GPU code; `tar -cf - meta.json valid.bin train-0[0-9].bin train-1[01].bin | xz -6 -T2 > .pack/pack-s.tar.xz`,
+# 25 MB) and the capped CUDA corpus (.pack/rft-cuda-capped.jsonl.xz, 4.7 MB); docs/, tests/, client-vscode/ and
+# model.safetensors are moved out of the tree for that call. A detached driver runs three collectors (seeds 0-2,
+# 15 holes/s each on an H100) for COLLECT minutes, then the fine-tune for TUNE minutes at rft share SHARE.
+#   start COLLECT TUNE SHARE   (carry .whl .gpu/rft1.sh .pack/rft-cuda-capped.jsonl.xz .pack/pack-s.tar.xz
+#                               .pack/v2-int8) install, unpack, start the driver
+#   wait SECONDS               follow the logs (keeps the machine held: calls must follow each other)
+#   bring OUT [N]              bf16 weights (4 files), index, config, training log, logs + kept fills (tar.xz)
+# Run: start 5 5 0.1, wait 240, wait 420, bring $OUT/rft 2 (17 device minutes with the start).
+set -uo pipefail
 ROOT=/root/rft
 export PYTHONPATH=$ROOT/code:$ROOT/site HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
 case "$1" in
-keep)
-    mkdir -p /root/keep && rm -rf /root/keep/dice-tiny && cp -r dice_lsp/models/dice-tiny /root/keep/
+start)
+    mkdir -p $ROOT/pack $ROOT/corpus $ROOT/runs $ROOT/logs /root/keep
+    rm -rf /root/keep/v2 && cp -r .pack/v2-int8 /root/keep/v2
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target $ROOT/site .whl/*.whl
-    ls -la /root/keep/dice-tiny ;;
-setup)
-    mkdir -p $ROOT/pack $ROOT/corpus $ROOT/runs $ROOT/logs
-    rm -rf $ROOT/code && mkdir -p $ROOT/code && cp -r dice_lsp bench $ROOT/code/  # bench: the suite collect skips
-    cp /root/keep/dice-tiny/model.safetensors $ROOT/code/dice_lsp/models/dice-tiny/
-    [ -d $ROOT/site ] || python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target $ROOT/site .whl/*.whl
+    rm -rf $ROOT/code && mkdir -p $ROOT/code && cp -r dice_lsp bench $ROOT/code/
     xz -dc .pack/rft-cuda-capped.jsonl.xz > $ROOT/corpus/train.jsonl
-    tar -xJf .pack/pack-a.tar.xz -C $ROOT/pack
+    tar -xJf .pack/pack-s.tar.xz -C $ROOT/pack
     nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader
-    du -sh $ROOT/pack $ROOT/corpus ;;
-collect)
-    cd $ROOT
-    setsid nohup python3 -m dice_lsp.training.rft collect --corpus corpus --model /root/keep/dice-tiny \
-        --out runs/fills.jsonl --holes 200000 --per-file 6 --candidates 8 --batch 32 --seed 0 --minutes "$2" \
-        --json --quiet \
-        > logs/collect.log 2>&1 < /dev/null &
-    sleep 60; tail -c 400 logs/collect.log; echo; wc -l runs/fills.jsonl ;;
-unpack)
-    tar -xJf "$2" -C $ROOT/pack && ls $ROOT/pack | wc -l && du -sh $ROOT/pack ;;
-finetune)
-    cd $ROOT
-    while pgrep -f "training.rft collect" > /dev/null; do sleep 5; done
-    tail -c 300 logs/collect.log; echo; wc -l runs/fills.jsonl
-    setsid nohup python3 -m dice_lsp.training.rft finetune --data pack --tokenizer /root/keep/dice-tiny \
-        --init /root/keep/dice-tiny --rft runs/fills.jsonl --rft-share 0.5 --out runs/rft \
-        --run-minutes "$2" --minutes "$(( $2 + 1 ))" --batch 128 --compile --log-every 100 \
-        > logs/finetune.log 2>&1 < /dev/null &
-    sleep 60; tail -3 logs/finetune.log ;;
+    cat > $ROOT/drive.sh <<DRIVE
+cd $ROOT
+for s in 0 1 2; do
+  python3 -m dice_lsp.training.rft collect --corpus corpus --model /root/keep/v2 --out runs/fills-\$s.jsonl \
+    --holes 200000 --per-file 6 --candidates 8 --batch 32 --seed \$s --minutes $2 --json > logs/collect-\$s.log 2>&1 &
+done
+wait
+cat runs/fills-*.jsonl > runs/fills.jsonl
+wc -l runs/fills.jsonl > logs/kept.txt
+python3 -m dice_lsp.training.rft finetune --data pack --tokenizer /root/keep/v2 --init /root/keep/v2 \
+  --rft runs/fills.jsonl --rft-share $4 --out runs/rft --run-minutes $3 --minutes $(( $3 + 1 )) --batch 128 \
+  --compile --log-every 100 > logs/finetune.log 2>&1
+echo done > logs/done
+DRIVE
+    setsid nohup bash $ROOT/drive.sh > $ROOT/logs/drive.log 2>&1 < /dev/null &
+    sleep 70; for s in 0 1 2; do tail -c 300 $ROOT/logs/collect-$s.log | tr '\r' '\n' | tail -1; echo; done
+    wc -l $ROOT/runs/fills-*.jsonl; du -sh $ROOT/pack ;;
 wait)
     end=$((SECONDS + $2))
     while [ $SECONDS -lt $end ]; do
-        sleep 30; echo "$(tail -1 $ROOT/logs/finetune.log | cut -c1-220)"
-        grep -q "trained to step\|fine-tuned to step\|Traceback" $ROOT/logs/finetune.log && break
+        sleep 30
+        if [ -f $ROOT/logs/finetune.log ]; then echo "ft: $(tail -1 $ROOT/logs/finetune.log | cut -c1-200)"
+        else echo "collect: $(cat $ROOT/runs/fills-*.jsonl 2>/dev/null | wc -l) kept; $(tail -c 200 $ROOT/logs/collect-0.log | tr '\r' '\n' | tail -1 | cut -c1-150)"; fi
+        [ -f $ROOT/logs/done ] && break
+        grep -q Traceback $ROOT/logs/finetune.log 2>/dev/null && break
     done ;;
 bring)
-    for _ in $(seq 1 "${3:-20}"); do
-        grep -q "trained to step\|fine-tuned to step\|Traceback" $ROOT/logs/finetune.log && break
-        sleep 10
-    done
-    tail -2 $ROOT/logs/finetune.log
-    timeout 120 python3 -m dice_lsp.training.export $ROOT/runs/rft $ROOT/int8-rft
+    for _ in $(seq 1 "${3:-20}"); do [ -f $ROOT/logs/done ] && break; sleep 10; done
+    tail -3 $ROOT/logs/finetune.log; cat $ROOT/logs/kept.txt
     mkdir -p "$2"
-    cp $ROOT/int8-rft/model-*.safetensors $ROOT/int8-rft/model.safetensors.index.json $ROOT/int8-rft/config.json \
+    cp $ROOT/runs/rft/model-*.safetensors $ROOT/runs/rft/model.safetensors.index.json $ROOT/runs/rft/config.json \
        $ROOT/runs/rft/train_log.json "$2"/
-    xz -9 -c $ROOT/logs/finetune.log > "$2"/finetune.log.xz
-    tail -c 2000 $ROOT/logs/collect.log | xz -9 > "$2"/collect-tail.log.xz
+    tar -C $ROOT -cJf "$2"/logs.tar.xz logs runs/fills.jsonl
     ls -la "$2" ;;
 esac

@@ -185,6 +185,17 @@ def test_local_headers_resolve_from_the_document_s_folder(tmp_path: Path) -> Non
     assert judge(base.replace("    \n}", "    Local l{n}; y[i] = l.total;\n}", 1)) is False
 
 
+def test_a_relative_folder_names_the_same_local_headers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """clang runs in a scratch folder: the document's folder given relative to the caller's is still its own."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "pair.cuh").write_text("struct Local { int count; };\n")
+    monkeypatch.chdir(tmp_path)
+    base = '#include "pair.cuh"\n' + BASE
+    judge = _judge(base, Path("src"))
+    assert judge(base.replace("    \n}", "    Local l{n}; y[i] = l.count;\n}", 1)) is True
+    assert judge(base.replace("    \n}", "    Local l{n}; y[i] = l.total;\n}", 1)) is False
+
+
 @pytest.mark.parametrize(("text", "lines"), [
     ("#include <a>\n#include <b>\nint x;\n", 2),
     ("// c\n/* a\n   b */\n#define N 4 \\\n  + 1\n\nint x;\n", 6),

@@ -748,4 +748,6 @@ def clang_judge(base: str, folder: Path | None, flags: CompileFlags, clang: str 
     except DiceError as exc:
         LOG.debug("no clang check: %s", exc)
         return None
+    if folder is not None:  # clang runs in a scratch folder: a relative one would name nothing there
+        folder = folder.resolve()
     return ClangJudge(found, roots[0], base, folder, flags, patient) if found is not None and roots else None

@@ -59,6 +59,7 @@ def task_for(truth: str, text: str = KERNEL, key: str = "k.cu") -> tuple[HoleTas
     "if (i < n) y[i] = = s * x[i];",  # does not parse
     "if (i < n) y[i] = s * xx[i];",  # an unknown name (similar enough: 17 of 18 tokens)
     "return;",  # parses, names resolve, far from the truth
+    "if (i < n) y[i] = s * x[i] * threadIdx.x;",  # close (18 of 22 tokens), resolves, a name the truth lacks
 ])
 def test_a_fill_that_fails_a_check_or_is_far_from_the_truth_is_not_kept(fill: str) -> None:
     task, context = task_for(GUARD)
@@ -103,6 +104,20 @@ def test_holes_come_from_train_cuda_files_only_and_never_from_the_suite(tmp_path
     tasks = list(hole_tasks(files, 50, seed=0, per_file=5, bench=BenchFilter.load()))
     assert sorted(t.truth for t in tasks) == sorted([DECLARE, GUARD])
     assert {t.key for t in tasks} == {"mine/f0.cu"}
+
+
+def test_mid_line_holes_are_the_rest_of_a_statement_line_after_a_cursor_inside(tmp_path: Path) -> None:
+    files = corpus_files([write_corpus(tmp_path / "corpus", [{"text": KERNEL}])])
+    lines = [t for t in hole_tasks(files, 50, seed=0, per_file=20)]
+    both = [t for t in hole_tasks(files, 50, seed=0, per_file=20, kinds=("line", "midline"))]
+    assert sorted(t.truth for t in lines) == sorted([DECLARE, GUARD])
+    mid = [t for t in both if t.truth not in (DECLARE, GUARD)]
+    assert mid, "no mid-line hole cut"
+    for task in mid:  # the document keeps the line's start; the hole is the rest of a true line
+        assert any(line.strip().endswith(task.truth.strip()) and line.strip() != task.truth.strip()
+                   for line in KERNEL.split("\n"))
+        line_start = task.document.rfind("\n", 0, task.hole.start) + 1
+        assert task.document[line_start:task.hole.start].strip()  # the cursor is inside a written line
 
 
 def fake_filler(texts: list[str]) -> Any:

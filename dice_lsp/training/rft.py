@@ -12,13 +12,15 @@ Collect. Holes are cut from CUDA files of the corpus's TRAIN split only (`corpus
 `cuda`, permissively licensed, from no source the benchmark draws from) or from `.cu` files given directly;
 a file that is, exactly or nearly, a CUDA-Infill file (test or dev) or a held-out one (`corpus.BenchFilter`)
 is skipped. The holes are the suite's `line` holes (`evals.build.cut_functions`: statement lines of cleanly
-parsed kernels and `__device__` functions), asked as the editor asks them (`evals.systems`): the line's
+parsed kernels and `__device__` functions; `--kinds line midline` adds `midline` holes, the rest of such a line
+after a cursor inside), asked as the editor asks them (`evals.systems`): the line's
 content removed, the cursor where it was, the region from `cuda.holes.find_hole`. Each hole is filled through
 the product's pieces (`complete.fill_request`: context, canvases; the engine's batched in-place fill:
 `--candidates` sampled rows per canvas, several holes per denoising batch; `complete.suggestions`: the
 clean-up filters and the cheap checks) at `--temperature` (default 1: the model's own distribution). Renames
 are off: a kept fill is what the model wrote. A fill is kept when it parses, its names resolve, and its
-token-level edit similarity to the removed line is at least `--threshold` (C tokens, `evals.score.tokens`);
+token-level edit similarity to the removed line is at least `--threshold` (C tokens, `evals.score.tokens`)
+and it writes no identifier the removed line does not (a wrong member is a small edit in tokens);
 each distinct kept fill of a hole is one JSON line (`KeptFill`).
 
 Train. A kept fill becomes an example shaped like the curriculum's hole examples (`training.holes`):
@@ -131,7 +133,7 @@ def judge(task: HoleTask, context: FillContext, texts: list[str], scores: list[f
         if not (found.checks.parses and found.checks.names):
             continue
         similarity = token_similarity(found.text, task.truth)
-        if similarity < threshold:
+        if similarity < threshold or not _names_of(found.text) <= _names_of(task.truth):
             continue
         checks = found.checks
         if front_end is not None:
@@ -142,6 +144,14 @@ def judge(task: HoleTask, context: FillContext, texts: list[str], scores: list[f
         kept.append(KeptFill(task.key, task.document, task.hole.start, task.hole.end, found.text, task.truth,
                              similarity, similarity == 1.0, checks.to_json(), found.score))
     return kept
+
+
+def _names_of(code: str) -> set[str]:
+    """The identifiers (and keywords) among `code`'s C tokens: a kept fill may use no name the removed code does
+    not (`is_object()) {` for `advance_to_block()) {` is 0.8-close in tokens and teaches a wrong member)."""
+    from dice_lsp.evals.score import tokens
+
+    return {token for token, comment in tokens(code) if not comment and (token[0].isalpha() or token[0] == "_")}
 
 
 # ---------------------------------------------------------------- where the holes come from
@@ -172,13 +182,18 @@ def corpus_files(paths: Sequence[Path]) -> list[tuple[str, str]]:
     return files
 
 
-def line_tasks(key: str, text: str, rng: random.Random, per_file: int = PER_FILE) -> list[HoleTask]:
-    """Up to `per_file` of the file's suite-like `line` holes, asked as the editor asks them; a hole where
-    the editor's rule finds no region is left out."""
+KINDS = ("line", "midline")  # the suite's one-line hole kinds collect can cut
+
+
+def line_tasks(key: str, text: str, rng: random.Random, per_file: int = PER_FILE,
+               kinds: Sequence[str] = ("line",)) -> list[HoleTask]:
+    """Up to `per_file` of the file's suite-like holes of `kinds` (`line`: a statement line's content; `midline`:
+    the rest of it after a cursor inside), asked as the editor asks them; a hole where the editor's rule finds
+    no one-line region is left out."""
     from dice_lsp.cuda import holes as editor
     from dice_lsp.evals.build import cut_functions
 
-    sites = [site for _, found in cut_functions(text, rng) for site in found if site.kind == "line"]
+    sites = [site for _, found in cut_functions(text, rng) for site in found if site.kind in kinds]
     rng.shuffle(sites)
     tasks = []
     for site in sites:
@@ -192,8 +207,8 @@ def line_tasks(key: str, text: str, rng: random.Random, per_file: int = PER_FILE
 
 
 def hole_tasks(files: list[tuple[str, str]], holes: int, seed: int, per_file: int = PER_FILE,
-               bench: Any = None) -> Iterator[HoleTask]:
-    """`holes` line holes from `files` visited in a seeded order; a file the suite holds (`bench`: a
+               bench: Any = None, kinds: Sequence[str] = ("line",)) -> Iterator[HoleTask]:
+    """`holes` holes of `kinds` from `files` visited in a seeded order; a file the suite holds (`bench`: a
     `corpus.BenchFilter`, exact or near copy) is skipped."""
     rng = random.Random(seed)
     order = list(range(len(files)))
@@ -204,7 +219,7 @@ def hole_tasks(files: list[tuple[str, str]], holes: int, seed: int, per_file: in
         if bench is not None and bench.reason(text) is not None:
             LOG.info("%s: a CUDA-Infill or held-out file, skipped", key)
             continue
-        for task in line_tasks(key, text, rng, per_file):
+        for task in line_tasks(key, text, rng, per_file, kinds):
             yield task
             given += 1
             if given >= holes:
@@ -341,7 +356,7 @@ def run_collect(args: argparse.Namespace) -> Counts:
         raise DiceError("--temperature must be above 0 (rejection sampling draws from the model)")
     model = load_model(args.model, device=args.device)
     files = corpus_files([Path(p) for p in args.corpus])
-    tasks = list(hole_tasks(files, args.holes, args.seed, args.per_file, BenchFilter.load()))
+    tasks = list(hole_tasks(files, args.holes, args.seed, args.per_file, BenchFilter.load(), args.kinds))
     settings = collect_settings(args.candidates, args.temperature, args.seed)
     return collect_to_file(tasks, model_filler(model), model.tokenizer, model.window, settings, Path(args.out),
                            args.threshold, args.batch, args.types, args.quiet, args.minutes)
@@ -442,6 +457,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--types", action="store_true",
                    help="clang's front end must find no new error in a kept fill too (slower; needs clang)")
     c.add_argument("--per-file", type=int, default=PER_FILE, help="holes per file, at most")
+    c.add_argument("--kinds", nargs="+", choices=KINDS, default=["line"],
+                   help="hole kinds to cut: line (a statement line's content), midline (the rest of it after a "
+                        "cursor inside)")
     c.add_argument("--batch", type=int, default=BATCH_HOLES, help="holes per model call")
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--minutes", type=float, default=None,

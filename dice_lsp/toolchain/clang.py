@@ -589,8 +589,8 @@ def syntax_in_fill(errors: Errors, base: str, filled: str) -> list[Error]:
     """The syntax errors (`expected ')'`, ...) clang reports inside the changed text of `filled`, but for one on a
     line where an unknown name comes first (a macro a missing header defines, used as a statement, is a syntax
     error to clang with only a stand-in). With stand-ins a fill is otherwise judged by the messages it adds, and
-    a fill that leaves the document's break as it was (`_size = 0;` after a half-typed `std::div(data`) adds
-    none: its own text holding the break is what gives it away."""
+    a fill that leaves the document's break as it was (` = 0;` after a half-typed `std::div(n`, the call still
+    unclosed) adds none: its own text holding the break is what gives it away."""
     start, end = changed_span(base, filled)
     starts = [0]
     for line in filled.split("\n"):

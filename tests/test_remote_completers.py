@@ -103,6 +103,32 @@ def test_completions_on_one_worker_run_side_by_side(completers: Completers) -> N
     assert [c.texts for c in (results["first"], results["second"])] == [["++i) {"], ["i++) {"]]  # type: ignore[attr-defined]
 
 
+def test_a_worker_whose_pipe_breaks_on_send_fails_its_completion_in_one_line_and_is_replaced(
+        completers: Completers) -> None:
+    """The worker may end between two messages before its reader sees the pipe close: the send itself breaks."""
+    worker = completers.workers[0]
+    real = worker.connection
+
+    class Broken:
+        def send(self, message: object) -> None:
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(real, name)
+
+    worker.connection = Broken()  # type: ignore[assignment]
+    try:
+        with pytest.raises(DiceError, match=r"the completion worker \(pid \d+\) ended"):
+            completers.complete(LOOP_HEADER, AT, SETTINGS, None, 0.0, lambda _: FillResult(["++i) {"], 4))
+    finally:
+        worker.connection = real
+    assert not worker.alive
+    completion = completers.complete(LOOP_HEADER, AT, SETTINGS, None, 0.0, lambda _: FillResult(["++i) {"], 4))
+    assert completion is not None and completion.texts == ["++i) {"]
+    assert completers.workers[0] is not worker
+    worker.close()
+
+
 def test_a_worker_that_dies_fails_its_completion_and_is_replaced(completers: Completers) -> None:
     def killing_fill(request: FillRequest) -> FillResult:
         process = completers.workers[0].process

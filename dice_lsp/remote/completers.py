@@ -178,7 +178,11 @@ class _Worker:
             if not self.alive:
                 raise DiceError(f"the completion worker (pid {self.process.pid}) ended")
             box = self.waiting.setdefault(job, queue.Queue())
-            self.connection.send(message)
+            try:
+                self.connection.send(message)
+            except (OSError, ValueError):  # it ended before the reader saw its pipe close (a broken pipe)
+                self.alive = False
+                raise DiceError(f"the completion worker (pid {self.process.pid}) ended") from None
         return box
 
     def done(self, job: int) -> None:

@@ -13,7 +13,7 @@
 #                               .pack/v2-int8) install, unpack, start the driver
 #   wait SECONDS               follow the logs (keeps the machine held: calls must follow each other)
 #   bring OUT [N]              bf16 weights (4 files), index, config, training log, logs + kept fills (tar.xz)
-# Run: start 5 5 0.1, wait 240, wait 420, bring $OUT/rft 2 (17 device minutes with the start).
+# Run: start 5 5 0.1, wait 240, wait 420, bring $OUT/rft 2 (14 device minutes with the start).
 set -uo pipefail
 ROOT=/root/rft
 export PYTHONPATH=$ROOT/code:$ROOT/site HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1

@@ -535,6 +535,33 @@ def test_opening_a_file_stands_in_for_every_missing_header_past_its_preamble(tmp
     assert list(tmp_path.iterdir()) == []
 
 
+def test_files_opened_together_are_read_through_one_run_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An editor restoring a session opens many files at once: their read-through runs never overlap."""
+    import threading
+    import time
+
+    judge = _judge()
+    running, most = [0], [0]
+    lock = threading.Lock()
+
+    def front_errors(*args: object, **kwargs: object) -> list[clang.Error]:
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.05)
+        with lock:
+            running[0] -= 1
+        return clang.Errors()
+
+    monkeypatch.setattr(clang, "front_errors", front_errors)
+    threads = [threading.Thread(target=judge.discover) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert most[0] == 1
+
+
 def _built(base: str) -> Built:
     """`base`'s preamble build, once done (started here if it was not)."""
     import time

@@ -507,6 +507,11 @@ class NotReady(Exception):
     """The file's precompiled preamble was not built within the time a check may wait for it."""
 
 
+# one read-through run at a time, whatever the file: an editor that restores a session opens many files at once,
+# and several low-priority clang runs together would still take a 2-core machine's time from the model
+_READING_THROUGH = threading.Lock()
+
+
 class NewStandIn(Exception):
     """The run met a header past the preamble that is not there, and it has a stand-in now: no verdict this time;
     the file's next run reads on."""
@@ -684,14 +689,17 @@ class ClangJudge:
         """Read the base once through, in the background when the file opens (after `warm`), patiently and at a
         low CPU priority, so that each header past the preamble that is not here (OpenCV wraps a whole file in
         `#if !defined CUDA_DISABLER`) has its stand-in before the first completion: a run meets one such header
-        at a time, and each would otherwise cost a completion its verdict. The stand-ins it made."""
+        at a time, and each would otherwise cost a completion its verdict. One such run at a time in the process
+        (`_READING_THROUGH`). The stand-ins it made."""
         front = self.front
         if front is None:
             return 0
         front = replace(front, least_seconds=PATIENT_CHECK_TIMEOUT_S)
+        warm(front, self.base, self.folder, self.flags, front.cold_timeout)  # its preamble first, outside the lock
         for made in range(MAX_STUBS + 1):
             try:
-                front_errors(front, self.base, self.folder, self.flags, niceness=BUILD_NICENESS)
+                with _READING_THROUGH:
+                    front_errors(front, self.base, self.folder, self.flags, niceness=BUILD_NICENESS)
             except NewStandIn as exc:
                 LOG.debug("clang: opening the file, %s", exc)
                 continue

@@ -13,8 +13,9 @@ file changed the way an editor would have it (the file on disk is never written)
 (a statement line: indented, ends with `;`, not a comment or a directive).
 
 `--opened`: each file is opened first, as in an editor, whose didOpen starts clang's one-time work on it (the
-precompiled preamble) while the user reads and types: the bench waits for it (at most `OPEN_WAIT_S`) before the
-file's requests. Without it every file's first requests meet a cold clang, as a one-shot command does.
+precompiled preamble, the stand-ins for headers not here) while the user reads and types: the bench waits for it
+(at most `OPEN_WAIT_S`) before the file's requests. Without it every file's first requests meet a cold clang, as a
+one-shot command does.
 
 Per kind: requests, regions found (`holes`), completions shown, shown completions after which the document has
 more tree-sitter ERROR/MISSING nodes than before (counted over the whole tree, at every depth: a verdict the
@@ -155,7 +156,8 @@ def main() -> int:
     parser_.add_argument("paths", nargs="+")
     parser_.add_argument("--files", type=int, default=100, help="at most this many files (a seeded sample)")
     parser_.add_argument("--seed", type=int, default=1)
-    parser_.add_argument("--opened", action="store_true", help="open each file first (clang's preamble built)")
+    parser_.add_argument("--opened", action="store_true",
+                         help="open each file first (clang's preamble and stand-ins made)")
     parser_.add_argument("--json", type=Path, help="also write every request here (JSON lines)")
     args = parser_.parse_args()
     rng = random.Random(args.seed)

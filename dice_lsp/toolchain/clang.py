@@ -553,10 +553,8 @@ def front_errors(front: FrontEnd, text: str, folder: Path | None, flags: Compile
                           [*readable, *([pch.parent] if pch is not None else []), *([stubs] if stubs else [])],
                           front.warm_timeout if pch is not None else front.cold_timeout, niceness)
         except subprocess.TimeoutExpired as exc:  # every later check in this file may take as long again
-            key = whole or _key(front, options, readable, preamble) if built is not None or whole is not None else None
-            raise TooSlow(exc.timeout or 0.0, key) from exc
-        if built is not None or whole is not None:
-            preambles().in_time(whole or _key(front, options, readable, preamble))
+            raise TooSlow(exc.timeout or 0.0, file_key) from exc
+        preambles().in_time(file_key)
     found = list(_DIAGNOSTIC.finditer(output))
     fatal = next((m for m in found if m["severity"] == "fatal error"), None)
     if fatal is not None:
@@ -596,16 +594,23 @@ def syntax_in_fill(errors: Errors, base: str, filled: str) -> list[Error]:
     error to clang with only a stand-in). With stand-ins a fill is otherwise judged by the messages it adds, and
     a fill that leaves the document's break as it was (` = 0;` after a half-typed `std::div(n`, the call still
     unclosed) adds none: its own text holding the break is what gives it away."""
+    syntax = [error for error in errors if _SYNTAX.match(error[2])]
+    if not syntax:  # most runs: no need to find where the fill is
+        return []
     start, end = changed_span(base, filled)
-    starts = [0]
-    for line in filled.split("\n"):
-        starts.append(starts[-1] + len(line) + 1)
+    first, last = filled.count("\n", 0, start), filled.count("\n", 0, end)
+    line_start = filled.rfind("\n", 0, start) + 1  # of the fill's first line; later lines found as needed
 
     def offset(line: int, character: int) -> int:
-        return starts[line] + character if 0 <= line < len(starts) - 1 else -1
+        if not first <= line <= last:
+            return -1
+        at = line_start
+        for _ in range(line - first):
+            at = filled.index("\n", at) + 1
+        return at + character
 
-    return [(line, character, message) for line, character, message in errors
-            if _SYNTAX.match(message) and start <= offset(line, character) < end
+    return [(line, character, message) for line, character, message in syntax
+            if start <= offset(line, character) < end
             and not any(u_line == line and u_character < character for u_line, u_character, _ in errors.unknown)]
 
 

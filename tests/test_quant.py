@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import torch
 
-from dice_lsp.engine import FillRequest, SamplerConfig, fill, load_model
+from dice_lsp.engine import FillRequest, SamplerConfig, fill, fill_batch, load_model
 from dice_lsp.engine.checkpoint import EMBEDDED_MODEL, build_transformer, load_state
 from dice_lsp.engine.config import read_config
-from dice_lsp.engine.quant import SCALE_SUFFIX, dequantize_state, quantize_state, write_int8
+from dice_lsp.engine.quant import SCALE_SUFFIX, Int8Linear, dequantize_state, quantize_state, write_int8
+from dice_lsp.errors import DiceError
 from dice_lsp.training.export import main
 from dice_lsp.training.train import grow_depth
 
@@ -36,7 +38,7 @@ def test_an_int8_folder_is_a_quarter_of_fp32_and_loads_with_int8_products_on_the
     quantized = load_model(out, device="cpu")
     assert quantized.int8
     linear = quantized.lm.model.layers[0].mlp.up_proj  # type: ignore[attr-defined]
-    assert type(linear).__module__.startswith("torch.ao.nn.quantized.dynamic")
+    assert isinstance(linear, Int8Linear) and linear.qweight.dtype == torch.int8
     dequantized = load_model(out, device="cpu", dtype="float32")
     assert not dequantized.int8
     reference = load_model(native_dir, device="cpu", dtype="float32")
@@ -78,3 +80,42 @@ def test_a_grown_model_computes_what_the_trained_one_did(native_dir: Path, tmp_p
     with torch.no_grad():
         assert torch.allclose(small(ids), deep(ids), atol=1e-5)
     assert sum(p.numel() for p in deep.parameters()) > 1.5 * sum(p.numel() for p in small.parameters())
+
+
+def test_int8_products_quantize_each_token_alone_so_a_row_never_depends_on_its_batch() -> None:
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(64, 48, bias=False)
+    layer = Int8Linear(linear.weight)
+    small, large = torch.randn(3, 64), 1000 * torch.randn(2, 64)
+    with torch.no_grad():
+        alone, beside = layer(small), layer(torch.cat([small, large]))[:3]
+        exact = linear(small)
+    assert torch.equal(alone, beside), "a token with large activations must not coarsen the others"
+    assert float((alone - exact).norm() / exact.norm()) < 0.02
+    assert layer(torch.randn(2, 5, 64)).shape == (2, 5, 48)
+
+
+def test_the_cpu_default_on_x86_is_int8_products_with_fills_batched_as_alone(
+        native_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("platform.machine", lambda: "x86_64")
+    model = load_model(native_dir, device="cpu")
+    assert model.int8 and model.dtype == torch.float32
+    assert isinstance(model.lm.model.layers[0].self_attn.q_proj, Int8Linear)  # type: ignore[attr-defined]
+    sampler = SamplerConfig(steps=4)
+    requests = [FillRequest("__global__ void add(const float* a, float* c, int n) {\n    int i = ", ";\n}\n",
+                            max_tokens=10, sampler=sampler),
+                FillRequest("int x = ", "", max_tokens=10, sampler=sampler)]
+    assert [r.texts for r in fill_batch(model, requests)] == [fill(model, r).texts for r in requests]
+    assert load_model(native_dir, device="cpu", dtype="int8").int8
+    assert not load_model(native_dir, device="cpu", dtype="float32").int8
+    monkeypatch.setattr("platform.machine", lambda: "arm64")  # not measured there: floats, as before
+    assert not load_model(native_dir, device="cpu").int8
+
+
+def test_int8_is_refused_off_the_cpu_and_unknown_dtypes_name_the_choices() -> None:
+    from dice_lsp.engine.device import resolve_dtype
+
+    with pytest.raises(DiceError, match="int8 runs on the CPU only"):
+        resolve_dtype(torch.device("cuda"), "int8")
+    with pytest.raises(DiceError, match="use auto, float32, bfloat16, float16 or int8"):
+        resolve_dtype(torch.device("cpu"), "fp8")

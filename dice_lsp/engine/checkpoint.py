@@ -16,7 +16,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from dice_lsp.engine.config import ModelConfig, read_config
-from dice_lsp.engine.device import resolve_device, resolve_dtype, use_cpu_threads
+from dice_lsp.engine.device import int8_products, resolve_device, resolve_dtype, use_cpu_threads
 from dice_lsp.engine.model import LoadedModel
 from dice_lsp.engine.quant import dequantize_state, int8_linears, is_quantized
 from dice_lsp.engine.tokenizer import Tokenizer
@@ -117,8 +117,8 @@ def load_model(path: Path | str | None = None, device: str | None = None, dtype:
     int8 = is_quantized(state)
     model = build_transformer(cfg, dequantize_state(state) if int8 else state, folder)
     name = str(raw.get("name_or_path") or raw.get("_name_or_path") or folder.name)
-    if int8 and torch_device.type == "cpu" and dtype in (None, "", "auto"):
-        # int8 weights on a CPU, no dtype asked: int8 matrix products (docs/MODEL.md, "int8")
+    if int8_products(torch_device, dtype) or (int8 and torch_device.type == "cpu" and dtype in (None, "", "auto")):
+        # int8 matrix products on the CPU (`device.int8_products`; an int8 checkpoint uses them on any CPU)
         return LoadedModel(int8_linears(model), tokenizer, Path(name).name or folder.name, folder, torch_device,
                            torch.float32, int8=True)
     model = model.to(device=torch_device, dtype=torch_dtype)

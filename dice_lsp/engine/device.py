@@ -1,10 +1,13 @@
-"""Where the model runs: CUDA in bf16 when there is a GPU, else the CPU, in bf16 where the processor computes
-it natively (about twice as fast as fp32 for the embedded model) and fp32 elsewhere; both overridable. On the
-CPU, with half the cores' threads (`cpu_threads`)."""
+"""Where the model runs: CUDA in bf16 when there is a GPU, else the CPU; both overridable. On an x86-64 CPU the
+embedded transformer's linear layers run as int8 products (`quant.Int8Linear`: ~1.4x bf16's speed per fill
+where the processor computes bf16 natively, ~2x fp32's elsewhere, with the same fill quality on the dev split:
+docs/PERFORMANCE.md); on other CPUs in bf16 where the processor computes it natively and fp32 elsewhere. On
+the CPU, with half the cores' threads (`cpu_threads`)."""
 
 from __future__ import annotations
 
 import os
+import platform
 from functools import cache
 from pathlib import Path
 
@@ -13,6 +16,7 @@ import torch
 from dice_lsp.errors import DiceError
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+INT8 = "int8"  # not a tensor dtype: int8 products for the linear layers, the rest in fp32 (CPU only)
 
 
 def resolve_device(name: str | None = None) -> torch.device:
@@ -41,12 +45,28 @@ def cpu_has_native_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
 
 
 def resolve_dtype(device: torch.device, name: str | None = None) -> torch.dtype:
+    """The dtype of the model's tensors (with int8 products, the fp32 of everything but their weights)."""
     if name in (None, "", "auto"):
+        if device.type == "cpu" and int8_products(device, name):
+            return torch.float32
         native_bf16 = device.type == "cuda" or cpu_has_native_bf16()
         return torch.bfloat16 if native_bf16 else torch.float32
+    if name == INT8:
+        if device.type != "cpu":
+            raise DiceError(f"dtype int8 runs on the CPU only (the model is on {device})")
+        return torch.float32
     if name not in DTYPES:
-        raise DiceError(f"unknown dtype {name!r} (use {', '.join(DTYPES)})")
+        raise DiceError(f"unknown dtype {name!r} (use auto, {', '.join(DTYPES)} or {INT8})")
     return DTYPES[name]
+
+
+def int8_products(device: torch.device, name: str | None = None) -> bool:
+    """Whether a model on `device` with dtype `name` runs its linear layers as int8 products: asked (`int8`),
+    or with no dtype asked on an x86-64 CPU (oneDNN's int8 products: measured faster than bf16 and fp32 there;
+    other CPUs are not measured)."""
+    if device.type != "cpu":
+        return False
+    return name == INT8 or (name in (None, "", "auto") and platform.machine().lower() in ("x86_64", "amd64"))
 
 
 def cpu_threads(cores: int | None = None) -> int:

@@ -100,7 +100,8 @@ class ModelHost:
                 self._set_status(ModelStatus.failed(settings.model or "dice-tiny", str(exc)))
                 return
             self._model, self._error = model, None
-            self._set_status(ModelStatus.ready(model.name, str(model.device), str(model.dtype)))
+            dtype = "int8" if model.int8 else str(model.dtype)
+            self._set_status(ModelStatus.ready(model.name, str(model.device), dtype))
 
         return self._enqueue(_Job(Future(), run=work))
 

@@ -1,15 +1,20 @@
 """One static block step of an SDAR-8B-shaped model (random bf16 weights) on a GPU: the CUDA-graph replay
 time, and the kernels of the same step run uncaptured (count, device time, the costliest by name).
 
-    python bench/static_step_replay.py [--rows 1] [--cache 768] [--replays 50]
+    python bench/static_step_replay.py [--rows 1] [--cache 768] [--replays 50] [--compile MODE ...]
 
 The step is the window a generation replays for every denoising call after the first ([rows, 8] ids at
-positions 512..519 over a cache of 768). The weight-read floor is in bench/engine_latency.py's output.
+positions 512..519 over a cache of 768). The weight-read floor (the weights' bytes at the bandwidth of a
+device-to-device copy, measured in the same run) is printed beside it. `--compile MODE` also captures the
+step with `static_forward` compiled by `torch.compile(mode=MODE)` ("default", "max-autotune-no-cudagraphs"),
+one row per mode in the same run, with its compile time and how often its logits' top token equals the
+uncompiled step's.
 """
 
 from __future__ import annotations
 
 import argparse
+import time
 from collections import defaultdict
 
 import torch
@@ -63,24 +68,59 @@ def kernels(lm: Transformer, stepper: BlockStepper) -> tuple[int, float, dict[st
     return count, sum(by_name.values()) / 1e3, by_name
 
 
+def captured(lm: Transformer, rows: int, cache: int) -> BlockStepper:
+    """A captured stepper whose ids and positions hold the bench's window (random ids, positions 508..515)."""
+    size = lm.config.block_size
+    stepper = BlockStepper(lm, rows, cache, capture=False)
+    stepper.ids.copy_(torch.randint(10, lm.config.vocab_size, stepper.ids.shape, generator=torch.Generator()
+                                    .manual_seed(1)))
+    stepper.positions.copy_(torch.arange(512 - size, 512 + size))
+    stepper._capture(lm)
+    return stepper
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=1)
     parser.add_argument("--cache", type=int, default=768)
     parser.add_argument("--replays", type=int, default=50)
+    parser.add_argument("--compile", nargs="*", default=[], metavar="MODE")
     args = parser.parse_args()
     device = torch.device("cuda")
+    from engine_latency import measure_copy_bandwidth
+
     lm = build(SDAR_8B, device)
-    size = lm.config.block_size
+    floor = sum(p.numel() * p.element_size() for p in lm.parameters()) / measure_copy_bandwidth(device) * 1e3
+    rows = []
     with torch.inference_mode():
-        stepper = BlockStepper(lm, args.rows, args.cache, capture=True)
-        stepper.ids.copy_(torch.randint(10, lm.config.vocab_size, stepper.ids.shape))
-        stepper.positions.copy_(torch.arange(512 - size, 512 + size))
+        stepper = captured(lm, args.rows, args.cache)
         ms = replay_ms(stepper, args.replays)
+        assert stepper.logits is not None
+        reference = stepper.logits.argmax(-1).clone()
+        rows.append(("eager, captured", ms, 0.0, 1.0))
     count, device_ms, by_name = kernels(lm, stepper)
     for name, us in sorted(by_name.items(), key=lambda kv: -kv[1])[:8]:
         print(f"  {us / 1e3:6.2f} ms  {name}")
     print(f"uncaptured step: {count} kernels, {device_ms:.2f} ms of device time")
+    eager = lm.static_forward
+    for mode in args.compile:
+        body = torch.compile(lm.static_body, mode=mode, dynamic=False)
+        lm.static_forward = (  # type: ignore[method-assign]
+            lambda ids, positions, cache, only, body=body: body(ids, positions, cache, only, lm.static_weights()))
+        started = time.perf_counter()
+        with torch.inference_mode():
+            other = captured(lm, args.rows, args.cache)
+            seconds = time.perf_counter() - started
+            ms_compiled = replay_ms(other, args.replays)
+            assert other.logits is not None
+            same = float((other.logits.argmax(-1) == reference).float().mean())
+        rows.append((f"torch.compile({mode}), captured", ms_compiled, seconds, same))
+        del other
+        lm.static_forward = eager  # type: ignore[method-assign]
+    print(f"\nfloor: {floor:.2f} ms per step (the weights read once at the copy bandwidth)")
+    print("| step | replay ms | x floor | compile s | top-1 = eager's |\n|---|---|---|---|---|")
+    for name, replay, seconds, same in rows:
+        print(f"| {name} | {replay:.2f} | {replay / floor:.2f} | {seconds:.0f} | {same:.1%} |")
     print(f"replay: {ms:.2f} ms per step (rows {args.rows}, cache {args.cache}, {args.replays} replays)")  # last: tail
 
 

@@ -17,7 +17,6 @@ output products.
 
 from __future__ import annotations
 
-from contextvars import ContextVar
 from typing import Protocol
 
 import torch
@@ -36,8 +35,6 @@ from dice_lsp.engine.fused import (
     norm_heads,
 )
 
-_FUSED_NORMS = ContextVar("fused_norms", default=False)  # set by `Transformer.static_forward` on CUDA
-
 
 def _fuses_norms(device: torch.device) -> bool:
     """Whether the static step runs its RMSNorms as `F.rms_norm` on `device` (bench/static_step_ops.py
@@ -51,8 +48,8 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(dim))
         self.eps = eps
 
-    def forward(self, x: Tensor) -> Tensor:
-        if _FUSED_NORMS.get():  # one kernel instead of eight (the weight is applied before rounding to bf16)
+    def forward(self, x: Tensor, fused: bool = False) -> Tensor:
+        if fused:  # one kernel instead of eight (the weight is applied before rounding to bf16)
             return F.rms_norm(x, (x.shape[-1],), self.weight, self.eps)
         x32 = x.float()
         x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
@@ -220,7 +217,7 @@ class Attention(nn.Module):
         b, t, _ = x.shape
         nh, nkv, hd = self.n_heads, self.n_kv, self.head_dim
         qkv = F.linear(x, weights.qkv).view(b, t, nh + 2 * nkv, hd)
-        qk = tables.rotate(norm_heads(qkv[:, :, :nh + nkv], weights.qk_norm, self.q_norm.eps, _FUSED_NORMS.get()))
+        qk = tables.rotate(norm_heads(qkv[:, :, :nh + nkv], weights.qk_norm, self.q_norm.eps, tables.fused_norms))
         keys, values = cache.extend(layer, qk[:, :, nh:].transpose(1, 2), qkv[:, :, nh + nkv:].transpose(1, 2), 0)
         out = F.scaled_dot_product_attention(qk[:, :, :nh].transpose(1, 2), keys, values, attn_mask=tables.mask,
                                              enable_gqa=nkv != nh)
@@ -297,9 +294,9 @@ class DecoderLayer(nn.Module):
         down projections are products that accumulate into the residual stream (`addmm_`, no separate add)."""
         b, t, d = x.shape
         stream = x.view(b * t, d)
-        stream.addmm_(self.self_attn.static(self.input_layernorm(x), weights, tables, cache, layer),
-                      self.self_attn.o_proj.weight.t())
-        mixed = self.mlp.static(self.post_attention_layernorm(x), weights.gate_up)
+        stream.addmm_(self.self_attn.static(self.input_layernorm(x, tables.fused_norms), weights, tables, cache,
+                                            layer), self.self_attn.o_proj.weight.t())
+        mixed = self.mlp.static(self.post_attention_layernorm(x, tables.fused_norms), weights.gate_up)
         stream.addmm_(mixed.view(b * t, -1), self.mlp.down_proj.weight.t())
 
 
@@ -376,25 +373,27 @@ class Transformer(nn.Module):
         """
         if ids.shape[0] != cache.rows:
             raise ValueError(f"{ids.shape[0]} rows for a static cache of {cache.rows}")
+        return self.static_body(ids, positions, cache, only, self.static_weights())
+
+    def static_body(self, ids: Tensor, positions: Tensor, cache: StepCache, only: slice | Tensor,
+                    fused: list[LayerWeights] | None) -> Tensor:
+        """`static_forward` after its checks, given the fused weights: no locks and no host-side state, so
+        `torch.compile` traces it as one graph (bench/static_step_replay.py --compile: no faster on an H100)."""
         cache.positions = positions
         dtype = self.model.embed_tokens.weight.dtype  # the tables converted once, not in every layer
         cos, sin = (t.to(dtype) for t in rotary(positions, self.config.head_dim, self.config.rope_theta))
-        fused = self.static_weights()
-        token = _FUSED_NORMS.set(_fuses_norms(ids.device))
-        try:
-            x = self.model.embed_tokens(ids)
-            if fused is None:  # int8 layers: the layers' own forward
-                for i, layer in enumerate(self.model.layers):
-                    x = layer(x, (cos, sin), cache.mask(), cache, i, 0, None)
-            else:
-                tables = StepTables.make(cache.mask(), cos, sin, ids.shape[0])
-                for i, (layer, weights) in enumerate(zip(self.model.layers, fused, strict=True)):
-                    assert isinstance(layer, DecoderLayer)
-                    layer.static(x, weights, tables, cache, i)
-            picked = x.index_select(1, only) if isinstance(only, Tensor) else x[:, only]
-            logits: Tensor = self.lm_head(self.model.norm(picked))
-        finally:
-            _FUSED_NORMS.reset(token)
+        fused_norms = _fuses_norms(ids.device)
+        x = self.model.embed_tokens(ids)
+        if fused is None:  # int8 layers: the layers' own forward
+            for i, layer in enumerate(self.model.layers):
+                x = layer(x, (cos, sin), cache.mask(), cache, i, 0, None)
+        else:
+            tables = StepTables.make(cache.mask(), cos, sin, ids.shape[0], fused_norms)
+            for i, (layer, weights) in enumerate(zip(self.model.layers, fused, strict=True)):
+                assert isinstance(layer, DecoderLayer)
+                layer.static(x, weights, tables, cache, i)
+        picked = x.index_select(1, only) if isinstance(only, Tensor) else x[:, only]
+        logits: Tensor = self.lm_head(self.model.norm(picked, fused_norms))
         return logits
 
     def hidden_states(self, ids: Tensor, start: int = 0, cache: KVCache | None = None, keep: int = 0,

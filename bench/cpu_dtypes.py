@@ -1,12 +1,14 @@
 """The embedded model on this CPU, per way of computing it: fp32, bf16, int8 products — side by side, one run.
 
-    python bench/cpu_dtypes.py [--model NAME=DIR ...] [--repeats 10] [--json FILE]
+    python bench/cpu_dtypes.py [--model NAME=DIR ...] [--repeats 10] [--holes 24] [--json FILE]
 
 For each checkpoint (default: the embedded one) and each compute mode, the time of one denoising call
-(batch 1 and 4, 256 context tokens + a 32-token canvas: the editor's one-line request) and the share of
+(batch 1 and 4, 256 context tokens + a 32-token canvas: the editor's one-line request), the share of
 positions whose top token equals fp32's on a real CUDA file (examples/vector_add.cu plus the repo's
-problem kernels). An int8 checkpoint's fp32 and bf16 rows are its dequantized weights. Rows are interleaved
-per repeat so a busy machine slows all of them alike; the medians are reported.
+problem kernels), and over `--holes` held-out holes (bench/lsp_latency.py's, editor defaults) the median
+time of a whole fill and how many fills have fp32's texts. An int8 checkpoint's fp32 and bf16 rows are its
+dequantized weights. Rows are interleaved per repeat (and per hole) so a busy machine slows all of them
+alike; the medians are reported.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from dice_lsp.engine import EMBEDDED_MODEL, load_model
 from dice_lsp.engine.model import LoadedModel
 
 ROOT = Path(__file__).resolve().parents[1]
-MODES = {"fp32": "float32", "bf16": "bfloat16", "int8 products": None}
+MODES = {"fp32": "float32", "bf16": "bfloat16", "int8 products": "int8"}
 
 
 def corpus_ids(model: LoadedModel, length: int = 288) -> torch.Tensor:
@@ -38,28 +40,53 @@ def corpus_ids(model: LoadedModel, length: int = 288) -> torch.Tensor:
 
 
 def load(folder: str, mode: str) -> LoadedModel:
-    dtype = MODES[mode]
-    if dtype is None:
-        model = load_model(folder, "cpu")
-        if not model.int8:
-            from dice_lsp.engine.quant import int8_linears
+    return load_model(folder, "cpu", MODES[mode])
 
-            model.lm = int8_linears(model.lm)  # type: ignore[type-var]
-            model.int8 = True
-        return model
-    return load_model(folder, "cpu", dtype)
+
+def fills(models: dict[str, LoadedModel], count: int) -> tuple[dict[str, float], dict[str, int], int]:
+    """Per mode: the median ms of a fill of each held-out hole, and how many fills equal fp32's; the holes."""
+    if count <= 0:
+        return {}, {}, 0
+    import sys
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from lsp_latency import holes
+
+    from dice_lsp.complete import prepare
+    from dice_lsp.engine import fill
+    from dice_lsp.settings import Settings
+    from dice_lsp.textdoc import Position
+
+    first = models["fp32"]
+    requests = [p.request for text, line, character, _ in holes(count, seed=5)
+                if (p := prepare(first.tokenizer, first.window, text, Position(line, character), Settings(), None))]
+    for model in models.values():
+        fill(model, requests[0])  # first-call costs
+    ms: dict[str, list[float]] = {mode: [] for mode in models}
+    same = dict.fromkeys(models, 0)
+    for request in requests:
+        texts = {}
+        for mode, model in models.items():
+            started = time.perf_counter()
+            texts[mode] = fill(model, request).texts
+            ms[mode].append(1000 * (time.perf_counter() - started))
+        for mode in models:
+            same[mode] += texts[mode] == texts["fp32"]
+    return {mode: statistics.median(v) for mode, v in ms.items()}, same, len(requests)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", action="append", default=[], metavar="NAME=DIR")
     parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--holes", type=int, default=24, help="held-out holes to fill per mode (0: none)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     torch.set_num_threads(max(1, torch.get_num_threads()))
     named = [item.split("=", 1) for item in args.model] or [["dice-tiny", str(EMBEDDED_MODEL)]]
     rows: list[dict[str, Any]] = []
-    print("| model | compute | ms per call, batch 1 | ms per call, batch 4 | top-1 = fp32's |\n|---|---|---|---|---|")
+    print("| model | compute | ms per call, batch 1 | ms per call, batch 4 | top-1 = fp32's | ms per fill (p50) "
+          "| fills = fp32's |\n|---|---|---|---|---|---|---|")
     for name, folder in named:
         models = {mode: load(folder, mode) for mode in MODES}
         texts = corpus_ids(models["fp32"])
@@ -75,12 +102,15 @@ def main() -> int:
                         model.lm(ids, only=slice(256, 288))
                         if repeat:  # the first round warms up
                             times[(mode, batch)].append(1000 * (time.perf_counter() - started))
+        fill_ms, same, holes = fills(models, args.holes)
         for mode in MODES:
             row = {"model": name, "compute": mode, "batch1_ms": statistics.median(times[(mode, 1)]),
-                   "batch4_ms": statistics.median(times[(mode, 4)]), "top1_agreement": agree[mode]}
+                   "batch4_ms": statistics.median(times[(mode, 4)]), "top1_agreement": agree[mode],
+                   "fill_ms": fill_ms.get(mode), "fills_equal_fp32": same.get(mode), "holes": holes}
             rows.append(row)
-            print(f"| {name} | {mode} | {row['batch1_ms']:.0f} | {row['batch4_ms']:.0f} | {100 * agree[mode]:.1f}% |",
-                  flush=True)
+            per_fill = f"{fill_ms[mode]:.0f} | {same[mode]} of {holes}" if holes else "– | –"
+            print(f"| {name} | {mode} | {row['batch1_ms']:.0f} | {row['batch4_ms']:.0f} | {100 * agree[mode]:.1f}% "
+                  f"| {per_fill} |", flush=True)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
     return 0

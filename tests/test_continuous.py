@@ -117,3 +117,16 @@ def test_only_batchable_in_place_fills_join(model: LoadedModel, sdar_dir: Path) 
     assert supports(model, FillRequest(PREFIX, SUFFIX)) and not supports(sdar, FillRequest(PREFIX, SUFFIX))
     with pytest.raises(DiceError, match="only the embedded"):
         FillScheduler(sdar, None)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "int8"])
+@pytest.mark.parametrize("name", ["greedy", "blocks"])
+def test_a_lone_stream_is_its_solo_fill_in_every_dtype(native_dir: Path, dtype: str, name: str) -> None:
+    """The editor's fills run as lone streams (the language server's model host batches by steps): they must be
+    exactly the fills the suite measures (`fill`), also where rounding differs with the positions."""
+    rounded = load_model(native_dir, device="cpu", dtype=dtype)
+    for request in requests(SAMPLERS[name]):
+        scheduler = FillScheduler(rounded, batch_key(rounded, request))
+        stream = scheduler.admit(request)
+        run_out(scheduler)
+        assert stream.result is not None and stream.result.texts == fill(rounded, request).texts

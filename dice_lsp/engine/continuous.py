@@ -19,10 +19,11 @@ two calls, the others one.
 Positions: a call has one start position, but streams' regions start at different columns (their
 prefixes differ). Rotary attention sees only position differences, so every stream is placed with its
 region at position 0 (its prefix at negative positions): the windows of all streams then share the start
-position of their offset, whatever their prefixes. A solo fill places its region at its prefix length:
-the same attention up to float rounding (as `fill_batch`'s left padding is), and the same tokens with
-greedy and seeded sampling (each stream samples from its own generator, with the shape its solo fill
-has). Only the embedded transformer takes a start position below zero; other models batch whole
+position of their offset, whatever their prefixes. A solo fill places its region at 0 too (`fill_in_place`),
+so a lone stream is its solo fill exactly, in any dtype (the editor's fills are lone streams); streams that
+share a step differ from their solo fills only by the rounding of padded calls, and sample the same tokens
+with greedy and seeded sampling in fp32 (each stream samples from its own generator, with the shape its solo
+fill has). Only the embedded transformer takes a start position below zero; other models batch whole
 (`supports`).
 """
 

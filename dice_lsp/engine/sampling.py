@@ -163,15 +163,21 @@ def fill_in_place(lm: DiffusionLM, x: Tensor, lo: int, hi: int, denoiser: Denois
     context with every window position masked (the context cache's own approximation, applied to them all).
 
     `valid` ([B, T] bool) marks the real tokens of rows padded to a common length (a batch of requests).
+
+    The embedded transformer sees the region at position 0 (its prefix at negative positions), as the team
+    server's step scheduler places every stream (`continuous.py`): rotary attention sees only differences, so
+    this is the same attention up to float rounding, and the rounding is then the scheduler's too — a fill is
+    the same whether it runs alone, left-padded in a batch, or as a stream (tests).
     """
     block = denoiser.cfg.block_length or (hi - lo)
+    origin = -lo if isinstance(lm, Transformer) else 0  # only the embedded transformer takes negative positions
     for start in range(lo, hi, block):
         end = min(start + block, hi)
         if denoiser.cfg.context_cache:
-            cache = _ContextCache(lm, valid, denoiser.mask_id if share_context else None)
+            cache = _ContextCache(lm, valid, denoiser.mask_id if share_context else None, origin)
             denoiser.denoise(x, start, end, partial(cache.logits, start, end))
         else:
-            denoiser.denoise(x, start, end, partial(_window_logits, lm, start, end, valid))
+            denoiser.denoise(x, start, end, partial(_window_logits, lm, start, end, valid, origin=origin))
     return x
 
 
@@ -244,10 +250,11 @@ class _ContextCache:
             contexts.keep(self.lm, rows[row], lo, hi, cache, row, self.origin)
 
 
-def _window_logits(lm: DiffusionLM, lo: int, hi: int, valid: Tensor | None, ids: Tensor) -> Tensor:
-    """Logits of columns lo..hi, recomputing the whole sequence up to `hi` (bidirectional: all of it)."""
+def _window_logits(lm: DiffusionLM, lo: int, hi: int, valid: Tensor | None, ids: Tensor, origin: int = 0) -> Tensor:
+    """Logits of columns lo..hi, recomputing the whole sequence up to `hi` (bidirectional: all of it); column 0
+    at position `origin`."""
     end = ids.shape[1] if lm.config.attention == "bidirectional" else hi
-    return lm(ids[:, :end], only=slice(lo, hi), valid_keys=None if valid is None else valid[:, :end])
+    return lm(ids[:, :end], origin, only=slice(lo, hi), valid_keys=None if valid is None else valid[:, :end])
 
 
 class _CachedBlocks:

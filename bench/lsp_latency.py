@@ -4,8 +4,9 @@
 
 1. inlineCompletion on 1-3-line holes: held-out kernels with 1-3 statement lines removed, the cursor on the
    emptied line; p50/p95 of the request's round trip with the embedded model on the CPU, with the default
-   settings and, on the same holes, with the whole model window as context, 8 steps and fp32. The
-   background nvcc compile is off: every hole opens a new document, which would start a compile each.
+   settings, in bf16 (the CPU's arithmetic before int8 products) and, on the same holes, with the whole model
+   window as context, 8 steps and fp32. The background nvcc compile is off: every hole opens a new document,
+   which would start a compile each.
 2. codeAction while a completion runs: a long completion is started, then codeAction requests are sent
    one after another until it ends; p50/p99 of their round trips (the event loop must stay free).
 """
@@ -125,6 +126,8 @@ async def main() -> None:
     cases = holes(args.holes)
     rows = []
     for name, settings in (("inlineCompletion, 1-3-line holes (defaults)", {"device": "cpu", "diagnostics": False}),
+                           ("inlineCompletion, same holes, bf16 (not int8 products)",
+                            {"device": "cpu", "dtype": "bfloat16", "diagnostics": False}),
                            ("inlineCompletion, same holes, whole window, 8 steps, fp32", FULL)):
         client = await start(settings)
         rows.append((name, await inline_latency(client, cases)))

@@ -83,13 +83,13 @@ class Int8Linear(nn.Module):
 
 
 def int8_linears(model: M) -> M:
-    """The model with its bias-free linear layers as `Int8Linear` int8 products (CPU), the rest in fp32."""
-    model = model.float()
+    """The model with its bias-free linear layers as `Int8Linear` int8 products (CPU), the rest in fp32. Layers
+    are quantized one at a time, so a bf16 checkpoint never exists whole in fp32 on the way."""
     for module in list(model.modules()):
         for name, child in list(module.named_children()):
             if isinstance(child, nn.Linear) and child.bias is None:
                 setattr(module, name, Int8Linear(child.weight))
-    return model
+    return model.float()
 
 
 def save_shards(tensors: dict[str, Tensor], out: Path) -> list[Path]:

@@ -13,9 +13,8 @@ pool, so the pipeline asks for it only on lines where nothing was typed before t
 
 Keys are kept per model (weakly: they go with it), the most recently used first, at most `KEPT` entries and
 `KEPT_BYTES` in all, for the embedded transformer's in-place fills of one shared context (a request alone,
-not rows padded into a batch). A solo fill computes them with column 0 at position 0, a `Stream` of the
-team server's scheduler with its region at position 0: rotary attention sees only position differences,
-so a round runs its window at the entry's origin (the same attention up to float rounding).
+not rows padded into a batch). A solo fill and a `Stream` of the step scheduler both compute them with the
+region at position 0 (`sampling.fill_in_place`); the round runs its window at the entry's origin.
 """
 
 from __future__ import annotations

@@ -238,8 +238,7 @@ def _over_kept_context(model: LoadedModel, request: FillRequest, initial: torch.
     prefix, suffix = _fit_context(prefix, suffix, model.window - region)
     lo, special = len(prefix), model.special
     masked = torch.tensor([*prefix, *([special.mask_id] * region), *suffix], dtype=torch.long, device=model.device)
-    kept = (contexts.find(model.lm, masked, lo, lo + region, origin) for origin in (0, -lo))  # solo fill, stream
-    found = next((context for context in kept if context is not None), None)
+    found = contexts.find(model.lm, masked, lo, lo + region, -lo)  # kept with the region at 0 (`fill_in_place`)
     if found is None:
         return None
     x = masked.repeat(initial.shape[0], 1)

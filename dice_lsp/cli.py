@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import fields
@@ -65,7 +66,8 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="checkpoint folder (default: the embedded dice-tiny)")
     parser.add_argument("--device", default=Settings.device,
                         help=f"auto, cpu, cuda or cuda:N (default: {Settings.device})")
-    parser.add_argument("--dtype", default=Settings.dtype, help="auto, float32, bfloat16 or float16")
+    parser.add_argument("--dtype", default=Settings.dtype,
+                        help="auto, float32, bfloat16, float16 or int8 (int8 products, CPU only)")
     parser.add_argument("--trust-remote-code", action="store_true",
                         help="run the modeling code shipped in the model folder (SDAR/DICE)")
 
@@ -678,6 +680,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # the reader went away (`dice-lsp ... | head`): no traceback, nothing more to write
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":

@@ -57,3 +57,18 @@ def test_the_command_line_builds_without_torch() -> None:
             "print(sorted(m for m in ('torch', 'tree_sitter', 'pygls') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly() -> None:
+    """`dice-lsp ... | head`: the closed pipe ends the command without a traceback."""
+    import subprocess
+    import sys
+
+    report = Path(__file__).resolve().parents[1] / "docs/bench-logs/pipeline/dev_lines_body/plus_remask.json"
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; from dice_lsp.cli import main; sys.exit(main())",
+                             "eval", "table", str(report), "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # before the command has written anything
+    err = proc.stderr.read().decode()
+    assert proc.wait(60) == 141 and "Traceback" not in err, err

@@ -14,8 +14,14 @@
 #   wait SECONDS               follow the logs (keeps the machine held: calls must follow each other)
 #   bring OUT [N]              bf16 weights (4 files), index, config, training log, logs + kept fills (tar.xz)
 # Run: start 5 5 0.1, wait 240, wait 420, bring $OUT/rft 2 (14 device minutes with the start).
+# rft2 (the second run, docs/MODEL.md): SEEDS="10 11 12" KINDS="line midline" EXTRA=.pack/rft1-fills.jsonl.xz
+#   (rft1's kept fills, xz; carried too), the same for every verb: start 5 4 0.3, wait 280, wait 285, bring $OUT/rft 20.
 set -uo pipefail
 ROOT=/root/rft
+SEEDS=${SEEDS:-0 1 2}  # one collector per seed (the seed draws its holes)
+KINDS=${KINDS:-line}  # hole kinds collect cuts
+EXTRA=${EXTRA:-}  # kept fills of an earlier run (.jsonl.xz) to fine-tune on as well
+FIRST=${SEEDS%% *}
 export PYTHONPATH=$ROOT/code:$ROOT/site HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
 case "$1" in
 start)
@@ -25,12 +31,13 @@ start)
     rm -rf $ROOT/code && mkdir -p $ROOT/code && cp -r dice_lsp bench $ROOT/code/
     xz -dc .pack/rft-cuda-capped.jsonl.xz > $ROOT/corpus/train.jsonl
     tar -xJf .pack/pack-s.tar.xz -C $ROOT/pack
+    if [ -n "$EXTRA" ]; then xz -dc "$EXTRA" > $ROOT/runs/fills-earlier.jsonl; fi
     nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader
     cat > $ROOT/drive.sh <<DRIVE
 cd $ROOT
-for s in 0 1 2; do
+for s in $SEEDS; do
   python3 -m dice_lsp.training.rft collect --corpus corpus --model /root/keep/v2 --out runs/fills-\$s.jsonl \
-    --holes 200000 --per-file 6 --candidates 8 --batch 32 --seed \$s --minutes $2 --json > logs/collect-\$s.log 2>&1 &
+    --holes 200000 --per-file 6 --candidates 8 --batch 32 --seed \$s --kinds $KINDS --minutes $2 --json > logs/collect-\$s.log 2>&1 &
 done
 wait
 cat runs/fills-*.jsonl > runs/fills.jsonl
@@ -41,14 +48,14 @@ python3 -m dice_lsp.training.rft finetune --data pack --tokenizer /root/keep/v2 
 echo done > logs/done
 DRIVE
     setsid nohup bash $ROOT/drive.sh > $ROOT/logs/drive.log 2>&1 < /dev/null &
-    sleep 70; for s in 0 1 2; do tail -c 300 $ROOT/logs/collect-$s.log | tr '\r' '\n' | tail -1; echo; done
+    sleep 70; for s in $SEEDS; do tail -c 300 $ROOT/logs/collect-$s.log | tr '\r' '\n' | tail -1; echo; done
     wc -l $ROOT/runs/fills-*.jsonl; du -sh $ROOT/pack ;;
 wait)
     end=$((SECONDS + $2))
     while [ $SECONDS -lt $end ]; do
         sleep 30
         if [ -f $ROOT/logs/finetune.log ]; then echo "ft: $(tail -1 $ROOT/logs/finetune.log | cut -c1-200)"
-        else echo "collect: $(cat $ROOT/runs/fills-*.jsonl 2>/dev/null | wc -l) kept; $(tail -c 200 $ROOT/logs/collect-0.log | tr '\r' '\n' | tail -1 | cut -c1-150)"; fi
+        else echo "collect: $(cat $ROOT/runs/fills-*.jsonl 2>/dev/null | wc -l) kept; $(tail -c 200 $ROOT/logs/collect-$FIRST.log | tr '\r' '\n' | tail -1 | cut -c1-150)"; fi
         [ -f $ROOT/logs/done ] && break
         grep -q Traceback $ROOT/logs/finetune.log 2>/dev/null && break
     done ;;

@@ -18,21 +18,16 @@ import time
 from collections import defaultdict
 from typing import Any
 
-from lsp_latency import holes
+from lsp_latency import fill_requests
 
-from dice_lsp.complete import prepare
 from dice_lsp.engine import FillRequest, batch_key, fill, fill_batch, load_model
 from dice_lsp.engine.continuous import FillScheduler, Stream, supports
 from dice_lsp.engine.model import LoadedModel
-from dice_lsp.settings import Settings
-from dice_lsp.textdoc import Position
 
 
 def requests_of(model: LoadedModel, count: int) -> list[FillRequest]:
     """The fill each hole's completion sends to the model."""
-    prepared = (prepare(model.tokenizer, model.window, text, Position(line, character), Settings())
-                for text, line, character, _ in holes(count))
-    return [p.request for p in prepared if p is not None]
+    return fill_requests(model, count)
 
 
 def stepwise(model: LoadedModel, chunk: list[FillRequest]) -> list[list[str]]:

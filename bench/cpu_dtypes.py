@@ -50,16 +50,11 @@ def fills(models: dict[str, LoadedModel], count: int) -> tuple[dict[str, float],
     import sys
 
     sys.path.insert(0, str(ROOT / "bench"))
-    from lsp_latency import holes
+    from lsp_latency import fill_requests
 
-    from dice_lsp.complete import prepare
     from dice_lsp.engine import fill
-    from dice_lsp.settings import Settings
-    from dice_lsp.textdoc import Position
 
-    first = models["fp32"]
-    requests = [p.request for text, line, character, _ in holes(count, seed=5)
-                if (p := prepare(first.tokenizer, first.window, text, Position(line, character), Settings(), None))]
+    requests = fill_requests(models["fp32"], count, seed=5)
     for model in models.values():
         fill(model, requests[0])  # first-call costs
     ms: dict[str, list[float]] = {mode: [] for mode in models}

@@ -22,14 +22,12 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from lsp_latency import holes
+from lsp_latency import fill_requests
 from static_step_ops import OpCounter
 
-from dice_lsp.complete import prepare
 from dice_lsp.engine import batch_key, fill, load_model, sampling, window_graph
 from dice_lsp.engine.continuous import FillScheduler
 from dice_lsp.settings import Settings
-from dice_lsp.textdoc import Position
 
 GRAPHS = ("first call", "window steps")  # one replay each on CUDA
 
@@ -65,9 +63,7 @@ def main() -> None:
     parser.add_argument("--holes", type=int, default=6)
     args = parser.parse_args()
     model = load_model(None, "cpu", "float32")
-    settings = Settings(device="cpu")
-    requests = [p.request for text, line, char, _ in holes(args.holes)
-                if (p := prepare(model.tokenizer, model.window, text, Position(line, char), settings))]
+    requests = fill_requests(model, args.holes, settings=Settings(device="cpu"))
     counter = Phases()
     patches = [(window_graph.FirstCall, "_forward", "first call"), (window_graph.WindowStepper, "_forward",
                                                                     "window steps"),

@@ -55,6 +55,19 @@ def holes(count: int, seed: int = 0) -> list[tuple[str, int, int, int]]:
     return cases[:count]
 
 
+def fill_requests(model: Any, count: int, seed: int = 0, settings: Any = None) -> list[Any]:
+    """The fill each of `holes(count, seed)`'s completions sends to `model` (a `LoadedModel`), editor defaults
+    unless `settings` says otherwise."""
+    from dice_lsp.complete import prepare
+    from dice_lsp.settings import Settings
+    from dice_lsp.textdoc import Position
+
+    chosen = settings if settings is not None else Settings()
+    prepared = (prepare(model.tokenizer, model.window, text, Position(line, character), chosen)
+                for text, line, character, _ in holes(count, seed))
+    return [p.request for p in prepared if p is not None]
+
+
 async def start(settings: dict[str, Any]) -> LanguageClient:
     client = LanguageClient("dice-lsp-bench", "1")
     ready = asyncio.Event()

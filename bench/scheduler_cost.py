@@ -24,15 +24,13 @@ from collections import defaultdict
 from collections.abc import Callable
 
 import torch
-from lsp_latency import holes
+from lsp_latency import fill_requests
 
-from dice_lsp.complete import prepare
 from dice_lsp.engine import batch_key, fill, load_model
 from dice_lsp.engine.continuous import FillScheduler
 from dice_lsp.engine.fill_types import FillRequest
 from dice_lsp.engine.model import LoadedModel
 from dice_lsp.settings import Settings
-from dice_lsp.textdoc import Position
 
 
 def timed(model: LoadedModel, work: Callable[[], object]) -> float:
@@ -64,9 +62,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args()
     model = load_model(None, args.device)
-    settings = Settings(device=args.device)
-    requests = [p.request for text, line, char, _ in holes(args.holes)
-                if (p := prepare(model.tokenizer, model.window, text, Position(line, char), settings))]
+    requests = fill_requests(model, args.holes, settings=Settings(device=args.device))
     groups: dict[object, list[FillRequest]] = defaultdict(list)
     for request in requests:
         groups[batch_key(model, request)].append(request)

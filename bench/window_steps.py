@@ -15,14 +15,12 @@ import statistics
 import time
 
 import torch
-from lsp_latency import holes
+from lsp_latency import fill_requests
 
-from dice_lsp.complete import prepare
 from dice_lsp.engine import fill, load_model, window_graph
 from dice_lsp.engine.fill_types import FillRequest
 from dice_lsp.engine.model import LoadedModel
 from dice_lsp.settings import Settings
-from dice_lsp.textdoc import Position
 
 
 def run(model: LoadedModel, requests: list[FillRequest], path: window_graph.WindowPath) -> tuple[list[float], int,
@@ -51,9 +49,7 @@ def main() -> None:
     parser.add_argument("--holes", type=int, default=40)
     args = parser.parse_args()
     model = load_model(None, args.device)
-    settings = Settings(device=args.device)
-    requests = [p.request for text, line, char, _ in holes(args.holes)
-                if (p := prepare(model.tokenizer, model.window, text, Position(line, char), settings))]
+    requests = fill_requests(model, args.holes, settings=Settings(device=args.device))
     static: window_graph.WindowPath = "auto" if model.device.type == "cuda" else "static"
     paths: tuple[window_graph.WindowPath, ...] = ("dynamic", static)
     for path in paths:  # warm-up: allocations, captures

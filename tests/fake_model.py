@@ -11,6 +11,9 @@ editor sees), but every fill and every prompted answer comes from the folder nam
   `HOLD_LIMIT_S`.
 - `calls.log`: written here, a line `generation N started` when the N-th generation has made its first call.
 
+Generations count the requests' fills only: the warm-up completion a freshly loaded model makes
+(`complete.warm_up`) is skipped here.
+
 Everything after the model (cleaning, checks, ranking, nvcc, the LSP handlers, the CLI) is the product's own.
 Run as `python tests/fake_model.py [dice-lsp arguments]`.
 """
@@ -23,7 +26,7 @@ import os
 import sys
 from pathlib import Path
 
-from dice_lsp import cli, engine
+from dice_lsp import cli, complete, engine
 from dice_lsp.engine import FillRequest, FillResult, LoadedModel, SamplerConfig
 from dice_lsp.engine.fill_types import CancelCheck, StepProgress
 from dice_lsp.engine.sampling import Denoiser
@@ -71,6 +74,7 @@ def answer(model: LoadedModel, _prompt: str, max_tokens: int, count: int, sample
 # `dice_lsp.engine.fill` / `.answer`, looked up at the call.
 engine.fill = fill  # type: ignore[attr-defined]
 engine.answer = answer  # type: ignore[attr-defined]
+complete.warm_up = lambda model, settings: None
 
 if __name__ == "__main__":
     sys.exit(cli.main(sys.argv[1:]))

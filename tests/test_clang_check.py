@@ -8,6 +8,7 @@ when it still fails) is here too, with the real judge and fixed fills in place o
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -397,6 +398,79 @@ def test_preambles_build_one_at_a_time_the_most_recently_asked_for_first(monkeyp
     while preambles.get(front, [], [], "third") is None and time.monotonic() < deadline:
         time.sleep(0.01)
     assert started == ["first", "second", "third"] and most == [1]
+
+
+def test_a_completion_does_not_wait_for_a_build_queued_behind_another_file_s(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The editor opened two files: the first one's build runs (CUB's takes seconds), the second's is queued behind
+    it. A completion in the second file does not wait its bound for a build that has not started (it is judged
+    without clang at once); once the other build is done and this one runs, a completion waits for it again."""
+    import threading
+    import time
+
+    from dice_lsp.toolchain import clang
+
+    release = {name: threading.Event() for name in ("first", "second")}
+
+    def build(self: clang.Preambles, key: str, front: clang.FrontEnd, flags: list[str], readable: list[Path],
+              preamble: str) -> clang.Built:
+        release[preamble].wait(30)
+        return clang.Built(None)
+
+    monkeypatch.setattr(clang.Preambles, "_build", build)
+    preambles = clang.Preambles()
+    front = clang.FrontEnd(Path("/usr/bin/clang++"), (), ())
+    assert preambles.get(front, [], [], "first") is None
+    deadline = time.monotonic() + 30
+    while preambles.building is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert preambles.get(front, [], [], "second") is None  # opened: queued behind "first"
+    started = time.monotonic()
+    assert preambles.get(front, [], [], "second", wait=5.0, behind=False) is None
+    assert time.monotonic() - started < 2.5, "a completion waited for a build that had not started"
+    release["first"].set()
+    while preambles.building in (None, clang._key(front, [], [], "first")) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    threading.Timer(0.3, release["second"].set).start()  # its own build runs now: worth the wait
+    assert preambles.get(front, [], [], "second", wait=20.0, behind=False) == clang.Built(None)
+
+
+def test_a_check_that_waited_for_its_preamble_runs_within_what_is_left_of_the_cold_bound(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A completion right after the file opened waits for its preamble's build; the run that follows gets what is
+    left of the cold bound (at least `AFTER_WAIT_S`), not a warm bound of its own on top (a CUB file's first
+    completion took ~1.1 s: 0.58 s of wait, then a run that outlasted 0.5 s). A run cut short so does not count
+    against the file: its next check runs with its full bound."""
+    import time
+
+    from dice_lsp.toolchain import clang
+
+    monkeypatch.setattr(clang, "COLD_CHECK_TIMEOUT_S", 0.4)  # the product's bounds (this module widens them)
+    monkeypatch.setattr(clang, "WARM_CHECK_TIMEOUT_S", 0.3)
+    front = clang.FrontEnd(Path("/usr/bin/clang++"), (), (), header_seconds=0.5)  # warm bound 1.0 s, cold 1.25 s
+    pch = tmp_path / "p.pch"
+    pch.write_text("")
+    waits = [1.0, 0.0]
+
+    def get(self: clang.Preambles, *args: object, **kwargs: object) -> clang.Built:
+        time.sleep(waits.pop(0))
+        return clang.Built(pch)
+
+    timeouts: list[float] = []
+
+    def run(front: clang.FrontEnd, argv: list[str], scratch: Path, readable: list[Path], timeout: float = 0.0,
+            niceness: int = 0) -> str:
+        timeouts.append(timeout)
+        raise subprocess.TimeoutExpired(argv, timeout)
+
+    monkeypatch.setattr(clang.Preambles, "get", get)
+    monkeypatch.setattr(clang, "_run", run)
+    text = "#include <cstdio>\n__global__ void k() {}\n"
+    with pytest.raises(clang.TooSlow) as cut_short:
+        clang.front_errors(front, text, None, CompileFlags())
+    assert clang.AFTER_WAIT_S <= timeouts[0] <= 0.3 and cut_short.value.key is None
+    with pytest.raises(clang.TooSlow) as slow:
+        clang.front_errors(front, text, None, CompileFlags())
+    assert timeouts[1] == front.warm_timeout == 1.0 and slow.value.key is not None
 
 
 def test_a_preamble_build_runs_at_low_priority(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -139,3 +139,34 @@ def test_the_unbatched_host_fills_alone(native_dir: Path) -> None:
         assert (host.fills, host.fill_batches, host.fill_steps) == (1, 1, 0)
     finally:
         assert host.close(30)
+
+
+def test_a_loaded_model_completes_a_kernel_once_before_it_is_ready(native_dir: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first completion of a process would also pay for the one-time work on its path (tree-sitter queries,
+    the header-name index, the first calls' kernels): the host completes a small kernel while still loading, and
+    a model that cannot complete it is ready all the same (the real request reports what is wrong)."""
+    import dice_lsp.complete as complete
+
+    statuses: list[str] = []
+    warmed: list[tuple[str, str]] = []
+    real = complete.complete_at
+
+    def recorded(model: LoadedModel, text: str, *args: object, **kwargs: object) -> object:
+        warmed.append((text, statuses[-1]))
+        return real(model, text, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(complete, "complete_at", recorded)
+    host = ModelHost(lambda status: statuses.append(status.state))
+    try:
+        host.load(Settings(model=str(native_dir), device="cpu", dtype="float32")).result()
+        assert warmed == [(complete.WARM_UP_TEXT, "loading")] and statuses[-1] == "ready"
+
+        def broken(*args: object, **kwargs: object) -> object:
+            raise RuntimeError("no kernels for this shape")
+
+        monkeypatch.setattr(complete, "complete_at", broken)
+        host.load(Settings(model=str(native_dir), device="cpu", dtype="float32")).result()
+        assert statuses[-1] == "ready" and host.model() is not None
+    finally:
+        assert host.close(30)

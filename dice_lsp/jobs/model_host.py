@@ -99,6 +99,9 @@ class ModelHost:
                 self._model, self._error = None, str(exc)
                 self._set_status(ModelStatus.failed(settings.model or "dice-tiny", str(exc)))
                 return
+            from dice_lsp.complete import warm_up
+
+            warm_up(model, settings)
             self._model, self._error = model, None
             dtype = "int8" if model.int8 else str(model.dtype)
             self._set_status(ModelStatus.ready(model.name, str(model.device), dtype))

@@ -139,6 +139,21 @@ class DiceServer(LanguageServer):
 
         self.loop.run_in_executor(None, warm)
 
+    async def warm_clang(self) -> None:
+        """Find out how clang reads the toolkit (self-test runs, ~0.5 s once per process) before the model
+        loads, rather than beside it or beside the first completion: the self-test's time sets the checks'
+        bounds (`clang.FrontEnd`), and measured on a busy CPU it made them twice as long."""
+        if not self.settings.type_check or not isinstance(self.jobs, LocalJobs):
+            return
+        settings, nvcc = self.settings, self.nvcc
+
+        def warm() -> None:
+            judge = front_end_for("", None, CompileFlags(), settings, nvcc)
+            if isinstance(judge, ClangJudge):
+                judge.front  # noqa: B018 - found once per process, on first use
+
+        await asyncio.to_thread(warm)
+
     def check_document(self, uri: str, delay: float = 0.0) -> None:
         """Compile an open .cu document in the background (diagnostics and kernel resources)."""
         if not self.load_submitted().is_set():  # opened before the client's settings were read
@@ -248,6 +263,7 @@ class DiceServer(LanguageServer):
         `$/progress` when the client supports it; with `dice.server.url`, the team server is asked how it is."""
         await self.jobs.close()
         self.jobs = jobs_for(self.settings, self.local, lambda settings: TeamServer(settings, self.team_status))
+        await self.warm_clang()
         starting = self.jobs.start(self.settings)
         self.load_submitted().set()
         for uri in self.unconfigured.intersection(self.workspace.text_documents):

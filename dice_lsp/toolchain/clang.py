@@ -71,6 +71,7 @@ COLD_CHECK_FACTOR = 2.5
 # row, the file is as unreadable as one whose preamble build timed out: its completions get the cheap checks.
 WARM_CHECK_TIMEOUT_S = 0.3
 WARM_CHECK_FACTOR = 2.0
+AFTER_WAIT_S = 0.15  # a run after a wait for the preamble gets this long at least (a kernel on the runtime: ~0.05 s)
 # A caller who waits for the answer (`dice-lsp complete`, not an editor) gives a check this long at least: the
 # bounds above keep an editor's completion fast and may leave a one-shot command, or a loaded machine, with no
 # verdict (its first check is always cold).
@@ -199,9 +200,19 @@ def _self_test(candidate: FrontEnd) -> tuple[str | None, float]:
     return (None if found is None else found.group(0)), time.perf_counter() - started
 
 
-@cache
+_FRONT_END_LOCK = threading.Lock()
+
+
 def front_end(clang: Path, cuda: Path) -> FrontEnd | None:
-    """How `clang` reads the toolkit at `cuda` (see the module's docstring); None when it cannot."""
+    """How `clang` reads the toolkit at `cuda` (see the module's docstring); None when it cannot. Found once per
+    process: a second thread asking meanwhile waits for the first's self-test (two at once, beside the model,
+    would each take longer, and the self-test's time sets the checks' bounds: `FrontEnd`)."""
+    with _FRONT_END_LOCK:
+        return _front_end(clang, cuda)
+
+
+@cache
+def _front_end(clang: Path, cuda: Path) -> FrontEnd | None:
     cccl = cuda / "include" / "cccl"  # CUDA 13 keeps Thrust, CUB and libcu++ here; nvcc adds it, clang does not
     plain = FrontEnd(clang, ("-x", "cuda", "--cuda-host-only", f"--cuda-path={cuda}", "-nocudalib",
                              "-Wno-unknown-cuda-version", "-w", "-ferror-limit=0", "-fno-color-diagnostics",
@@ -294,14 +305,16 @@ class Preambles:
         self.built: OrderedDict[str, Future[Built]] = OrderedDict()  # least recently asked for first
         self.waiting: dict[str, tuple[Future[Built], FrontEnd, list[str], list[Path], str]] = {}
         self.builder: threading.Thread | None = None
+        self.building: str | None = None  # the key whose build runs now
         self.slow_runs: dict[str, int] = {}  # checks in a row that outlasted their time, per file key (`slow`)
         self.lock = threading.Lock()
 
     def get(self, front: FrontEnd, flags: list[str], readable: list[Path], preamble: str,
-            wait: float = 0.0) -> Built | None:
+            wait: float = 0.0, behind: bool = True) -> Built | None:
         """The preamble's build if it is done, waiting at most `wait` seconds for it (its build is queued, first in
-        line); None when it is not done by then. A build that failed gives `Built(None)`: read the file whole
-        this time (the next asker builds again)."""
+        line); None when it is not done by then. `behind` False: no wait while another file's build runs (this
+        one starts after it: a build is seconds, a completion's wait is not). A build that failed gives
+        `Built(None)`: read the file whole this time (the next asker builds again)."""
         key = _key(front, flags, readable, preamble)
         with self.lock:
             if key not in self.built:
@@ -313,6 +326,8 @@ class Preambles:
                     self.builder.start()
             self.built.move_to_end(key)
             future = self.built[key]
+            if not behind and key in self.waiting and self.building not in (None, key):
+                wait = 0.0
         with contextlib.suppress(TimeoutError):
             future.exception(timeout=wait)
         if not future.done():
@@ -330,7 +345,12 @@ class Preambles:
                     self.builder = None
                     return
                 future, front, flags, readable, preamble = self.waiting.pop(latest)
-            self._settle(latest, future, front, flags, readable, preamble)
+                self.building = latest
+            try:
+                self._settle(latest, future, front, flags, readable, preamble)
+            finally:
+                with self.lock:
+                    self.building = None
 
     def _settle(self, key: str, future: Future[Built], front: FrontEnd, flags: list[str],
                 readable: list[Path], preamble: str) -> None:
@@ -532,9 +552,13 @@ def front_errors(front: FrontEnd, text: str, folder: Path | None, flags: Compile
     preamble = _preamble(lines, cut)
     # the first check after the file opened waits for its preamble's build (already under way: `warm`) rather than
     # read every header beside it, as long as such a run may take
-    built = preambles().get(front, options, readable, preamble, front.cold_timeout) if cut else None
+    # (a completion does not wait while its file's build is queued behind another file's: the editor opened several)
+    asked = time.monotonic()
+    built = preambles().get(front, options, readable, preamble, front.cold_timeout,
+                            behind=front.least_seconds > 0) if cut else None
+    waited = time.monotonic() - asked
     if cut and built is None:
-        raise NotReady(f"the preamble is still being precompiled after {front.cold_timeout:.1f} s")
+        raise NotReady("the preamble is still being precompiled")
     # a file without a preamble (an include guard around it, an #include after code) is read whole by each check;
     # what makes one such run fail or outlast its time (a header not found, CUB) makes them all
     whole = None if cut else _whole_file_key(front, options, readable, lines)
@@ -545,15 +569,20 @@ def front_errors(front: FrontEnd, text: str, folder: Path | None, flags: Compile
     stubs = preambles().stand_ins(file_key)
     body = "\n" * cut + "\n".join(lines[cut:]) if pch is not None else text
     pch_options = ["-include-pch", str(pch)] if pch is not None else []
+    bound = front.warm_timeout if pch is not None else front.cold_timeout
+    # a check that waited for its file's build gets what is left of the cold bound for its run (at least
+    # `AFTER_WAIT_S`): the wait and the run together stay within about what a cold run may take; a run cut
+    # short so is not held against the file (`Preambles.slow`)
+    allowed = min(bound, max(front.cold_timeout - waited, AFTER_WAIT_S)) if waited > 0.05 else bound
     with tempfile.TemporaryDirectory(prefix="dice-clang-") as scratch:
         (Path(scratch) / SOURCE).write_text(body)
         try:
             output = _run(front, ["-fsyntax-only", *options, *_stand_in_options(stubs), *pch_options,
                                   SOURCE], Path(scratch),
                           [*readable, *([pch.parent] if pch is not None else []), *([stubs] if stubs else [])],
-                          front.warm_timeout if pch is not None else front.cold_timeout, niceness)
+                          allowed, niceness)
         except subprocess.TimeoutExpired as exc:  # every later check in this file may take as long again
-            raise TooSlow(exc.timeout or 0.0, file_key) from exc
+            raise TooSlow(exc.timeout or 0.0, file_key if allowed >= bound else None) from exc
         preambles().in_time(file_key)
     found = list(_DIAGNOSTIC.finditer(output))
     fatal = next((m for m in found if m["severity"] == "fatal error"), None)

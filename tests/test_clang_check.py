@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -360,6 +361,13 @@ def test_the_first_check_after_a_file_opens_waits_for_its_preamble_instead_of_re
     assert runs == [True, True], "both runs read the precompiled preamble"
 
 
+def _fake_builds(monkeypatch: pytest.MonkeyPatch,
+                 build: Callable[..., Built]) -> tuple[clang.Preambles, clang.FrontEnd]:
+    """Fresh preambles whose builds run `build(self, key, front, flags, readable, preamble)` instead of clang."""
+    monkeypatch.setattr(clang.Preambles, "_build", build)
+    return clang.Preambles(), clang.FrontEnd(Path("/usr/bin/clang++"), (), ())
+
+
 def test_preambles_build_one_at_a_time_the_most_recently_asked_for_first(monkeypatch: pytest.MonkeyPatch) -> None:
     """An editor restoring a session opens many files at once: their preamble builds queue, one runs at a time,
     and the file asked for last (the one being edited) is built next."""
@@ -383,9 +391,7 @@ def test_preambles_build_one_at_a_time_the_most_recently_asked_for_first(monkeyp
         running.remove(preamble)
         return clang.Built(None)
 
-    monkeypatch.setattr(clang.Preambles, "_build", build)
-    preambles = clang.Preambles()
-    front = clang.FrontEnd(Path("/usr/bin/clang++"), (), ())
+    preambles, front = _fake_builds(monkeypatch, build)
     assert preambles.get(front, [], [], "first") is None
     deadline = time.monotonic() + 30
     while started != ["first"] and time.monotonic() < deadline:
@@ -416,9 +422,7 @@ def test_a_completion_does_not_wait_for_a_build_queued_behind_another_file_s(mon
         release[preamble].wait(30)
         return clang.Built(None)
 
-    monkeypatch.setattr(clang.Preambles, "_build", build)
-    preambles = clang.Preambles()
-    front = clang.FrontEnd(Path("/usr/bin/clang++"), (), ())
+    preambles, front = _fake_builds(monkeypatch, build)
     assert preambles.get(front, [], [], "first") is None
     deadline = time.monotonic() + 30
     while preambles.building is None and time.monotonic() < deadline:

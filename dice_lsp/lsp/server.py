@@ -142,7 +142,7 @@ class DiceServer(LanguageServer):
     async def warm_clang(self) -> None:
         """Find out how clang reads the toolkit (self-test runs, ~0.5 s once per process) before the model
         loads, rather than beside it or beside the first completion: the self-test's time sets the checks'
-        bounds (`clang.FrontEnd`), and measured on a busy CPU it made them twice as long."""
+        bounds (`clang.FrontEnd`), and measured on a busy CPU it made them ~1.5x as long."""
         if not self.settings.type_check or not isinstance(self.jobs, LocalJobs):
             return
         settings, nvcc = self.settings, self.nvcc

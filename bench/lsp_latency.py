@@ -7,6 +7,9 @@
    settings, in bf16 (the CPU's arithmetic before int8 products) and, on the same holes, with the whole model
    window as context, 8 steps and fp32. The background nvcc compile is off: every hole opens a new document,
    which would start a compile each.
+   The second row: a completion in a file the editor opened earlier (the usual case): the file is opened with
+   one hole and asked, then edited to another hole of the same file and asked again at once; that second
+   request's round trip (same server as the first row, after it).
 2. codeAction while a completion runs: a long completion is started, then codeAction requests are sent
    one after another until it ends; p50/p99 of their round trips (the event loop must stay free).
 """
@@ -33,26 +36,51 @@ HELDOUT = Path(__file__).resolve().parent / "heldout" / "kernels.jsonl"
 FULL = {"device": "cpu", "dtype": "float32", "steps": 8, "contextTokens": None, "diagnostics": False}
 
 
-def holes(count: int, seed: int = 0) -> list[tuple[str, int, int, int]]:
+Case = tuple[str, int, int, int]  # text with lines removed, cursor line, cursor character, lines removed
+
+
+def _file_holes(text: str, rng: random.Random) -> list[Case]:
+    """Every hole of one held-out file's kernels: 1-3 statement lines removed, the cursor on the emptied line."""
+    cases = []
+    for kernel in (f for f in parse_functions(text) if f.is_kernel):
+        first = text.count("\n", 0, kernel.body_open) + 1
+        last = text.count("\n", 0, kernel.body_close) - 1
+        lines = text.split("\n")
+        for start in range(first, last):
+            size = rng.choice((1, 2, 3))
+            block = lines[start:start + size]
+            if start + size > last or not all(line.strip().endswith((";", "{", "}")) for line in block):
+                continue
+            indent = block[0][: len(block[0]) - len(block[0].lstrip())]
+            edited = "\n".join([*lines[:start], indent, *lines[start + size:]])
+            cases.append((edited, start, len(indent), size))
+    return cases
+
+
+def _files() -> list[str]:
+    return [json.loads(line)["text"] for line in HELDOUT.read_text().splitlines()]
+
+
+def holes(count: int, seed: int = 0) -> list[Case]:
     """(text with lines removed, cursor line, cursor character, lines removed) from held-out kernels."""
     rng = random.Random(seed)
-    cases = []
-    for record in (json.loads(line) for line in HELDOUT.read_text().splitlines()):
-        text = record["text"]
-        for kernel in (f for f in parse_functions(text) if f.is_kernel):
-            first = text.count("\n", 0, kernel.body_open) + 1
-            last = text.count("\n", 0, kernel.body_close) - 1
-            lines = text.split("\n")
-            for start in range(first, last):
-                size = rng.choice((1, 2, 3))
-                block = lines[start:start + size]
-                if start + size > last or not all(line.strip().endswith((";", "{", "}")) for line in block):
-                    continue
-                indent = block[0][: len(block[0]) - len(block[0].lstrip())]
-                edited = "\n".join([*lines[:start], indent, *lines[start + size:]])
-                cases.append((edited, start, len(indent), size))
+    cases = [case for text in _files() for case in _file_holes(text, rng)]
     rng.shuffle(cases)
     return cases[:count]
+
+
+def hole_pairs(count: int, seed: int = 0) -> list[tuple[Case, Case]]:
+    """Two holes of the same held-out file each (at most one pair per file, then again from the start): the
+    editor's usual completion, in a file it opened earlier."""
+    rng = random.Random(seed)
+    per_file = [cases for text in _files() if len(cases := _file_holes(text, rng)) >= 2]
+    pairs = []
+    while len(pairs) < count and per_file:
+        for cases in per_file:
+            first, second = rng.sample(cases, 2)
+            pairs.append((first, second))
+    rng.shuffle(pairs)
+    return pairs[:count]
 
 
 def fill_requests(model: Any, count: int, seed: int = 0, settings: Any = None) -> list[Any]:
@@ -100,11 +128,32 @@ async def inline_latency(client: LanguageClient, cases: list[tuple[str, int, int
         uri = f"file:///bench/hole{index}.cu"
         open_doc(client, uri, text)
         started = time.perf_counter()
-        await client.text_document_inline_completion_async(types.InlineCompletionParams(
-            text_document=types.TextDocumentIdentifier(uri), position=types.Position(line, character),
-            context=types.InlineCompletionContext(types.InlineCompletionTriggerKind.Automatic)))
+        await client.text_document_inline_completion_async(inline_params(uri, line, character))
         times.append((time.perf_counter() - started) * 1000)
     return times
+
+
+async def second_hole_latency(client: LanguageClient, pairs: list[tuple[Case, Case]]) -> list[float]:
+    """The round trip of the second of two completions in one document: it is opened with the first hole, asked,
+    then edited (the whole text) to the second hole and asked again right after the first answer."""
+    times = []
+    for index, ((text, line, character, _), (second, line2, character2, _)) in enumerate(pairs):
+        uri = f"file:///bench/pair{index}.cu"
+        open_doc(client, uri, text)
+        await client.text_document_inline_completion_async(inline_params(uri, line, character))
+        client.text_document_did_change(types.DidChangeTextDocumentParams(
+            types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            [types.TextDocumentContentChangeWholeDocument(text=second)]))
+        started = time.perf_counter()
+        await client.text_document_inline_completion_async(inline_params(uri, line2, character2))
+        times.append((time.perf_counter() - started) * 1000)
+    return times
+
+
+def inline_params(uri: str, line: int, character: int) -> types.InlineCompletionParams:
+    return types.InlineCompletionParams(
+        text_document=types.TextDocumentIdentifier(uri), position=types.Position(line, character),
+        context=types.InlineCompletionContext(types.InlineCompletionTriggerKind.Automatic))
 
 
 async def code_action_latency(client: LanguageClient, case: tuple[str, int, int, int]) -> list[float]:
@@ -144,6 +193,9 @@ async def main() -> None:
                            ("inlineCompletion, same holes, whole window, 8 steps, fp32", FULL)):
         client = await start(settings)
         rows.append((name, await inline_latency(client, cases)))
+        if name.endswith("(defaults)"):
+            rows.append(("inlineCompletion, a second hole in the file (defaults)",
+                         await second_hole_latency(client, hole_pairs(args.holes))))
         await client.shutdown_async(None)
         client.exit(None)
     slow = await start({"device": "cpu", "steps": 64, "maxCanvas": 64})

@@ -46,7 +46,7 @@ def filled(text: str) -> str:
 def _judge(base: str = BASE, folder: Path | None = None) -> ClangJudge:
     judge = clang_judge(base, folder, CompileFlags())
     if judge is None or judge.front is None:
-        reason = "no clang that reads the CUDA headers (apt-get install clang-19)"
+        reason = "no clang that reads the CUDA headers (apt-get install clang)"
         if os.environ.get("CI"):
             pytest.fail(reason)
         pytest.skip(reason)
@@ -217,20 +217,6 @@ def test_the_setting_switches_the_check_off() -> None:
 
 def test_a_missing_configured_clang_is_one_line() -> None:
     assert front_end_for(BASE, None, CompileFlags(), Settings(clang="/nowhere/clang++")) is None
-
-
-@pytest.mark.parametrize(("plain", "chosen"), [("14.0.6", "clang++-19"), ("20.1.0", "clang++"), ("19.1.7", "clang++")])
-def test_the_newest_clang_on_path_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, plain: str,
-                                          chosen: str) -> None:
-    """Debian 12's `clang++` is clang 14, which cannot read CUDA 13's libcu++ (under CUB, Thrust and
-    `<cooperative_groups.h>`); a `clang++-19` beside it can: the newest is used, plain `clang++` on a tie."""
-    for name, version in (("clang++", plain), ("clang++-19", "19.1.7"), ("clang++-15", "15.0.7")):
-        tool = tmp_path / name
-        tool.write_text(f"#!/bin/sh\necho 'Debian clang version {version}'\n")
-        tool.chmod(0o755)
-    monkeypatch.setenv("PATH", str(tmp_path))
-    assert find_clang() == tmp_path / chosen
-    assert find_clang(str(tmp_path / "clang++-15")) == tmp_path / "clang++-15"  # the configured one, whatever it is
 
 
 @pytest.fixture(scope="module")

@@ -36,7 +36,6 @@ import atexit
 import contextlib
 import hashlib
 import logging
-import os
 import re
 import shutil
 import subprocess
@@ -134,37 +133,15 @@ _SYNTAX = re.compile(r"^(expected |extraneous |missing terminating |unterminated
 
 
 def find_clang(configured: str | None = None) -> Path | None:
-    """The configured clang (`dice.clang`), else the newest of `NAMES` on PATH (plain `clang++` on a tie); None
-    when there is none. Newest, because CUDA 13's C++ library (libcu++, under CUB, Thrust and
-    `<cooperative_groups.h>`) is unreadable to clang 14, Debian 12's `clang++`, and readable to its `clang++-19`."""
+    """The configured clang (`dice.clang`), else the first of `NAMES` on PATH; None when there is none."""
     if configured:
         if not Path(configured).is_file():
             raise DiceError(f"clang not found at {configured} (dice.clang)")
         return Path(configured)
-    return _newest_clang(os.environ.get("PATH", os.defpath))
-
-
-@cache
-def _newest_clang(path: str) -> Path | None:
-    found = [Path(where) for name in NAMES if (where := shutil.which(name, path=path))]
-    return max(found, key=_major_version, default=None)  # the first of the newest: plain clang++ on a tie
-
-
-_VERSIONED = re.compile(r"(?:clang\+\+-|llvm-)(\d+)")
-
-
-def _major_version(clang: Path) -> int:
-    """clang's major version: from its name or where it resolves to (Debian's `/usr/lib/llvm-N/`), else from
-    `--version`; 0 when it does not say."""
-    for name in (clang.name, str(clang.resolve())):
-        if named := _VERSIONED.search(name):
-            return int(named.group(1))
-    try:
-        said = subprocess.run([str(clang), "--version"], capture_output=True, text=True, timeout=10).stdout
-    except (OSError, subprocess.SubprocessError):
-        return 0
-    version = re.search(r"clang version (\d+)", said)
-    return int(version.group(1)) if version else 0
+    for name in NAMES:
+        if found := shutil.which(name):
+            return Path(found)
+    return None
 
 
 @dataclass(frozen=True)

@@ -573,7 +573,8 @@ def front_errors(front: FrontEnd, text: str, folder: Path | None, flags: Compile
     # a check that waited for its file's build gets what is left of the cold bound for its run (at least
     # `AFTER_WAIT_S`): the wait and the run together stay within about what a cold run may take; a run cut
     # short so is not held against the file (`Preambles.slow`)
-    allowed = min(bound, max(front.cold_timeout - waited, AFTER_WAIT_S)) if waited > 0.05 else bound
+    waited_for_build = waited > 0.05  # (a build already done answers in microseconds)
+    allowed = min(bound, max(front.cold_timeout - waited, AFTER_WAIT_S)) if waited_for_build else bound
     with tempfile.TemporaryDirectory(prefix="dice-clang-") as scratch:
         (Path(scratch) / SOURCE).write_text(body)
         try:

@@ -95,6 +95,25 @@ def test_int8_products_quantize_each_token_alone_so_a_row_never_depends_on_its_b
     assert layer(torch.randn(2, 5, 64)).shape == (2, 5, 48)
 
 
+def test_products_that_read_one_input_run_joined_and_give_the_separate_products_bit_for_bit(
+        native_dir: Path) -> None:
+    model = load_model(native_dir, device="cpu", dtype="int8")
+    lm = model.lm
+    attention, mlp = lm.model.layers[0].self_attn, lm.model.layers[0].mlp  # type: ignore[attr-defined]
+    assert isinstance(attention.qkv, Int8Linear) and isinstance(mlp.gate_up, Int8Linear)
+    assert attention.q_proj.qweight.data_ptr() == attention.qkv.qweight.data_ptr(), "the parts are views: one copy"
+    x = torch.randn(2, 7, attention.q_proj.in_features)
+    with torch.no_grad():
+        assert torch.equal(attention.qkv(x), torch.cat([attention.q_proj(x), attention.k_proj(x),
+                                                        attention.v_proj(x)], dim=-1))
+        ids = torch.randint(0, 200, (2, 30))
+        joined = lm(ids)
+        for layer in lm.model.layers:  # type: ignore[attr-defined]
+            layer.self_attn.qkv, layer.mlp.gate_up = None, None
+        assert torch.equal(joined, lm(ids)), "joining the products changes no output bit"
+    assert not [k for k in lm.state_dict() if "qkv" in k or "gate_up" in k], "state dicts keep the parts' names"
+
+
 def test_the_cpu_default_on_x86_is_int8_products_with_fills_batched_as_alone(
         native_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("platform.machine", lambda: "x86_64")

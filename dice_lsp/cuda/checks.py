@@ -100,7 +100,7 @@ from pathlib import Path
 import tree_sitter_cuda
 from tree_sitter import Language, Node, Point, Query, QueryCursor, Tree
 
-from dice_lsp.cuda.functions import parser, top_level_span
+from dice_lsp.cuda.functions import parse, parser, top_level_span
 from dice_lsp.errors import DiceError
 
 LOG = logging.getLogger("dice_lsp.checks")
@@ -787,7 +787,8 @@ class CheckContext:
         self._base_data = self._prefix + self._suffix
         self._hole = len(self._prefix)  # the hole's byte offset in the base
         self._hole_point = _point_after(Point(0, 0), self._prefix)
-        self._base_tree = parser().parse(self._base_data)
+        # the base is the request's text itself when the region is empty (the editor's case): parsed once
+        self._base_tree = parse(self.base).tree if self.base == text else parser().parse(self._base_data)
         self._base_errors = _errors(self._base_tree.root_node)
         self._last: tuple[str, Tree, bytes] | None = None
         self._alone_contexts: dict[tuple[int, int], CheckContext] = {}

@@ -16,7 +16,7 @@ from functools import cache, lru_cache
 from typing import Literal
 
 import tree_sitter_cuda
-from tree_sitter import Language, Node, Parser, Query, QueryCursor
+from tree_sitter import Language, Node, Parser, Query, QueryCursor, Tree
 
 QUALIFIERS = ("__global__", "__device__", "__host__")
 _NAME_TYPES = frozenset({"identifier", "type_identifier", "field_identifier", "namespace_identifier"})
@@ -34,7 +34,11 @@ class ParsedSource:
 
     text: str
     data: bytes
-    root: Node
+    tree: Tree
+
+    @property
+    def root(self) -> Node:
+        return self.tree.root_node
 
     def index(self, byte: int) -> int:
         if len(self.data) == len(self.text):
@@ -51,7 +55,7 @@ class ParsedSource:
 def parse(text: str) -> ParsedSource:
     """Parse once per text: finding a hole and building its context ask about the same file."""
     data = text.encode("utf-8")
-    return ParsedSource(text, data, parser().parse(data).root_node)
+    return ParsedSource(text, data, parser().parse(data))
 
 
 @dataclass(frozen=True)
@@ -309,20 +313,22 @@ def is_comment(text: str, start: int, end: int) -> bool:
     return node is not None and node.type == "comment" and (node.start_byte, node.end_byte) == (first, last)
 
 
+@cache
+def _name_query() -> Query:
+    return Query(Language(tree_sitter_cuda.language()), f"[{' '.join(f'({t})' for t in sorted(_NAME_TYPES))}] @n")
+
+
 def names_used(text: str, start: int, end: int) -> set[str]:
-    """Identifiers (variables, calls, types, macro names) written in text[start:end]."""
+    """Identifiers (variables, calls, types, macro names) written in text[start:end] (a query in C: the walk
+    in Python it replaced took ~5 ms per completion for a 50-line function)."""
     src = parse(text)
     first, last = src.byte(start), src.byte(end)
-    names: set[str] = set()
-    stack = [src.root]
-    while stack:
-        node = stack.pop()
-        if node.end_byte <= first or node.start_byte >= last:
-            continue
-        if node.type in _NAME_TYPES and node.text:
-            names.add(node.text.decode("utf-8", "replace"))
-        stack.extend(node.children)
-    return names
+    if first >= last:
+        return set()
+    cursor = QueryCursor(_name_query())
+    cursor.set_byte_range(first, last)
+    return {node.text.decode("utf-8", "replace") for node in cursor.captures(src.root).get("n", [])
+            if node.text and node.end_byte > first and node.start_byte < last}
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,8 @@ on the way out; the embedding lookup, norms and attention stay in fp32. One scal
 a token with large activations does not coarsen every other token's (with torch's per-call dynamic
 quantization the shipped model's fills matched bf16's 1 time in 24, with per-token scales 7 in 24; fp32's
 14 in 24; docs/PERFORMANCE.md). On the 2-core x86 CPUs measured a product is ~2x bf16's and ~4x fp32's speed.
+Products that read the same activations run as one (`fuse_int8`: q|k|v, gate|up): the rows are quantized once
+and one larger product replaces three or two; every output element is computed exactly as before.
 
 `python -m dice_lsp.training.export SOURCE OUT` writes an int8 copy of a trained checkpoint folder.
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -74,6 +77,23 @@ class Int8Linear(nn.Module):
         self.register_buffer("scale", scale)
         self.in_features, self.out_features = int(w.shape[1]), int(w.shape[0])
 
+    @classmethod
+    def joined(cls, parts: Sequence[Int8Linear]) -> Int8Linear:
+        """One layer whose output rows are `parts`' rows in order; the parts' buffers become views of its own
+        (no second copy). Each output keeps its weight row's scale, and a token's scale depends only on the
+        input, so the joined product equals the parts' outputs side by side, bit for bit."""
+        fused = cls.__new__(cls)
+        nn.Module.__init__(fused)
+        # not persistent: the parts keep their names in state dicts, the joined layer is derived from them
+        fused.register_buffer("qweight", torch.cat([p.qweight for p in parts]), persistent=False)
+        fused.register_buffer("scale", torch.cat([p.scale for p in parts]), persistent=False)
+        fused.in_features, fused.out_features = parts[0].in_features, int(fused.qweight.shape[0])
+        row = 0
+        for p in parts:
+            p.qweight, p.scale = fused.qweight[row:row + p.out_features], fused.scale[row:row + p.out_features]
+            row += p.out_features
+        return fused
+
     def forward(self, x: Tensor) -> Tensor:
         rows = x.reshape(-1, self.in_features).float()
         step = (rows.abs().amax(dim=1, keepdim=True) / 127.0).clamp_min(1e-12)
@@ -83,13 +103,28 @@ class Int8Linear(nn.Module):
 
 
 def int8_linears(model: M) -> M:
-    """The model with its bias-free linear layers as `Int8Linear` int8 products (CPU), the rest in fp32. Layers
-    are quantized one at a time, so a bf16 checkpoint never exists whole in fp32 on the way."""
+    """The model with its bias-free linear layers as `Int8Linear` int8 products (CPU), the rest in fp32, and
+    the products that share an input joined (`fuse_int8`). Layers are quantized one at a time, so a bf16
+    checkpoint never exists whole in fp32 on the way."""
     for module in list(model.modules()):
         for name, child in list(module.named_children()):
             if isinstance(child, nn.Linear) and child.bias is None:
                 setattr(module, name, Int8Linear(child.weight))
+    fuse_int8(model)
     return model.float()
+
+
+JOINED = {"qkv": ("q_proj", "k_proj", "v_proj"), "gate_up": ("gate_proj", "up_proj")}
+
+
+def fuse_int8(model: nn.Module) -> None:
+    """Give every module whose `JOINED` parts are all `Int8Linear` a joined layer under the group's name
+    (`Attention.qkv`, `MLP.gate_up`), which its forward uses instead of the parts."""
+    for module in model.modules():
+        for joined, names in JOINED.items():
+            parts = [getattr(module, n, None) for n in names]
+            if all(isinstance(p, Int8Linear) for p in parts):
+                setattr(module, joined, Int8Linear.joined([p for p in parts if isinstance(p, Int8Linear)]))
 
 
 def save_shards(tensors: dict[str, Tensor], out: Path) -> list[Path]:

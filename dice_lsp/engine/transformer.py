@@ -197,6 +197,7 @@ class Attention(nn.Module):
         self.q_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps)
         self.k_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps)
         self._qkv: Tensor | None = None  # the static step's fused q|k|v weight (`static_weights`)
+        self.qkv: nn.Module | None = None  # q|k|v's int8 products as one (`quant.fuse_int8`)
         self._norm_table: NormTable | None = None
 
     def static_weights(self) -> tuple[Tensor, Tensor] | None:
@@ -226,9 +227,14 @@ class Attention(nn.Module):
     def forward(self, x: Tensor, rope: tuple[Tensor, Tensor], mask: Tensor | bool | None,
                 cache: KVCache | StepCache | None, layer: int, keep: int, valid_keys: Tensor | None) -> Tensor:
         b, t, _ = x.shape
-        q = self.q_norm(self.q_proj(x).view(b, t, self.n_heads, self.head_dim)).transpose(1, 2)
-        k = self.k_norm(self.k_proj(x).view(b, t, self.n_kv, self.head_dim)).transpose(1, 2)
-        v = self.v_proj(x).view(b, t, self.n_kv, self.head_dim).transpose(1, 2)
+        if self.qkv is not None:  # int8 products: q|k|v as one (`quant.fuse_int8`)
+            qx, kx, vx = self.qkv(x).split((self.n_heads * self.head_dim, self.n_kv * self.head_dim,
+                                            self.n_kv * self.head_dim), dim=-1)
+        else:
+            qx, kx, vx = self.q_proj(x), self.k_proj(x), self.v_proj(x)
+        q = self.q_norm(qx.view(b, t, self.n_heads, self.head_dim)).transpose(1, 2)
+        k = self.k_norm(kx.view(b, t, self.n_kv, self.head_dim)).transpose(1, 2)
+        v = vx.view(b, t, self.n_kv, self.head_dim).transpose(1, 2)
         q, k = apply_rotary(q, *rope), apply_rotary(k, *rope)
         if cache is not None:
             k, v = cache.extend(layer, k, v, keep)
@@ -250,6 +256,7 @@ class MLP(nn.Module):
         self.up_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
         self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=False)
         self._gate_up: Tensor | None = None  # the static step's fused gate|up weight
+        self.gate_up: nn.Module | None = None  # gate|up's int8 products as one (`quant.fuse_int8`)
 
     def static_weights(self) -> Tensor | None:
         """The fused [gate|up, hidden] weight (made once, `fused.fuse_rows`); None for int8 layers."""
@@ -262,7 +269,11 @@ class MLP(nn.Module):
         return F.silu(gate) * up
 
     def forward(self, x: Tensor) -> Tensor:
-        out: Tensor = self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+        if self.gate_up is not None:  # int8 products: gate|up as one (`quant.fuse_int8`)
+            gate, up = self.gate_up(x).chunk(2, dim=-1)
+        else:
+            gate, up = self.gate_proj(x), self.up_proj(x)
+        out: Tensor = self.down_proj(F.silu(gate) * up)
         return out
 
 

@@ -1,7 +1,7 @@
 """One completion's fill on the CPU while other processes are busy: how the model's threads wait matters more than
 how many there are.
 
-    python bench/cpu_contention.py [--holes 10] [--busy 0 1 2] [--json out.json]
+    python bench/cpu_contention.py [--holes 10] [--busy 0 1 2] [--configs product "one thread"] [--json out.json]
 
 Each configuration runs in a fresh process (the OpenMP runtime reads its settings once, when torch loads it) that
 fills the same held-out holes (bench/lsp_latency.py's, editor defaults) with dice-tiny on the CPU, while `--busy`
@@ -80,9 +80,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--holes", type=int, default=10)
     parser.add_argument("--busy", type=int, nargs="+", default=[0, 1, 2], help="other busy processes per row")
+    parser.add_argument("--configs", nargs="+", choices=list(CONFIGS), default=list(CONFIGS),
+                        help="configurations to run (default: all)")
     parser.add_argument("--json", type=Path, help="also write the rows here")
     args = parser.parse_args()
-    names = list(CONFIGS)
+    names = list(args.configs)
     times: dict[tuple[int, str], list[float]] = {}
     threads: dict[str, object] = {}
     for busy in args.busy:

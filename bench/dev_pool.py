@@ -2,6 +2,7 @@
 the suite's sample of them), through one stage of the completion pipeline; shown fills compiled with nvcc.
 
     python bench/dev_pool.py --kinds line midline --limit 400 --stage "+clang front end (product)" --out OUT.json
+    (--model FOLDER: another checkpoint than the embedded one)
 
 Dev files only: tune here, report on the test split (bench/completion_pipeline.py --split test).
 """
@@ -51,12 +52,13 @@ def main() -> int:
     parser.add_argument("--kinds", nargs="+", default=["line", "midline"])
     parser.add_argument("--limit", type=int, default=400, help="new holes at most (besides the suite's own)")
     parser.add_argument("--stage", choices=list(STAGES), default="+clang front end (product)")
+    parser.add_argument("--model", type=Path, default=EMBEDDED_MODEL, help="model folder (default: the embedded one)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     suite = pool(args.kinds, args.limit)
     print(f"{len(suite.holes)} holes", file=sys.stderr)
     header_names()
-    model = load_model(EMBEDDED_MODEL, "cpu", "auto", False)
+    model = load_model(args.model, "cpu", "auto", False)
     pipeline, changes = STAGES[args.stage]
     settings = replace(Settings(), **changes)
     system = systems.ModelSystem(args.stage, args.stage, model, settings, pipeline)

@@ -7,8 +7,9 @@ For each checkpoint (default: the embedded one) and each compute mode, the time 
 positions whose top token equals fp32's on a real CUDA file (examples/vector_add.cu plus the repo's
 problem kernels), and over `--holes` held-out holes (bench/lsp_latency.py's, editor defaults) the median
 time of a whole fill and how many fills have fp32's texts. An int8 checkpoint's fp32 and bf16 rows are its
-dequantized weights. Rows are interleaved per repeat (and per hole) so a busy machine slows all of them
-alike; the medians are reported.
+dequantized weights; "apart" runs int8 products with q/k/v and gate/up as separate products, as before
+`quant.fuse_int8` joined them (same outputs, bit for bit). Rows are interleaved per repeat (and per hole) so
+a busy machine slows all of them alike; the medians are reported.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from dice_lsp.engine import EMBEDDED_MODEL, load_model
 from dice_lsp.engine.model import LoadedModel
 
 ROOT = Path(__file__).resolve().parents[1]
-MODES = {"fp32": "float32", "bf16": "bfloat16", "int8 products": "int8"}
+MODES = {"fp32": "float32", "bf16": "bfloat16", "int8 products": "int8",
+         "int8 products, q/k/v and gate/up apart": "int8"}  # the product before `quant.fuse_int8` joined them
 
 
 def corpus_ids(model: LoadedModel, length: int = 288) -> torch.Tensor:
@@ -40,7 +42,13 @@ def corpus_ids(model: LoadedModel, length: int = 288) -> torch.Tensor:
 
 
 def load(folder: str, mode: str) -> LoadedModel:
-    return load_model(folder, "cpu", MODES[mode])
+    model = load_model(folder, "cpu", MODES[mode])
+    if mode.endswith("apart"):
+        for module in model.lm.modules():  # type: ignore[attr-defined]
+            for joined in ("qkv", "gate_up"):
+                if getattr(module, joined, None) is not None:
+                    setattr(module, joined, None)
+    return model
 
 
 def fills(models: dict[str, LoadedModel], count: int) -> tuple[dict[str, float], dict[str, int], int]:

@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from dice_lsp.engine import decode_attention
 from dice_lsp.engine.config import ModelConfig
 from dice_lsp.engine.fused import (
     FUSE_LOCK,
@@ -220,8 +221,11 @@ class Attention(nn.Module):
         qkv = F.linear(x, weights.qkv).view(b, t, nh + 2 * nkv, hd)
         qk = tables.rotate(norm_heads(qkv[:, :, :nh + nkv], weights.qk_norm, self.q_norm.eps, tables.fused_norms))
         keys, values = cache.extend(layer, qk[:, :, nh:].transpose(1, 2), qkv[:, :, nh + nkv:].transpose(1, 2), 0)
-        out = F.scaled_dot_product_attention(qk[:, :, :nh].transpose(1, 2), keys, values, attn_mask=tables.mask,
-                                             enable_gqa=nkv != nh)
+        queries = qk[:, :, :nh].transpose(1, 2)
+        if decode_attention.ENABLED and decode_attention.usable(queries, keys):  # GPU, fp16/bf16: one Triton kernel
+            out = decode_attention.attention(queries, keys, values, tables.mask)
+        else:
+            out = F.scaled_dot_product_attention(queries, keys, values, attn_mask=tables.mask, enable_gqa=nkv != nh)
         return out.transpose(1, 2).reshape(b * t, nh * hd)
 
     def forward(self, x: Tensor, rope: tuple[Tensor, Tensor], mask: Tensor | bool | None,

@@ -1,4 +1,4 @@
-"""The static step's attention alone on a GPU: `engine.decode_attention`'s Triton kernel against
+"""The static step's attention alone on a GPU: `engine.step_kernels`'s Triton kernel against
 `F.scaled_dot_product_attention` (its default backend and each one forced), per call, at the shapes the static
 steps run.
 
@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from dice_lsp.engine import decode_attention
+from dice_lsp.engine import step_kernels
 
 SHAPES = {  # name: rows, heads, kv heads, queries, keys, head dim, mask kind
     "SDAR-8B block step, 1 row": (1, 32, 8, 8, 768, 128, "additive"),
@@ -82,7 +82,7 @@ def variants(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tens
     per = group
     while per >= 1:
         found[f"Triton kernel, {per} query heads per program"] = (
-            lambda per=per: decode_attention.attention(q, k, v, mask, per), nullcontext())
+            lambda per=per: step_kernels.attention(q, k, v, mask, per), nullcontext())
         per //= 2
     return found
 

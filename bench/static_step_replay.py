@@ -8,8 +8,8 @@ positions 512..519 over a cache of 768). The weight-read floor (the weights' byt
 device-to-device copy, measured in the same run) is printed beside it. `--compile MODE` also captures the
 step with `static_forward` compiled by `torch.compile(mode=MODE)` ("default", "max-autotune-no-cudagraphs"),
 one row per mode in the same run, with its compile time and how often its logits' top token equals the
-uncompiled step's. The step runs its attention as `engine.decode_attention`'s Triton kernel where it can; the
-same step with `F.scaled_dot_product_attention` (cuDNN) is captured and timed beside it, alternating.
+uncompiled step's. The step with `engine.step_kernels`' Triton kernels (attention, q|k heads, SwiGLU) and the
+same step with torch's operations (cuDNN attention) are captured and timed side by side, alternating.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from collections import defaultdict
 
 import torch
 
-from dice_lsp.engine import decode_attention
+from dice_lsp.engine import step_kernels
 from dice_lsp.engine.block_graph import BlockStepper
 from dice_lsp.engine.config import ModelConfig
 from dice_lsp.engine.presets import SDAR_8B
@@ -94,11 +94,11 @@ def main() -> None:
     lm = build(SDAR_8B, device)
     floor = sum(p.numel() * p.element_size() for p in lm.parameters()) / measure_copy_bandwidth(device) * 1e3
     rows = []
-    default = decode_attention.ENABLED
+    default = step_kernels.ENABLED
     with torch.inference_mode():
-        decode_attention.ENABLED = False
+        step_kernels.ENABLED = False
         sdpa = captured(lm, args.rows, args.cache)
-        decode_attention.ENABLED = True  # before `sdpa`'s capture: Triton compiles outside it
+        step_kernels.ENABLED = True  # before `sdpa`'s capture: Triton compiles outside it
         stepper = captured(lm, args.rows, args.cache)
         times: dict[str, list[float]] = {"triton": [], "sdpa": []}
         for _ in range(3):  # alternating, so a drift of the GPU's clocks weighs on both
@@ -112,15 +112,15 @@ def main() -> None:
         reference = stepper.logits.argmax(-1).clone()
         sdpa.graph.replay()  # type: ignore[union-attr]
         agree = float((sdpa.logits.argmax(-1) == reference).float().mean())
-        rows.append(("eager, captured (attention: Triton kernel)", ms, 0.0, 1.0))
-        rows.append(("eager, captured (attention: F.scaled_dot_product_attention)", min(times["sdpa"]), 0.0, agree))
-    for name, enabled in (("Triton attention", True), ("F.scaled_dot_product_attention", False)):
-        decode_attention.ENABLED = enabled
+        rows.append(("eager, captured (Triton step kernels)", ms, 0.0, 1.0))
+        rows.append(("eager, captured (torch operations)", min(times["sdpa"]), 0.0, agree))
+    for name, enabled in (("Triton step kernels", True), ("torch operations", False)):
+        step_kernels.ENABLED = enabled
         count, device_ms, by_name = kernels(lm, stepper)
         print(f"uncaptured step, {name}: {count} kernels, {device_ms:.2f} ms of device time")
         for kernel, us in sorted(by_name.items(), key=lambda kv: -kv[1])[:8]:
             print(f"  {us / 1e3:6.2f} ms  {kernel}")
-    decode_attention.ENABLED = default
+    step_kernels.ENABLED = default
     eager = lm.static_forward
     for mode in args.compile:
         body = torch.compile(lm.static_body, mode=mode, dynamic=False)

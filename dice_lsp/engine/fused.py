@@ -131,14 +131,16 @@ class StepTables:
     mask: Tensor  # [T, keys] additive: 0 where the query may see the key, -inf elsewhere
     rope: Tensor | tuple[Tensor, Tensor]  # [rows * T, dim, dim] rotations, or cos/sin [T, 1, dim]
     fused_norms: bool = False  # RMSNorms as `F.rms_norm` (CUDA: one kernel instead of eight)
+    cos: Tensor | None = None  # [T, dim] the call's rotary tables (`step_kernels.norm_rotate` reads them)
+    sin: Tensor | None = None
 
     @classmethod
     def make(cls, allowed: Tensor, cos: Tensor, sin: Tensor, rows: int, fused_norms: bool = False) -> StepTables:
         """From the boolean mask and the cos/sin tables ([T, dim], the model's dtype) of a call."""
         mask = torch.zeros(allowed.shape, dtype=cos.dtype, device=cos.device).masked_fill_(~allowed, float("-inf"))
         if rows * cos.shape[0] <= ROPE_MATRIX_ROWS:
-            return cls(mask, rotation_matrices(cos, sin).repeat(rows, 1, 1), fused_norms)
-        return cls(mask, (cos[:, None, :], sin[:, None, :]), fused_norms)
+            return cls(mask, rotation_matrices(cos, sin).repeat(rows, 1, 1), fused_norms, cos, sin)
+        return cls(mask, (cos[:, None, :], sin[:, None, :]), fused_norms, cos, sin)
 
     def rotate(self, x: Tensor) -> Tensor:
         """Rotary embedding of `x` ([rows, T, heads, dim], contiguous) at the call's positions."""

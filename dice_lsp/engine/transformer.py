@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from dice_lsp.engine import decode_attention
+from dice_lsp.engine import step_kernels
 from dice_lsp.engine.config import ModelConfig
 from dice_lsp.engine.fused import (
     FUSE_LOCK,
@@ -219,11 +219,16 @@ class Attention(nn.Module):
         b, t, _ = x.shape
         nh, nkv, hd = self.n_heads, self.n_kv, self.head_dim
         qkv = F.linear(x, weights.qkv).view(b, t, nh + 2 * nkv, hd)
-        qk = tables.rotate(norm_heads(qkv[:, :, :nh + nkv], weights.qk_norm, self.q_norm.eps, tables.fused_norms))
+        if step_kernels.ENABLED and tables.cos is not None and tables.sin is not None \
+                and step_kernels.elementwise_usable(qkv):  # GPU, fp16/bf16: one Triton kernel
+            qk = step_kernels.norm_rotate(qkv, nh + nkv, weights.qk_norm, tables.cos, tables.sin, self.q_norm.eps)
+        else:
+            qk = tables.rotate(norm_heads(qkv[:, :, :nh + nkv], weights.qk_norm, self.q_norm.eps,
+                                          tables.fused_norms))
         keys, values = cache.extend(layer, qk[:, :, nh:].transpose(1, 2), qkv[:, :, nh + nkv:].transpose(1, 2), 0)
         queries = qk[:, :, :nh].transpose(1, 2)
-        if decode_attention.ENABLED and decode_attention.usable(queries, keys):  # GPU, fp16/bf16: one Triton kernel
-            out = decode_attention.attention(queries, keys, values, tables.mask)
+        if step_kernels.ENABLED and step_kernels.usable(queries, keys):  # GPU, fp16/bf16: one Triton kernel
+            out = step_kernels.attention(queries, keys, values, tables.mask)
         else:
             out = F.scaled_dot_product_attention(queries, keys, values, attn_mask=tables.mask, enable_gqa=nkv != nh)
         return out.transpose(1, 2).reshape(b * t, nh * hd)
@@ -269,7 +274,10 @@ class MLP(nn.Module):
 
     def static(self, x: Tensor, gate_up: Tensor) -> Tensor:
         """SwiGLU before the down projection: one product for gate|up, then silu and the product."""
-        gate, up = F.linear(x, gate_up).chunk(2, dim=-1)
+        both = F.linear(x, gate_up)
+        if step_kernels.ENABLED and step_kernels.elementwise_usable(both):  # GPU, fp16/bf16: one Triton kernel
+            return step_kernels.swiglu(both)
+        gate, up = both.chunk(2, dim=-1)
         return F.silu(gate) * up
 
     def forward(self, x: Tensor) -> Tensor:

@@ -1,0 +1,232 @@
+"""Triton kernels of the static step on a GPU (the call `block_graph` and `window_graph` capture): fewer,
+fused kernels for its small per-layer operations, whose fixed costs add up over 36 layers.
+
+- **Attention** (`attention`): one kernel instead of cuDNN's for a few queries over a cache. A block step
+  (8 queries per row over a 768-key cache at SDAR-8B's shape) spends ~20 µs per layer in
+  `F.scaled_dot_product_attention`, most of it fixed cost: its work is ~0.4 MB of keys and values per kv head.
+  Here one program runs per (row, kv head, group of query heads): it loads its query heads' queries once
+  ([heads x T, head dim], the heads that share the kv head side by side, so keys and values are read once for
+  all of them), walks the keys in blocks with an online softmax (fp32 running max and sum), adds the call's
+  additive mask and writes the output. Same arithmetic as attention with an additive mask, other rounding.
+- **q|k heads** (`norm_rotate`): RMS-normalise each q and k head of the q|k|v product, weigh it by its norm's
+  weight and rotate it (rotary position), in one kernel instead of three or four; in fp32, rounded once.
+- **SwiGLU** (`swiglu`): silu(gate) x up from the gate|up product in one kernel instead of two; rounded once.
+
+Used by the static step on CUDA in fp16/bf16 (`usable`: Triton compiles and agrees with torch here, checked
+once); every other path, and fp32, keeps torch's operations. Without Triton (the CPU-only install) the module
+imports and says no.
+"""
+
+from __future__ import annotations
+
+import logging
+from functools import cache
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+try:
+    import triton
+    import triton.language as tl
+except ImportError:  # the CPU-only install: torch's CPU wheel brings no Triton
+    triton = None
+    tl = None
+
+ENABLED = False  # the static step's attention here where `usable`: off until measured on a GPU
+LOG = logging.getLogger("dice_lsp.engine")
+MAX_QUERY_ROWS = 128  # query heads sharing a kv head x queries per row, at most (one program's tile)
+BLOCK_KEYS = 64
+
+
+def usable(q: Tensor, k: Tensor) -> bool:
+    """Whether `attention` serves these queries ([rows, heads, T, dim]) and keys ([rows, kv heads, L, dim])."""
+    if triton is None or not q.is_cuda or q.dtype not in (torch.float16, torch.bfloat16):
+        return False
+    rows, heads, t, dim = q.shape
+    group = heads // k.shape[1]
+    return (dim in (64, 128, 256) and heads % k.shape[1] == 0 and k.shape[0] == rows
+            and group * t <= MAX_QUERY_ROWS and _works(q.device, q.dtype, dim))
+
+
+@cache
+def _works(device: torch.device, dtype: torch.dtype, dim: int) -> bool:
+    """Triton compiles and runs the kernels here, and they agree with torch's operations (checked once per
+    device, dtype and head size, uncaptured: a compiler missing or failing leaves the step on torch's)."""
+    g = torch.Generator(device=device).manual_seed(0)
+    q = torch.randn(1, 4, 8, dim, device=device, dtype=dtype, generator=g)
+    k, v = (torch.randn(1, 2, 40, dim, device=device, dtype=dtype, generator=g) for _ in range(2))
+    mask = torch.zeros(8, 40, device=device, dtype=dtype)
+    mask[:, 30:] = float("-inf")
+    qkv = torch.randn(1, 8, 8, dim, device=device, dtype=dtype, generator=g)
+    table = 1 + 0.1 * torch.randn(6, dim, device=device, dtype=dtype, generator=g)
+    angles = torch.rand(8, dim // 2, device=device, generator=g) * 6
+    cos, sin = (torch.cat((f, f), dim=-1).to(dtype) for f in (angles.cos(), angles.sin()))
+    gate_up = torch.randn(8, 96, device=device, dtype=dtype, generator=g)
+    try:
+        out = attention(q, k, v, mask)
+        heads = norm_rotate(qkv, 6, table, cos, sin, 1e-6)
+        mixed = swiglu(gate_up)
+    except Exception as exc:  # Triton's compiler and driver errors have no common base class
+        LOG.warning("the static step keeps torch's operations: Triton's kernels failed here (%s)",
+                    str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        return False
+    x = qkv[:, :, :6].float()
+    normed = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * table.float()
+    half = dim // 2
+    rotated = torch.cat((-normed[..., half:], normed[..., :half]), dim=-1)
+    expected = [F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True).float(),
+                normed * cos.float()[None, :, None] + rotated * sin.float()[None, :, None],
+                F.silu(gate_up[:, :48].float()) * gate_up[:, 48:].float()]
+    if not all(torch.allclose(a.float(), b, atol=3e-2, rtol=3e-2) for a, b in zip((out, heads, mixed), expected,
+                                                                                  strict=True)):
+        LOG.warning("the static step keeps torch's operations: Triton's kernels disagree with them here")
+        return False
+    return True
+
+
+def elementwise_usable(x: Tensor) -> bool:
+    """Whether `norm_rotate`/`swiglu` serve a tensor like `x` (the static step's activations)."""
+    return (triton is not None and x.is_cuda and x.dtype in (torch.float16, torch.bfloat16)
+            and _works(x.device, x.dtype, 64))
+
+
+if triton is not None:
+    @triton.jit  # type: ignore[untyped-decorator]
+    def _attend(q_ptr: Any, k_ptr: Any, v_ptr: Any, m_ptr: Any, o_ptr: Any,
+                sq_r: Any, sq_h: Any, sq_t: Any, sk_r: Any, sk_h: Any, sk_l: Any,
+                sv_r: Any, sv_h: Any, sv_l: Any, sm_r: Any, sm_t: Any, sm_l: Any,
+                so_r: Any, so_h: Any, so_t: Any,
+                t_len: Any, keys: Any, scale: Any,
+                GROUP: tl.constexpr, HEADS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                DIM: tl.constexpr) -> None:
+        row = tl.program_id(0)
+        kv = tl.program_id(1)
+        part = tl.program_id(2)  # which HEADS of the kv head's GROUP query heads
+        i = tl.arange(0, BLOCK_M)
+        head = kv * GROUP + part * HEADS + i // t_len
+        t = i % t_len
+        live = i < HEADS * t_len
+        d = tl.arange(0, DIM)
+        q = tl.load(q_ptr + row * sq_r + head[:, None] * sq_h + t[:, None] * sq_t + d[None, :],
+                    mask=live[:, None], other=0.0)
+        top = tl.full([BLOCK_M], float("-inf"), tl.float32)
+        total = tl.zeros([BLOCK_M], tl.float32)
+        acc = tl.zeros([BLOCK_M, DIM], tl.float32)
+        for start in range(0, keys, BLOCK_N):
+            n = start + tl.arange(0, BLOCK_N)
+            inside = n < keys
+            k = tl.load(k_ptr + row * sk_r + kv * sk_h + n[None, :] * sk_l + d[:, None], mask=inside[None, :],
+                        other=0.0)
+            scores = tl.dot(q, k) * scale
+            bias = tl.load(m_ptr + row * sm_r + t[:, None] * sm_t + n[None, :] * sm_l,
+                           mask=live[:, None] & inside[None, :], other=float("-inf"))
+            scores = scores + bias.to(tl.float32)
+            new_top = tl.maximum(top, tl.max(scores, 1))
+            shift = tl.where(new_top == float("-inf"), 0.0, new_top)  # a row that sees nothing yet
+            p = tl.exp(scores - shift[:, None])
+            alpha = tl.exp(top - shift)
+            total = total * alpha + tl.sum(p, 1)
+            v = tl.load(v_ptr + row * sv_r + kv * sv_h + n[:, None] * sv_l + d[None, :], mask=inside[:, None],
+                        other=0.0)
+            acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+            top = new_top
+        out = acc / total[:, None]
+        tl.store(o_ptr + row * so_r + head[:, None] * so_h + t[:, None] * so_t + d[None, :],
+                 out.to(o_ptr.dtype.element_ty), mask=live[:, None])
+
+
+    @triton.jit  # type: ignore[untyped-decorator]
+    def _norm_rotate(x_ptr: Any, w_ptr: Any, cos_ptr: Any, sin_ptr: Any, o_ptr: Any,
+                     sx_tok: Any, so_tok: Any, heads: Any, t_len: Any, eps: Any,
+                     BLOCK_H: tl.constexpr, HALF: tl.constexpr) -> None:
+        token = tl.program_id(0)
+        t = token % t_len
+        h = tl.arange(0, BLOCK_H)
+        d = tl.arange(0, HALF)
+        live = (h < heads)[:, None]
+        base = x_ptr + token * sx_tok + h[:, None] * (2 * HALF)
+        x1 = tl.load(base + d[None, :], mask=live, other=0.0).to(tl.float32)
+        x2 = tl.load(base + HALF + d[None, :], mask=live, other=0.0).to(tl.float32)
+        scale = tl.rsqrt((tl.sum(x1 * x1, 1) + tl.sum(x2 * x2, 1)) / (2 * HALF) + eps)
+        w1 = tl.load(w_ptr + h[:, None] * (2 * HALF) + d[None, :], mask=live, other=0.0).to(tl.float32)
+        w2 = tl.load(w_ptr + h[:, None] * (2 * HALF) + HALF + d[None, :], mask=live, other=0.0).to(tl.float32)
+        y1 = x1 * scale[:, None] * w1
+        y2 = x2 * scale[:, None] * w2
+        c1 = tl.load(cos_ptr + t * 2 * HALF + d).to(tl.float32)[None, :]
+        c2 = tl.load(cos_ptr + t * 2 * HALF + HALF + d).to(tl.float32)[None, :]
+        s1 = tl.load(sin_ptr + t * 2 * HALF + d).to(tl.float32)[None, :]
+        s2 = tl.load(sin_ptr + t * 2 * HALF + HALF + d).to(tl.float32)[None, :]
+        out = o_ptr + token * so_tok + h[:, None] * (2 * HALF)
+        tl.store(out + d[None, :], (y1 * c1 - y2 * s1).to(o_ptr.dtype.element_ty), mask=live)
+        tl.store(out + HALF + d[None, :], (y2 * c2 + y1 * s2).to(o_ptr.dtype.element_ty), mask=live)
+
+    @triton.jit  # type: ignore[untyped-decorator]
+    def _swiglu(x_ptr: Any, o_ptr: Any, width: Any, sx: Any, so: Any, BLOCK: tl.constexpr) -> None:
+        row = tl.program_id(0)
+        i = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+        live = i < width
+        gate = tl.load(x_ptr + row * sx + i, mask=live, other=0.0).to(tl.float32)
+        up = tl.load(x_ptr + row * sx + width + i, mask=live, other=0.0).to(tl.float32)
+        tl.store(o_ptr + row * so + i, (gate * tl.sigmoid(gate) * up).to(o_ptr.dtype.element_ty), mask=live)
+
+
+def _bias(mask: Tensor, rows: int, t: int, keys: int, dtype: torch.dtype) -> Tensor:
+    """The mask as an additive [rows, T, keys] view (broadcast dimensions as stride 0)."""
+    if mask.dtype == torch.bool:
+        mask = torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill_(~mask, float("-inf"))
+    if mask.dim() == 4:  # [rows or 1, 1, T or 1, keys]
+        mask = mask[:, 0]
+    if mask.dim() == 2:
+        mask = mask[None]
+    return mask.expand(rows, t, keys)
+
+
+def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, heads_per_program: int | None = None) -> Tensor:
+    """softmax(q kᵀ / √dim + mask) v for q [rows, heads, T, dim], k/v [rows, kv heads, L, dim] (kv heads shared
+    by consecutive query heads, as `enable_gqa`), `mask` additive or boolean, broadcastable to [rows, 1, T, L].
+    Returns [rows, heads, T, dim] as `F.scaled_dot_product_attention` does."""
+    assert triton is not None
+    rows, heads, t, dim = q.shape
+    kv_heads, keys = k.shape[1], k.shape[2]
+    group = heads // kv_heads
+    per = heads_per_program or group
+    if k.stride(3) != 1 or v.stride(3) != 1 or q.stride(3) != 1:
+        q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
+    bias = _bias(mask, rows, t, keys, q.dtype)
+    out = torch.empty((rows, t, heads, dim), dtype=q.dtype, device=q.device).transpose(1, 2)  # [rows, T, ...] after
+    block_m = max(16, triton.next_power_of_2(per * t))
+    _attend[(rows, kv_heads, group // per)](
+        q, k, v, bias, out,
+        q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2),
+        v.stride(0), v.stride(1), v.stride(2), bias.stride(0), bias.stride(1), bias.stride(2),
+        out.stride(0), out.stride(1), out.stride(2),
+        t, keys, dim ** -0.5,
+        GROUP=group, HEADS=per, BLOCK_M=block_m, BLOCK_N=BLOCK_KEYS, DIM=dim)
+    return out
+
+
+def norm_rotate(qkv: Tensor, heads: int, table: Tensor, cos: Tensor, sin: Tensor, eps: float) -> Tensor:
+    """The first `heads` heads of `qkv` ([rows, T, all heads, dim], contiguous), each RMS-normalised, weighed by
+    its row of `table` ([heads, dim]) and rotated by `cos`/`sin` ([T, dim]): [rows, T, heads, dim]."""
+    assert triton is not None
+    rows, t, _, dim = qkv.shape
+    if qkv.stride(3) != 1 or qkv.stride(2) != dim or qkv.stride(0) != t * qkv.stride(1):
+        qkv = qkv.contiguous()
+    out = torch.empty((rows, t, heads, dim), dtype=qkv.dtype, device=qkv.device)
+    _norm_rotate[(rows * t,)](qkv, table.contiguous(), cos.contiguous(), sin.contiguous(), out,
+                              qkv.stride(1), out.stride(1), heads, t, eps,
+                              BLOCK_H=triton.next_power_of_2(heads), HALF=dim // 2)
+    return out
+
+
+def swiglu(gate_up: Tensor) -> Tensor:
+    """silu(gate) x up for `gate_up` [..., 2 x width] (gate first, as `MLP.static`'s product): [..., width]."""
+    assert triton is not None
+    width = gate_up.shape[-1] // 2
+    rows = gate_up.reshape(-1, 2 * width)
+    out = torch.empty((rows.shape[0], width), dtype=gate_up.dtype, device=gate_up.device)
+    block = 1024
+    _swiglu[(rows.shape[0], triton.cdiv(width, block))](rows, out, width, rows.stride(0), out.stride(0), BLOCK=block)
+    return out.view(*gate_up.shape[:-1], width)

@@ -79,11 +79,12 @@ def variants(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tens
         "F.scaled_dot_product_attention (default)": (sdpa, nullcontext())}
     for backend in (SDPBackend.CUDNN_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH):
         found[f"F.scaled_dot_product_attention ({backend.name})"] = (sdpa, sdpa_kernel(backend))
-    per = group
-    while per >= 1:
-        found[f"Triton kernel, {per} query heads per program"] = (
-            lambda per=per: step_kernels.attention(q, k, v, mask, per), nullcontext())
-        per //= 2
+    for per in sorted({group, max(1, group // 2), 1}, reverse=True):
+        for splits in (1, None):
+            label = f"Triton kernel, {per} query heads per program, " + (
+                "keys in one pass" if splits == 1 else "keys split (flash-decoding, the default)")
+            found[label] = (lambda per=per, splits=splits: step_kernels.attention(q, k, v, mask, per, splits),
+                            nullcontext())
     return found
 
 

@@ -38,6 +38,8 @@ ENABLED = False  # the static step's attention here where `usable`: off until me
 LOG = logging.getLogger("dice_lsp.engine")
 MAX_QUERY_ROWS = 128  # query heads sharing a kv head x queries per row, at most (one program's tile)
 BLOCK_KEYS = 64
+SPLIT_KEYS = 128  # keys per program by default (`attention`'s splits)
+MAX_SPLITS = 16
 
 
 def usable(q: Tensor, k: Tensor) -> bool:
@@ -94,16 +96,17 @@ def elementwise_usable(x: Tensor) -> bool:
 
 if triton is not None:
     @triton.jit  # type: ignore[untyped-decorator]
-    def _attend(q_ptr: Any, k_ptr: Any, v_ptr: Any, m_ptr: Any, o_ptr: Any,
+    def _attend(q_ptr: Any, k_ptr: Any, v_ptr: Any, m_ptr: Any, o_ptr: Any, part_ptr: Any, stat_ptr: Any,
                 sq_r: Any, sq_h: Any, sq_t: Any, sk_r: Any, sk_h: Any, sk_l: Any,
                 sv_r: Any, sv_h: Any, sv_l: Any, sm_r: Any, sm_t: Any, sm_l: Any,
                 so_r: Any, so_h: Any, so_t: Any,
-                t_len: Any, keys: Any, scale: Any,
+                t_len: Any, keys: Any, scale: Any, heads_total: Any, span: Any,
                 GROUP: tl.constexpr, HEADS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                DIM: tl.constexpr) -> None:
+                DIM: tl.constexpr, SPLITS: tl.constexpr) -> None:
         row = tl.program_id(0)
         kv = tl.program_id(1)
-        part = tl.program_id(2)  # which HEADS of the kv head's GROUP query heads
+        part = tl.program_id(2) // SPLITS  # which HEADS of the kv head's GROUP query heads
+        split = tl.program_id(2) % SPLITS  # which `span` keys (flash-decoding: partial results, then `_combine`)
         i = tl.arange(0, BLOCK_M)
         head = kv * GROUP + part * HEADS + i // t_len
         t = i % t_len
@@ -114,9 +117,11 @@ if triton is not None:
         top = tl.full([BLOCK_M], float("-inf"), tl.float32)
         total = tl.zeros([BLOCK_M], tl.float32)
         acc = tl.zeros([BLOCK_M, DIM], tl.float32)
-        for start in range(0, keys, BLOCK_N):
+        first = split * span
+        last = tl.minimum(first + span, keys)
+        for start in range(first, last, BLOCK_N):
             n = start + tl.arange(0, BLOCK_N)
-            inside = n < keys
+            inside = n < last
             k = tl.load(k_ptr + row * sk_r + kv * sk_h + n[None, :] * sk_l + d[:, None], mask=inside[None, :],
                         other=0.0)
             scores = tl.dot(q, k) * scale
@@ -132,9 +137,33 @@ if triton is not None:
                         other=0.0)
             acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
             top = new_top
-        out = acc / total[:, None]
-        tl.store(o_ptr + row * so_r + head[:, None] * so_h + t[:, None] * so_t + d[None, :],
-                 out.to(o_ptr.dtype.element_ty), mask=live[:, None])
+        if SPLITS == 1:
+            out = acc / total[:, None]
+            tl.store(o_ptr + row * so_r + head[:, None] * so_h + t[:, None] * so_t + d[None, :],
+                     out.to(o_ptr.dtype.element_ty), mask=live[:, None])
+        else:  # this split's unnormalised sum, running max and total: [rows, heads, T, SPLITS, ...]
+            query = (row * heads_total + head) * t_len + t
+            tl.store(part_ptr + (query[:, None] * SPLITS + split) * DIM + d[None, :], acc, mask=live[:, None])
+            tl.store(stat_ptr + (query * SPLITS + split) * 2, top, mask=live)
+            tl.store(stat_ptr + (query * SPLITS + split) * 2 + 1, total, mask=live)
+
+    @triton.jit  # type: ignore[untyped-decorator]
+    def _combine(part_ptr: Any, stat_ptr: Any, o_ptr: Any, so_r: Any, so_h: Any, so_t: Any, heads_total: Any,
+                 t_len: Any, SPLITS: tl.constexpr, SPLITS_P2: tl.constexpr, DIM: tl.constexpr) -> None:
+        query = tl.program_id(0)
+        t = query % t_len
+        head = (query // t_len) % heads_total
+        row = query // (t_len * heads_total)
+        s = tl.arange(0, SPLITS_P2)
+        live = s < SPLITS
+        tops = tl.load(stat_ptr + (query * SPLITS + s) * 2, mask=live, other=float("-inf"))
+        totals = tl.load(stat_ptr + (query * SPLITS + s) * 2 + 1, mask=live, other=0.0)
+        top = tl.max(tops, 0)
+        weights = tl.where(tops == float("-inf"), 0.0, tl.exp(tops - top))
+        d = tl.arange(0, DIM)
+        parts = tl.load(part_ptr + (query * SPLITS + s[:, None]) * DIM + d[None, :], mask=live[:, None], other=0.0)
+        out = tl.sum(parts * weights[:, None], 0) / tl.sum(totals * weights, 0)
+        tl.store(o_ptr + row * so_r + head * so_h + t * so_t + d, out.to(o_ptr.dtype.element_ty))
 
 
     @triton.jit  # type: ignore[untyped-decorator]
@@ -183,27 +212,42 @@ def _bias(mask: Tensor, rows: int, t: int, keys: int, dtype: torch.dtype) -> Ten
     return mask.expand(rows, t, keys)
 
 
-def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, heads_per_program: int | None = None) -> Tensor:
+def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, heads_per_program: int | None = None,
+              splits: int | None = None) -> Tensor:
     """softmax(q kᵀ / √dim + mask) v for q [rows, heads, T, dim], k/v [rows, kv heads, L, dim] (kv heads shared
     by consecutive query heads, as `enable_gqa`), `mask` additive or boolean, broadcastable to [rows, 1, T, L].
-    Returns [rows, heads, T, dim] as `F.scaled_dot_product_attention` does."""
+    Returns [rows, heads, T, dim] as `F.scaled_dot_product_attention` does.
+
+    `splits`: the keys are cut into this many spans, one program each, whose partial results a second kernel
+    joins (flash-decoding: more programs at work on a long cache; default `SPLIT_KEYS` keys a span)."""
     assert triton is not None
     rows, heads, t, dim = q.shape
     kv_heads, keys = k.shape[1], k.shape[2]
     group = heads // kv_heads
     per = heads_per_program or group
+    if splits is None:
+        splits = max(1, min(MAX_SPLITS, -(-keys // SPLIT_KEYS)))
+    span = -(-keys // splits // BLOCK_KEYS) * BLOCK_KEYS
+    splits = -(-keys // span)
     if k.stride(3) != 1 or v.stride(3) != 1 or q.stride(3) != 1:
         q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     bias = _bias(mask, rows, t, keys, q.dtype)
     out = torch.empty((rows, t, heads, dim), dtype=q.dtype, device=q.device).transpose(1, 2)  # [rows, T, ...] after
+    partial = torch.empty((rows * heads * t * splits * dim,) if splits > 1 else (1,), dtype=torch.float32,
+                          device=q.device)
+    stats = torch.empty((rows * heads * t * splits * 2,) if splits > 1 else (1,), dtype=torch.float32,
+                        device=q.device)
     block_m = max(16, triton.next_power_of_2(per * t))
-    _attend[(rows, kv_heads, group // per)](
-        q, k, v, bias, out,
+    _attend[(rows, kv_heads, group // per * splits)](
+        q, k, v, bias, out, partial, stats,
         q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2),
         v.stride(0), v.stride(1), v.stride(2), bias.stride(0), bias.stride(1), bias.stride(2),
         out.stride(0), out.stride(1), out.stride(2),
-        t, keys, dim ** -0.5,
-        GROUP=group, HEADS=per, BLOCK_M=block_m, BLOCK_N=BLOCK_KEYS, DIM=dim)
+        t, keys, dim ** -0.5, heads, span,
+        GROUP=group, HEADS=per, BLOCK_M=block_m, BLOCK_N=BLOCK_KEYS, DIM=dim, SPLITS=splits)
+    if splits > 1:
+        _combine[(rows * heads * t,)](partial, stats, out, out.stride(0), out.stride(1), out.stride(2), heads, t,
+                                      SPLITS=splits, SPLITS_P2=triton.next_power_of_2(splits), DIM=dim)
     return out
 
 

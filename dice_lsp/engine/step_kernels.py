@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 from functools import cache
-from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -96,13 +95,13 @@ def elementwise_usable(x: Tensor) -> bool:
 
 if triton is not None:
     @triton.jit  # type: ignore[untyped-decorator]
-    def _attend(q_ptr: Any, k_ptr: Any, v_ptr: Any, m_ptr: Any, o_ptr: Any, part_ptr: Any, stat_ptr: Any,
-                sq_r: Any, sq_h: Any, sq_t: Any, sk_r: Any, sk_h: Any, sk_l: Any,
-                sv_r: Any, sv_h: Any, sv_l: Any, sm_r: Any, sm_t: Any, sm_l: Any,
-                so_r: Any, so_h: Any, so_t: Any,
-                t_len: Any, keys: Any, scale: Any, heads_total: Any, span: Any,
+    def _attend(q_ptr, k_ptr, v_ptr, m_ptr, o_ptr, part_ptr, stat_ptr,  # type: ignore[no-untyped-def]
+                sq_r, sq_h, sq_t, sk_r, sk_h, sk_l,
+                sv_r, sv_h, sv_l, sm_r, sm_t, sm_l,
+                so_r, so_h, so_t,
+                t_len, keys, scale, heads_total, span,
                 GROUP: tl.constexpr, HEADS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                DIM: tl.constexpr, SPLITS: tl.constexpr) -> None:
+                DIM: tl.constexpr, SPLITS: tl.constexpr):
         row = tl.program_id(0)
         kv = tl.program_id(1)
         part = tl.program_id(2) // SPLITS  # which HEADS of the kv head's GROUP query heads
@@ -148,8 +147,8 @@ if triton is not None:
             tl.store(stat_ptr + (query * SPLITS + split) * 2 + 1, total, mask=live)
 
     @triton.jit  # type: ignore[untyped-decorator]
-    def _combine(part_ptr: Any, stat_ptr: Any, o_ptr: Any, so_r: Any, so_h: Any, so_t: Any, heads_total: Any,
-                 t_len: Any, SPLITS: tl.constexpr, SPLITS_P2: tl.constexpr, DIM: tl.constexpr) -> None:
+    def _combine(part_ptr, stat_ptr, o_ptr, so_r, so_h, so_t, heads_total,  # type: ignore[no-untyped-def]
+                 t_len, SPLITS: tl.constexpr, SPLITS_P2: tl.constexpr, DIM: tl.constexpr):
         query = tl.program_id(0)
         t = query % t_len
         head = (query // t_len) % heads_total
@@ -167,9 +166,9 @@ if triton is not None:
 
 
     @triton.jit  # type: ignore[untyped-decorator]
-    def _norm_rotate(x_ptr: Any, w_ptr: Any, cos_ptr: Any, sin_ptr: Any, o_ptr: Any,
-                     sx_tok: Any, so_tok: Any, heads: Any, t_len: Any, eps: Any,
-                     BLOCK_H: tl.constexpr, HALF: tl.constexpr) -> None:
+    def _norm_rotate(x_ptr, w_ptr, cos_ptr, sin_ptr, o_ptr,  # type: ignore[no-untyped-def]
+                     sx_tok, so_tok, heads, t_len, eps,
+                     BLOCK_H: tl.constexpr, HALF: tl.constexpr):
         token = tl.program_id(0)
         t = token % t_len
         h = tl.arange(0, BLOCK_H)
@@ -192,7 +191,7 @@ if triton is not None:
         tl.store(out + HALF + d[None, :], (y2 * c2 + y1 * s2).to(o_ptr.dtype.element_ty), mask=live)
 
     @triton.jit  # type: ignore[untyped-decorator]
-    def _swiglu(x_ptr: Any, o_ptr: Any, width: Any, sx: Any, so: Any, BLOCK: tl.constexpr) -> None:
+    def _swiglu(x_ptr, o_ptr, width, sx, so, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
         row = tl.program_id(0)
         i = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
         live = i < width

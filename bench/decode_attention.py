@@ -49,24 +49,9 @@ def inputs(shape: tuple[int, int, int, int, int, int, str], device: torch.device
 
 def timed(run: Callable[[], torch.Tensor], calls: int, repeats: int) -> float:
     """µs per call: `calls` runs captured as one graph, replayed `repeats` times."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            run()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(calls):
-            run()
-    graph.replay()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(repeats):
-        graph.replay()
-    end.record()
-    torch.cuda.synchronize()
-    return float(start.elapsed_time(end)) * 1e3 / (repeats * calls)
+    from step_products import graph_us
+
+    return graph_us([run] * calls, repeats) / calls
 
 
 def variants(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor,

@@ -11,6 +11,7 @@ Each product is captured `--layers` times in one CUDA graph, as the step runs it
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 import torch
 
@@ -18,7 +19,8 @@ SHAPES = {"q|k|v": (6144, 4096), "o": (4096, 4096), "gate|up": (24576, 4096), "d
 HEAD = (151936, 4096)
 
 
-def graph_us(calls: list, repeats: int = 10) -> float:
+def graph_us(calls: list[Callable[[], object]], repeats: int = 10) -> float:
+    """µs per replay of `calls` captured in order as one CUDA graph (after a warm-up on a side stream)."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):

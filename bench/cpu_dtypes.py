@@ -45,7 +45,7 @@ def load(folder: str, mode: str) -> LoadedModel:
     model = load_model(folder, "cpu", MODES[mode])
     if mode.endswith("apart"):
         for module in model.lm.modules():  # type: ignore[attr-defined]
-            for joined in ("qkv", "gate_up"):
+            for joined in ("qkv_int8", "gate_up_int8"):
                 if getattr(module, joined, None) is not None:
                     setattr(module, joined, None)
     return model

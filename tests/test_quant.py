@@ -100,16 +100,16 @@ def test_products_that_read_one_input_run_joined_and_give_the_separate_products_
     model = load_model(native_dir, device="cpu", dtype="int8")
     lm = model.lm
     attention, mlp = lm.model.layers[0].self_attn, lm.model.layers[0].mlp  # type: ignore[attr-defined]
-    assert isinstance(attention.qkv, Int8Linear) and isinstance(mlp.gate_up, Int8Linear)
-    assert attention.q_proj.qweight.data_ptr() == attention.qkv.qweight.data_ptr(), "the parts are views: one copy"
+    assert isinstance(attention.qkv_int8, Int8Linear) and isinstance(mlp.gate_up_int8, Int8Linear)
+    assert attention.q_proj.qweight.data_ptr() == attention.qkv_int8.qweight.data_ptr(), "the parts are views: one copy"
     x = torch.randn(2, 7, attention.q_proj.in_features)
     with torch.no_grad():
-        assert torch.equal(attention.qkv(x), torch.cat([attention.q_proj(x), attention.k_proj(x),
+        assert torch.equal(attention.qkv_int8(x), torch.cat([attention.q_proj(x), attention.k_proj(x),
                                                         attention.v_proj(x)], dim=-1))
         ids = torch.randint(0, 200, (2, 30))
         joined = lm(ids)
         for layer in lm.model.layers:  # type: ignore[attr-defined]
-            layer.self_attn.qkv, layer.mlp.gate_up = None, None
+            layer.self_attn.qkv, layer.mlp.gate_up_int8 = None, None
         assert torch.equal(joined, lm(ids)), "joining the products changes no output bit"
     assert not [k for k in lm.state_dict() if "qkv" in k or "gate_up" in k], "state dicts keep the parts' names"
 

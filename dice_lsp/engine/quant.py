@@ -114,12 +114,12 @@ def int8_linears(model: M) -> M:
     return model.float()
 
 
-JOINED = {"qkv": ("q_proj", "k_proj", "v_proj"), "gate_up": ("gate_proj", "up_proj")}
+JOINED = {"qkv_int8": ("q_proj", "k_proj", "v_proj"), "gate_up_int8": ("gate_proj", "up_proj")}
 
 
 def fuse_int8(model: nn.Module) -> None:
     """Give every module whose `JOINED` parts are all `Int8Linear` a joined layer under the group's name
-    (`Attention.qkv`, `MLP.gate_up`), which its forward uses instead of the parts."""
+    (`Attention.qkv_int8`, `MLP.gate_up_int8`), which its forward uses instead of the parts."""
     for module in model.modules():
         for joined, names in JOINED.items():
             parts = [getattr(module, n, None) for n in names]

@@ -198,7 +198,7 @@ class Attention(nn.Module):
         self.q_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps)
         self.k_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps)
         self._qkv: Tensor | None = None  # the static step's fused q|k|v weight (`static_weights`)
-        self.qkv: nn.Module | None = None  # q|k|v's int8 products as one (`quant.fuse_int8`)
+        self.qkv_int8: nn.Module | None = None  # q|k|v's int8 products as one (`quant.fuse_int8`)
         self._norm_table: NormTable | None = None
 
     def static_weights(self) -> tuple[Tensor, Tensor] | None:
@@ -236,8 +236,8 @@ class Attention(nn.Module):
     def forward(self, x: Tensor, rope: tuple[Tensor, Tensor], mask: Tensor | bool | None,
                 cache: KVCache | StepCache | None, layer: int, keep: int, valid_keys: Tensor | None) -> Tensor:
         b, t, _ = x.shape
-        if self.qkv is not None:  # int8 products: q|k|v as one (`quant.fuse_int8`)
-            qx, kx, vx = self.qkv(x).split((self.n_heads * self.head_dim, self.n_kv * self.head_dim,
+        if self.qkv_int8 is not None:  # int8 products: q|k|v as one (`quant.fuse_int8`)
+            qx, kx, vx = self.qkv_int8(x).split((self.n_heads * self.head_dim, self.n_kv * self.head_dim,
                                             self.n_kv * self.head_dim), dim=-1)
         else:
             qx, kx, vx = self.q_proj(x), self.k_proj(x), self.v_proj(x)
@@ -265,7 +265,7 @@ class MLP(nn.Module):
         self.up_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
         self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=False)
         self._gate_up: Tensor | None = None  # the static step's fused gate|up weight
-        self.gate_up: nn.Module | None = None  # gate|up's int8 products as one (`quant.fuse_int8`)
+        self.gate_up_int8: nn.Module | None = None  # gate|up's int8 products as one (`quant.fuse_int8`)
 
     def static_weights(self) -> Tensor | None:
         """The fused [gate|up, hidden] weight (made once, `fused.fuse_rows`); None for int8 layers."""
@@ -281,8 +281,8 @@ class MLP(nn.Module):
         return F.silu(gate) * up
 
     def forward(self, x: Tensor) -> Tensor:
-        if self.gate_up is not None:  # int8 products: gate|up as one (`quant.fuse_int8`)
-            gate, up = self.gate_up(x).chunk(2, dim=-1)
+        if self.gate_up_int8 is not None:  # int8 products: gate|up as one (`quant.fuse_int8`)
+            gate, up = self.gate_up_int8(x).chunk(2, dim=-1)
         else:
             gate, up = self.gate_proj(x), self.up_proj(x)
         out: Tensor = self.down_proj(F.silu(gate) * up)

@@ -1,6 +1,7 @@
 """The static step's Triton kernels (`engine.step_kernels`): the same attention as
 `F.scaled_dot_product_attention` up to rounding, for both masks the static steps use; the q|k heads normalised,
-weighed and rotated as the other paths do it; SwiGLU; the CPU-only install says they cannot serve instead of
+weighed and rotated as the other paths do it; SwiGLU; products of a few rows, added to the residual or not; the
+CPU-only install says they cannot serve instead of
 failing."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dice_lsp.engine import step_kernels
 def test_without_a_gpu_or_in_fp32_the_static_step_keeps_torch_operations() -> None:
     q, k = torch.randn(1, 8, 4, 64), torch.randn(1, 4, 20, 64)
     assert not step_kernels.usable(q, k) and not step_kernels.elementwise_usable(q)
+    assert not step_kernels.product_usable(q[0, 0], torch.randn(64, 64))
     if torch.cuda.is_available():
         assert not step_kernels.usable(q.cuda(), k.cuda()), "fp32 keeps torch's attention"
         assert not step_kernels.elementwise_usable(q.cuda())
@@ -90,3 +92,26 @@ def test_the_swiglu_kernel_is_silu_of_the_gate_times_up() -> None:
     expected = F.silu(both[..., :3000].float()) * both[..., 3000:].float()
     assert out.shape == (3, 8, 3000)
     assert torch.allclose(out.float(), expected, atol=2e-2, rtol=1e-2)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("rows", [1, 8, 24, 64])
+@pytest.mark.parametrize("shape", [(192, 512), (6144, 256)])
+def test_the_product_kernel_multiplies_a_few_rows_and_adds_to_the_residual(rows: int,
+                                                                            shape: tuple[int, int]) -> None:
+    if not torch.cuda.is_available() or step_kernels.triton is None:
+        pytest.skip("needs a CUDA GPU and Triton")
+    torch.manual_seed(0)
+    n, k = shape
+    x = torch.randn(rows, k, device="cuda", dtype=torch.bfloat16)
+    weight = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+    residual = torch.randn(rows, n, device="cuda", dtype=torch.bfloat16)
+    assert step_kernels.product_usable(x, weight)
+    product = x.float() @ weight.float().t()
+    made = step_kernels.product(x, weight)
+    added = step_kernels.product(x, weight, residual.clone(), accumulate=True)
+    for out, expected in ((made, product), (added, residual.float() + product)):
+        assert out.shape == (rows, n) and out.dtype == torch.bfloat16
+        # rounded once to bf16 (a relative step of 2^-8) from an fp32 sum
+        assert torch.allclose(out.float(), expected, atol=1e-2, rtol=8e-3), float((out.float() - expected).abs().max())
+    assert not step_kernels.product_usable(torch.randn(65, k, device="cuda", dtype=torch.bfloat16), weight)

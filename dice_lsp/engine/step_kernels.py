@@ -11,6 +11,10 @@ fused kernels for its small per-layer operations, whose fixed costs add up over 
 - **q|k heads** (`norm_rotate`): RMS-normalise each q and k head of the q|k|v product, weigh it by its norm's
   weight and rotate it (rotary position), in one kernel instead of three or four; in fp32, rounded once.
 - **SwiGLU** (`swiglu`): silu(gate) x up from the gate|up product in one kernel instead of two; rounded once.
+- **Products of a few rows** (`product`): x [M <= 64, K] times a weight [N, K]ᵀ, optionally added to the output
+  (the residual stream: the output and down projections). At a step's 8 rows a product only reads its weight;
+  cuBLAS's kernels for such shapes read SDAR-8B's o and down weights at 68-84% of a copy's rate on an H100,
+  this one (each program a slice of output columns over the whole K, its weight tiles pipelined) at 80-91%.
 
 Used by the static step on CUDA in fp16/bf16 (`usable`: Triton compiles and agrees with torch here, checked
 once); every other path, and fp32, keeps torch's operations. Without Triton (the CPU-only install) the module
@@ -39,6 +43,8 @@ MAX_QUERY_ROWS = 128  # query heads sharing a kv head x queries per row, at most
 BLOCK_KEYS = 64
 SPLIT_KEYS = 128  # keys per program by default (`attention`'s splits)
 MAX_SPLITS = 16
+MAX_PRODUCT_ROWS = 64  # `product`'s rows at most (one tile); more rows: cuBLAS
+PRODUCT_BLOCK_K = 256
 
 
 def usable(q: Tensor, k: Tensor) -> bool:
@@ -65,10 +71,14 @@ def _works(device: torch.device, dtype: torch.dtype, dim: int) -> bool:
     angles = torch.rand(8, dim // 2, device=device, generator=g) * 6
     cos, sin = (torch.cat((f, f), dim=-1).to(dtype) for f in (angles.cos(), angles.sin()))
     gate_up = torch.randn(8, 96, device=device, dtype=dtype, generator=g)
+    x, w = (torch.randn(8, 512, device=device, dtype=dtype, generator=g) for _ in range(2))
+    residual = torch.randn(8, 8, device=device, dtype=dtype, generator=g)
     try:
         out = attention(q, k, v, mask)
         heads = norm_rotate(qkv, 6, table, cos, sin, 1e-6)
         mixed = swiglu(gate_up)
+        made = product(x, w)
+        added = product(x, w[:8], residual.clone(), accumulate=True)
     except Exception as exc:  # Triton's compiler and driver errors have no common base class
         LOG.warning("the static step keeps torch's operations: Triton's kernels failed here (%s)",
                     str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
@@ -79,12 +89,22 @@ def _works(device: torch.device, dtype: torch.dtype, dim: int) -> bool:
     rotated = torch.cat((-normed[..., half:], normed[..., :half]), dim=-1)
     expected = [F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True).float(),
                 normed * cos.float()[None, :, None] + rotated * sin.float()[None, :, None],
-                F.silu(gate_up[:, :48].float()) * gate_up[:, 48:].float()]
-    if not all(torch.allclose(a.float(), b, atol=3e-2, rtol=3e-2) for a, b in zip((out, heads, mixed), expected,
-                                                                                  strict=True)):
+                F.silu(gate_up[:, :48].float()) * gate_up[:, 48:].float(),
+                x.float() @ w.float().t(), residual.float() + x.float() @ w[:8].float().t()]
+    tolerances = (3e-2, 3e-2, 3e-2, 1e-2 * expected[3].abs().max().item(), 1e-2 * expected[4].abs().max().item())
+    if not all(torch.allclose(a.float(), b, atol=atol, rtol=3e-2)
+               for a, b, atol in zip((out, heads, mixed, made, added), expected, tolerances, strict=True)):
         LOG.warning("the static step keeps torch's operations: Triton's kernels disagree with them here")
         return False
     return True
+
+
+def product_usable(x: Tensor, weight: Tensor) -> bool:
+    """Whether `product` serves rows `x` ([M, K]) times `weight` ([N, K])ᵀ."""
+    n, k = weight.shape
+    return (x.shape[0] <= MAX_PRODUCT_ROWS and n % _product_blocks(n)[0] == 0 and k % PRODUCT_BLOCK_K == 0
+            and weight.is_contiguous()
+            and x.dtype == weight.dtype and elementwise_usable(x))
 
 
 def elementwise_usable(x: Tensor) -> bool:
@@ -199,6 +219,23 @@ if triton is not None:
         up = tl.load(x_ptr + row * sx + width + i, mask=live, other=0.0).to(tl.float32)
         tl.store(o_ptr + row * so + i, (gate * tl.sigmoid(gate) * up).to(o_ptr.dtype.element_ty), mask=live)
 
+    @triton.jit  # type: ignore[untyped-decorator]
+    def _product(x_ptr, w_ptr, o_ptr, rows, k_len, sx, sw, so,  # type: ignore[no-untyped-def]
+                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, ACCUMULATE: tl.constexpr):
+        n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+        m = tl.arange(0, BLOCK_M)
+        live = m[:, None] < rows
+        acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
+        for start in range(0, k_len, BLOCK_K):
+            kk = start + tl.arange(0, BLOCK_K)
+            x = tl.load(x_ptr + m[:, None] * sx + kk[None, :], mask=live, other=0.0)
+            w = tl.load(w_ptr + n[None, :] * sw + kk[:, None])  # [BLOCK_K, BLOCK_N]: the weight's rows n, read along K
+            acc += tl.dot(x, w)
+        out = o_ptr + m[:, None] * so + n[None, :]
+        if ACCUMULATE:
+            acc += tl.load(out, mask=live, other=0.0).to(tl.float32)
+        tl.store(out, acc.to(o_ptr.dtype.element_ty), mask=live)
+
 
 def _bias(mask: Tensor, rows: int, t: int, keys: int, dtype: torch.dtype) -> Tensor:
     """The mask as an additive [rows, T, keys] view (broadcast dimensions as stride 0)."""
@@ -262,6 +299,31 @@ def norm_rotate(qkv: Tensor, heads: int, table: Tensor, cos: Tensor, sin: Tensor
                               qkv.stride(1), out.stride(1), heads, t, eps,
                               BLOCK_H=triton.next_power_of_2(heads), HALF=dim // 2)
     return out
+
+
+def product(x: Tensor, weight: Tensor, out: Tensor | None = None, accumulate: bool = False) -> Tensor:
+    """x [M, K] times weight [N, K]ᵀ into `out` ([M, N], made when None); `accumulate`: added to what `out` holds
+    (fp32 sum, rounded once, as `addmm_`). Needs `product_usable`. Wide outputs (N >= 6144) take 64 columns a
+    program, narrower ones 32 (twice the programs, the pipeline deeper): the faster of the sweep on an H100 at
+    SDAR-8B's shapes (`bench/step_products.py`)."""
+    assert triton is not None
+    rows, k = x.shape
+    n = weight.shape[0]
+    if x.stride(1) != 1:
+        x = x.contiguous()
+    if out is None:
+        out = torch.empty((rows, n), dtype=x.dtype, device=x.device)
+    assert out.stride(1) == 1 and out.shape == (rows, n)
+    block_n, stages = _product_blocks(n)
+    _product[(n // block_n,)](x, weight, out, rows, k, x.stride(0), weight.stride(0), out.stride(0),
+                              BLOCK_M=max(16, triton.next_power_of_2(rows)), BLOCK_N=block_n,
+                              BLOCK_K=PRODUCT_BLOCK_K, ACCUMULATE=accumulate, num_warps=4, num_stages=stages)
+    return out
+
+
+def _product_blocks(n: int) -> tuple[int, int]:
+    """`product`'s output columns per program and pipeline stages for an output `n` wide."""
+    return (64, 4) if n >= 6144 else (32, 6)
 
 
 def swiglu(gate_up: Tensor) -> Tensor:

@@ -218,7 +218,7 @@ class Attention(nn.Module):
         """
         b, t, _ = x.shape
         nh, nkv, hd = self.n_heads, self.n_kv, self.head_dim
-        qkv = F.linear(x, weights.qkv).view(b, t, nh + 2 * nkv, hd)
+        qkv = step_product(x.reshape(b * t, -1), weights.qkv).view(b, t, nh + 2 * nkv, hd)
         if step_kernels.ENABLED and tables.cos is not None and tables.sin is not None \
                 and step_kernels.elementwise_usable(qkv):  # GPU, fp16/bf16: one Triton kernel
             qk = step_kernels.norm_rotate(qkv, nh + nkv, weights.qk_norm, tables.cos, tables.sin, self.q_norm.eps)
@@ -258,6 +258,22 @@ class Attention(nn.Module):
         return projected
 
 
+def step_product(x: Tensor, weight: Tensor) -> Tensor:
+    """x [rows, K] times weight [N, K]ᵀ in the static step: `step_kernels.product` where it serves (a GPU)."""
+    if step_kernels.ENABLED and step_kernels.product_usable(x, weight):
+        return step_kernels.product(x, weight)
+    return F.linear(x, weight)
+
+
+def add_step_product(stream: Tensor, x: Tensor, weight: Tensor) -> None:
+    """stream [rows, N] += x [rows, K] times weight [N, K]ᵀ, rounded once (the residual's output and down
+    projections)."""
+    if step_kernels.ENABLED and step_kernels.product_usable(x, weight):
+        step_kernels.product(x, weight, stream, accumulate=True)
+    else:
+        stream.addmm_(x, weight.t())
+
+
 class MLP(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
@@ -274,7 +290,7 @@ class MLP(nn.Module):
 
     def static(self, x: Tensor, gate_up: Tensor) -> Tensor:
         """SwiGLU before the down projection: one product for gate|up, then silu and the product."""
-        both = F.linear(x, gate_up)
+        both = step_product(x.reshape(-1, x.shape[-1]), gate_up)
         if step_kernels.ENABLED and step_kernels.elementwise_usable(both):  # GPU, fp16/bf16: one Triton kernel
             return step_kernels.swiglu(both)
         gate, up = both.chunk(2, dim=-1)
@@ -317,10 +333,10 @@ class DecoderLayer(nn.Module):
         down projections are products that accumulate into the residual stream (`addmm_`, no separate add)."""
         b, t, d = x.shape
         stream = x.view(b * t, d)
-        stream.addmm_(self.self_attn.static(self.input_layernorm(x, tables.fused_norms), weights, tables, cache,
-                                            layer), self.self_attn.o_proj.weight.t())
+        add_step_product(stream, self.self_attn.static(self.input_layernorm(x, tables.fused_norms), weights, tables,
+                                                       cache, layer), self.self_attn.o_proj.weight)
         mixed = self.mlp.static(self.post_attention_layernorm(x, tables.fused_norms), weights.gate_up)
-        stream.addmm_(mixed.view(b * t, -1), self.mlp.down_proj.weight.t())
+        add_step_product(stream, mixed.view(b * t, -1), self.mlp.down_proj.weight)
 
 
 class Backbone(nn.Module):

@@ -80,6 +80,7 @@ def main() -> None:
     parser.add_argument("--sweep", action="store_true", help="the Triton product's block shapes, per product")
     args = parser.parse_args()
     device = torch.device("cuda")
+    step_kernels.PRODUCTS = True  # measured here whether or not the static step uses it
     from engine_latency import measure_copy_bandwidth
 
     copy_rate = measure_copy_bandwidth(device) / 1e12

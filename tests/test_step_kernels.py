@@ -97,10 +97,11 @@ def test_the_swiglu_kernel_is_silu_of_the_gate_times_up() -> None:
 @pytest.mark.gpu
 @pytest.mark.parametrize("rows", [1, 8, 24, 64])
 @pytest.mark.parametrize("shape", [(192, 512), (6144, 256)])
-def test_the_product_kernel_multiplies_a_few_rows_and_adds_to_the_residual(rows: int,
-                                                                            shape: tuple[int, int]) -> None:
+def test_the_product_kernel_multiplies_a_few_rows_and_adds_to_the_residual(
+        rows: int, shape: tuple[int, int], monkeypatch: pytest.MonkeyPatch) -> None:
     if not torch.cuda.is_available() or step_kernels.triton is None:
         pytest.skip("needs a CUDA GPU and Triton")
+    monkeypatch.setattr(step_kernels, "PRODUCTS", True)
     torch.manual_seed(0)
     n, k = shape
     x = torch.randn(rows, k, device="cuda", dtype=torch.bfloat16)

@@ -37,7 +37,8 @@ except ImportError:  # the CPU-only install: torch's CPU wheel brings no Triton
     triton = None
     tl = None
 
-ENABLED = False  # the static step's attention here where `usable`: off until measured on a GPU
+ENABLED = True  # the static step's kernels here where they serve (an H100: a step 8.06 -> 7.10 ms at SDAR-8B's shape)
+PRODUCTS = False  # `product` in the static step too: off until measured inside the step on a GPU
 LOG = logging.getLogger("dice_lsp.engine")
 MAX_QUERY_ROWS = 128  # query heads sharing a kv head x queries per row, at most (one program's tile)
 BLOCK_KEYS = 64
@@ -71,14 +72,13 @@ def _works(device: torch.device, dtype: torch.dtype, dim: int) -> bool:
     angles = torch.rand(8, dim // 2, device=device, generator=g) * 6
     cos, sin = (torch.cat((f, f), dim=-1).to(dtype) for f in (angles.cos(), angles.sin()))
     gate_up = torch.randn(8, 96, device=device, dtype=dtype, generator=g)
-    x, w = (torch.randn(8, 512, device=device, dtype=dtype, generator=g) for _ in range(2))
-    residual = torch.randn(8, 8, device=device, dtype=dtype, generator=g)
+    inputs = torch.randn(8, 512, device=device, dtype=dtype, generator=g)
+    weight = torch.randn(64, 512, device=device, dtype=dtype, generator=g)
+    residual = torch.randn(8, 64, device=device, dtype=dtype, generator=g)
     try:
-        out = attention(q, k, v, mask)
-        heads = norm_rotate(qkv, 6, table, cos, sin, 1e-6)
-        mixed = swiglu(gate_up)
-        made = product(x, w)
-        added = product(x, w[:8], residual.clone(), accumulate=True)
+        got = [attention(q, k, v, mask), norm_rotate(qkv, 6, table, cos, sin, 1e-6), swiglu(gate_up)]
+        if PRODUCTS:
+            got += [product(inputs, weight), product(inputs, weight, residual.clone(), accumulate=True)]
     except Exception as exc:  # Triton's compiler and driver errors have no common base class
         LOG.warning("the static step keeps torch's operations: Triton's kernels failed here (%s)",
                     str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
@@ -87,13 +87,15 @@ def _works(device: torch.device, dtype: torch.dtype, dim: int) -> bool:
     normed = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * table.float()
     half = dim // 2
     rotated = torch.cat((-normed[..., half:], normed[..., :half]), dim=-1)
+    products = inputs.float() @ weight.float().t()
     expected = [F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True).float(),
                 normed * cos.float()[None, :, None] + rotated * sin.float()[None, :, None],
                 F.silu(gate_up[:, :48].float()) * gate_up[:, 48:].float(),
-                x.float() @ w.float().t(), residual.float() + x.float() @ w[:8].float().t()]
-    tolerances = (3e-2, 3e-2, 3e-2, 1e-2 * expected[3].abs().max().item(), 1e-2 * expected[4].abs().max().item())
+                products, residual.float() + products]
+    scale = products.abs().max().item()  # the products' tolerance: bf16's relative step at their size
+    tolerances = (3e-2, 3e-2, 3e-2, 1e-2 * scale, 1e-2 * scale)
     if not all(torch.allclose(a.float(), b, atol=atol, rtol=3e-2)
-               for a, b, atol in zip((out, heads, mixed, made, added), expected, tolerances, strict=True)):
+               for a, b, atol in zip(got, expected, tolerances, strict=False)):
         LOG.warning("the static step keeps torch's operations: Triton's kernels disagree with them here")
         return False
     return True
@@ -102,7 +104,7 @@ def _works(device: torch.device, dtype: torch.dtype, dim: int) -> bool:
 def product_usable(x: Tensor, weight: Tensor) -> bool:
     """Whether `product` serves rows `x` ([M, K]) times `weight` ([N, K])ᵀ."""
     n, k = weight.shape
-    return (x.shape[0] <= MAX_PRODUCT_ROWS and n % _product_blocks(n)[0] == 0 and k % PRODUCT_BLOCK_K == 0
+    return (PRODUCTS and x.shape[0] <= MAX_PRODUCT_ROWS and n % _product_blocks(n)[0] == 0 and k % PRODUCT_BLOCK_K == 0
             and weight.is_contiguous()
             and x.dtype == weight.dtype and elementwise_usable(x))
 

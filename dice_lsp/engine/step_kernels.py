@@ -44,7 +44,7 @@ MAX_QUERY_ROWS = 128  # query heads sharing a kv head x queries per row, at most
 BLOCK_KEYS = 64
 SPLIT_KEYS = 128  # keys per program by default (`attention`'s splits)
 MAX_SPLITS = 16
-MAX_PRODUCT_ROWS = 64  # `product`'s rows at most (one tile); more rows: cuBLAS
+MAX_PRODUCT_ROWS = 64  # `product`'s rows at most (one tile, and fewer stages past 16 rows); more rows: cuBLAS
 PRODUCT_BLOCK_K = 256
 
 
@@ -105,7 +105,7 @@ def product_usable(x: Tensor, weight: Tensor) -> bool:
     """Whether `product` serves rows `x` ([M, K]) times `weight` ([N, K])ᵀ."""
     n, k = weight.shape
     return (PRODUCTS and x.shape[0] <= MAX_PRODUCT_ROWS and n % _product_blocks(n)[0] == 0 and k % PRODUCT_BLOCK_K == 0
-            and weight.is_contiguous()
+            and weight.is_contiguous() and weight.is_cuda and _product_stages(x.shape[0], n, x) >= 2
             and x.dtype == weight.dtype and elementwise_usable(x))
 
 
@@ -316,7 +316,8 @@ def product(x: Tensor, weight: Tensor, out: Tensor | None = None, accumulate: bo
     if out is None:
         out = torch.empty((rows, n), dtype=x.dtype, device=x.device)
     assert out.stride(1) == 1 and out.shape == (rows, n)
-    block_n, stages = _product_blocks(n)
+    block_n = _product_blocks(n)[0]
+    stages = _product_stages(rows, n, x)
     _product[(n // block_n,)](x, weight, out, rows, k, x.stride(0), weight.stride(0), out.stride(0),
                               BLOCK_M=max(16, triton.next_power_of_2(rows)), BLOCK_N=block_n,
                               BLOCK_K=PRODUCT_BLOCK_K, ACCUMULATE=accumulate, num_warps=4, num_stages=stages)
@@ -324,8 +325,25 @@ def product(x: Tensor, weight: Tensor, out: Tensor | None = None, accumulate: bo
 
 
 def _product_blocks(n: int) -> tuple[int, int]:
-    """`product`'s output columns per program and pipeline stages for an output `n` wide."""
+    """`product`'s output columns per program and pipeline stages (at most) for an output `n` wide."""
     return (64, 4) if n >= 6144 else (32, 6)
+
+
+def _product_stages(rows: int, n: int, x: Tensor) -> int:
+    """The pipeline stages `product` runs: its default, fewer where a stage's tiles (x's rows padded to a power of
+    two, the weight's columns, `PRODUCT_BLOCK_K` each) would not fit the device's shared memory that many times."""
+    block_n, stages = _product_blocks(n)
+    per_stage = (max(16, 1 << (rows - 1).bit_length()) + block_n) * PRODUCT_BLOCK_K * x.element_size()
+    return min(stages, _shared_memory(x.device.index or 0) // per_stage)
+
+
+@cache
+def _shared_memory(index: int) -> int:
+    """Bytes of shared memory a program may use on CUDA device `index` (as Triton checks a launch)."""
+    try:
+        return int(triton.runtime.driver.active.utils.get_device_properties(index)["max_shared_mem"])
+    except Exception:  # a driver without the query: the smallest of current GPUs'
+        return 96 * 1024
 
 
 def swiglu(gate_up: Tensor) -> Tensor:

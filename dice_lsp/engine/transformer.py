@@ -432,8 +432,11 @@ class Transformer(nn.Module):
                 assert isinstance(layer, DecoderLayer)
                 layer.static(x, weights, tables, cache, i)
         picked = x.index_select(1, only) if isinstance(only, Tensor) else x[:, only]
-        logits: Tensor = self.lm_head(self.model.norm(picked, fused_norms))
-        return logits
+        normed = self.model.norm(picked, fused_norms)
+        if not isinstance(self.lm_head, nn.Linear):  # int8 (`quant`)
+            logits: Tensor = self.lm_head(normed)
+            return logits
+        return step_product(normed.reshape(-1, normed.shape[-1]), self.lm_head.weight).view(*normed.shape[:-1], -1)
 
     def hidden_states(self, ids: Tensor, start: int = 0, cache: KVCache | None = None, keep: int = 0,
                       valid_keys: Tensor | None = None) -> Tensor:

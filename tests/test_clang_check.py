@@ -22,7 +22,7 @@ from dice_lsp.engine.tokenizer import Tokenizer
 from dice_lsp.settings import Settings
 from dice_lsp.textdoc import Position
 from dice_lsp.toolchain import clang
-from dice_lsp.toolchain.clang import Built, ClangJudge, clang_judge, find_clang, preamble_lines
+from dice_lsp.toolchain.clang import Built, ClangJudge, clang_judge, find_clang, preamble_lines, unguarded
 from dice_lsp.toolchain.flags import CompileFlags
 
 BASE = ("#include <cstdio>\n"
@@ -201,12 +201,60 @@ def test_a_relative_folder_names_the_same_local_headers(tmp_path: Path, monkeypa
 @pytest.mark.parametrize(("text", "lines"), [
     ("#include <a>\n#include <b>\nint x;\n", 2),
     ("// c\n/* a\n   b */\n#define N 4 \\\n  + 1\n\nint x;\n", 6),
-    ("#ifndef G\n#define G\n#include <a>\nint x;\n#endif\n", 0),  # a guard around code: nothing precompiled
+    ("#ifndef G\n#define G\n#include <a>\nint x;\n#endif\n", 0),  # a guard around code (`unguarded` blanks it)
     ("#include <a>\n#if X\n#include <b>\n#endif\nint y;\n", 4),
     ("int x;\n", 0),
 ])
 def test_the_preamble_ends_before_the_first_code_with_every_if_closed(text: str, lines: int) -> None:
     assert preamble_lines(text) == lines
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("#ifndef G\n#define G\n#include <a>\nint x;\n#endif\n", "\n\n#include <a>\nint x;\n\n"),
+    ("/* licence\n   text */\n#ifndef K_CUH_\n#define K_CUH_\n#include <a>\n#if X\nint y;\n#endif\nint x;\n"
+     "#endif  // K_CUH_\n", "/* licence\n   text */\n\n\n#include <a>\n#if X\nint y;\n#endif\nint x;\n\n"),
+    ("#if !defined(G)\n#define G 1\n#include <a>\nint x;\n#endif\n", "\n\n#include <a>\nint x;\n\n"),
+])
+def test_an_include_guard_around_the_file_is_blanked_for_the_check(text: str, expected: str) -> None:
+    assert unguarded(text) == expected
+    assert preamble_lines(expected) == expected.split("\n").index("#include <a>") + 1
+
+
+@pytest.mark.parametrize("text", [
+    "#ifndef G\n#define G\n#endif\n#include <a>\nint x;\n",  # closed before the code: not around the file
+    "#ifndef G\n#define H\n#include <a>\nint x;\n#endif\n",  # defines another name
+    "#ifndef G\n#define G\n#include <a>\nint x;\n",  # never closed
+    "#ifdef G\n#define G\nint x;\n#endif\n",
+    "#include <a>\nint x;\n",
+])
+def test_text_without_an_include_guard_around_it_is_checked_as_it_is(text: str) -> None:
+    assert unguarded(text) == text
+
+
+def test_a_header_under_an_include_guard_is_checked_with_its_precompiled_preamble(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A `.cuh` under an include guard had no preamble (its #includes sit inside the guard's #if), so every check
+    read all its headers; now the guard is blanked for the check and its preamble is precompiled when it opens."""
+    import uuid
+
+    _judge()
+    monkeypatch.setattr(clang, "COLD_CHECK_TIMEOUT_S", 60.0)
+    runs: list[bool] = []
+    run = clang._run
+
+    def recorded(front: clang.FrontEnd, argv: list[str], *args: object, **kwargs: object) -> str:
+        if not kwargs.get("niceness"):  # a check, not the build
+            runs.append("-include-pch" in argv)
+        return run(front, argv, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(clang, "_run", recorded)
+    guard = f"KERNEL_{uuid.uuid4().hex}_CUH"
+    base = f"// scale.cuh\n#ifndef {guard}\n#define {guard}\n{BASE}#endif  // {guard}\n"
+    judge = _judge(base)
+    judge.warm()
+    assert judge(base.replace("    \n}", "    y[i] = p.c * x[i];\n}", 1)) is False
+    assert judge(base.replace("    \n}", "    y[i] = p.a * x[i];\n}", 1)) is True and not judge.gave_up
+    assert runs and all(runs), "every run read the precompiled preamble"
 
 
 def test_the_setting_switches_the_check_off() -> None:
@@ -554,16 +602,16 @@ def test_one_slow_check_on_a_busy_machine_does_not_switch_clang_off_for_the_file
     assert preambles.unreadable("file")
 
 
-def test_an_include_guarded_file_clang_cannot_read_is_not_read_again(tmp_path: Path,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    """A .cuh under an include guard has no preamble to precompile, so each check reads it whole; when such a read
-    stops at a header clang cannot find, every later check in the file would stop there too: they run no clang."""
+def test_a_file_read_whole_that_clang_cannot_read_is_not_read_again(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file whose code comes before its #include lines has no preamble to precompile, so each check reads it
+    whole; when such a read stops at a header clang cannot find, every later check in the file would stop there
+    too: they run no clang."""
     import uuid
 
     from dice_lsp.toolchain import clang
 
-    guard = f"GUARD_{uuid.uuid4().hex}"
-    base = f'#ifndef {guard}\n#define {guard}\n#include "../not_there.h"\n' + BASE + "#endif\n"
+    base = f'static const int dice_{uuid.uuid4().hex} = 1;\n#include "../not_there.h"\n' + BASE
     assert clang.preamble_lines(base) == 0
     fill = base.replace("    \n}", "    float *index = n;\n}", 1)
     assert _judge(base, tmp_path)(fill) is None
@@ -579,16 +627,18 @@ def test_an_include_guarded_file_clang_cannot_read_is_not_read_again(tmp_path: P
 @pytest.mark.parametrize("wrap", ["guard", "if"])
 def test_a_missing_header_past_the_preamble_is_stood_in_for_from_the_file_s_next_check(tmp_path: Path,
                                                                                        wrap: str) -> None:
-    """An include guard (a .cuh read whole) or an `#if` around the whole file (OpenCV's `#if !defined
-    CUDA_DISABLER`) puts #include lines past the preamble: the check that meets a missing one there has no verdict
-    and stands in for it; the file's next checks judge."""
+    """An `#if` around the whole file (OpenCV's `#if !defined CUDA_DISABLER`) puts #include lines past the
+    preamble: the check that meets a missing one there has no verdict and stands in for it; the file's next checks
+    judge. Under an include guard (blanked for the check: `unguarded`) they are the preamble's, whose build stands
+    in for them before the first check."""
     import uuid
 
     tag = f"T_{uuid.uuid4().hex}"
     opening = f"#ifndef {tag}\n#define {tag}\n" if wrap == "guard" else f"// file\n#if !defined {tag}\n"
     base = opening + f'#include "project/{tag}.h"\n' + BASE + "#endif\n"
     assert (clang.preamble_lines(base) == 0) == (wrap == "guard")
-    assert _judge(base, tmp_path)(base.replace("    \n}", "    float *index = n;\n}", 1)) is None
+    first = _judge(base, tmp_path)(base.replace("    \n}", "    float *index = n;\n}", 1))
+    assert first is (False if wrap == "guard" else None)
     judge = _judge(base, tmp_path)
     assert judge(base.replace("    \n}", "    float *index = n;\n}", 1)) is False
     assert judge(base.replace("    \n}", "    y[i] = p.a * x[i];\n}", 1)) is True
@@ -605,7 +655,7 @@ def test_opening_a_file_stands_in_for_every_missing_header_past_its_preamble(tmp
     tag = f"T_{uuid.uuid4().hex}"
     opening = f"#ifndef {tag}\n#define {tag}\n" if wrap == "guard" else f"// file\n#if !defined {tag}\n"
     base = (opening + "".join(f'#include "project/{tag}_{k}.h"\n' for k in range(3)) + BASE + "#endif\n")
-    assert _judge(base, tmp_path).discover() == 3
+    assert _judge(base, tmp_path).discover() == (0 if wrap == "guard" else 3)  # a guard's: the preamble's build
     judge = _judge(base, tmp_path)
     assert judge(base.replace("    \n}", "    float *index = n;\n}", 1)) is False
     assert judge(base.replace("    \n}", "    y[i] = p.a * x[i];\n}", 1)) is True

@@ -261,6 +261,55 @@ def preamble_lines(text: str) -> int:
     return cut
 
 
+_GUARD_OPEN = re.compile(r"#\s*(?:ifndef\s+(\w+)|if\s+!\s*defined\s*\(?\s*(\w+)\s*\)?)\s*(?://.*|/\*.*\*/)?")
+_DIRECTIVE = re.compile(r"#\s*(\w+)")
+
+
+def _code_lines(lines: list[str]) -> list[int]:
+    """The indexes of the lines that hold more than blanks and comments (a line inside a /* */ comment does not)."""
+    found, in_comment = [], False
+    for number, line in enumerate(lines):
+        stripped = line.strip()
+        if in_comment:
+            in_comment = "*/" not in stripped
+            stripped = stripped.split("*/", 1)[1].strip() if not in_comment else ""
+        while stripped.startswith("/*"):
+            in_comment = "*/" not in stripped
+            stripped = "" if in_comment else stripped.split("*/", 1)[1].strip()
+        if stripped and not stripped.startswith("//"):
+            found.append(number)
+    return found
+
+
+def unguarded(text: str) -> str:
+    """`text` with its include guard's three lines blanked (`#ifndef G` / `#define G` first, the `#endif` that
+    closes it last): a header under a guard then has a preamble (`preamble_lines`) like any file, instead of being
+    read whole by every check. The same file as far as a check of it goes (nothing else defines its guard); line
+    numbers are kept. Text without such a guard is returned as it is."""
+    lines = text.split("\n")
+    code = _code_lines(lines)
+    if len(code) < 3:
+        return text
+    first, second, last = code[0], code[1], code[-1]
+    opened = _GUARD_OPEN.fullmatch(lines[first].strip())
+    guard = opened and (opened[1] or opened[2])
+    if not guard or not re.fullmatch(rf"#\s*define\s+{guard}\b.*", lines[second].strip()):
+        return text
+    depth = 0
+    for number in code[:-1]:  # the guard's #if stays open until the last line
+        word = _DIRECTIVE.match(lines[number].strip())
+        if word:
+            depth += 1 if word[1] in ("if", "ifdef", "ifndef") else -1 if word[1] == "endif" else 0
+            if depth == 0:
+                return text
+    closing = _DIRECTIVE.match(lines[last].strip())
+    if depth != 1 or not closing or closing[1] != "endif":
+        return text
+    for number in (first, second, last):
+        lines[number] = ""
+    return "\n".join(lines)
+
+
 @dataclass(frozen=True)
 class Built:
     """A preamble's build: `pch` the precompiled file (None: clang found an error in the preamble; checks read
@@ -507,6 +556,7 @@ def warm(front: FrontEnd, text: str, folder: Path | None, flags: CompileFlags, w
     """Start precompiling `text`'s preamble in the background (the editor opened the file: its first
     completion then reads the preamble instead of every header); with `wait`, return once it is built or
     `wait` seconds have passed."""
+    text = unguarded(text)
     cut = preamble_lines(text)
     if not cut:
         return
@@ -547,6 +597,7 @@ def front_errors(front: FrontEnd, text: str, folder: Path | None, flags: Compile
     Raises `NotReady` when the file's preamble is still being built after `FrontEnd.cold_timeout`, and `NewStandIn`
     when the run met a missing header past the preamble that now has a stand-in."""
     options, readable = _invocation(front, folder, flags)
+    text = unguarded(text)
     cut = preamble_lines(text)
     lines = text.split("\n")
     preamble = _preamble(lines, cut)

@@ -26,6 +26,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from dice_lsp.engine import step_kernels
+
 ROPE_MATRIX_ROWS = 256  # rows x positions up to which a static call rotates q and k by matrix products
 FUSE_LOCK = threading.Lock()  # steppers of one model may be made (and fuse) from several threads
 
@@ -138,7 +140,8 @@ class StepTables:
     def make(cls, allowed: Tensor, cos: Tensor, sin: Tensor, rows: int, fused_norms: bool = False) -> StepTables:
         """From the boolean mask and the cos/sin tables ([T, dim], the model's dtype) of a call."""
         mask = torch.zeros(allowed.shape, dtype=cos.dtype, device=cos.device).masked_fill_(~allowed, float("-inf"))
-        if rows * cos.shape[0] <= ROPE_MATRIX_ROWS:
+        kernel = step_kernels.ENABLED and step_kernels.elementwise_usable(cos)  # `norm_rotate` rotates instead
+        if rows * cos.shape[0] <= ROPE_MATRIX_ROWS and not kernel:
             return cls(mask, rotation_matrices(cos, sin).repeat(rows, 1, 1), fused_norms, cos, sin)
         return cls(mask, (cos[:, None, :], sin[:, None, :]), fused_norms, cos, sin)
 

@@ -53,6 +53,21 @@ def _judge(base: str = BASE, folder: Path | None = None) -> ClangJudge:
     return judge
 
 
+def _checks_with_the_preamble(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Filled, from now on, with whether each check's clang run (not a preamble's build) read the precompiled
+    preamble."""
+    runs: list[bool] = []
+    run = clang._run
+
+    def recorded(front: clang.FrontEnd, argv: list[str], *args: object, **kwargs: object) -> str:
+        if not kwargs.get("niceness"):  # a check, not the build
+            runs.append("-include-pch" in argv)
+        return run(front, argv, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(clang, "_run", recorded)
+    return runs
+
+
 @pytest.fixture(autouse=True)
 def patient_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
     """Verdicts are tested here, not timing (the tests of the bounds set their own): on a loaded machine (CI's
@@ -239,15 +254,7 @@ def test_a_header_under_an_include_guard_is_checked_with_its_precompiled_preambl
 
     _judge()
     monkeypatch.setattr(clang, "COLD_CHECK_TIMEOUT_S", 60.0)
-    runs: list[bool] = []
-    run = clang._run
-
-    def recorded(front: clang.FrontEnd, argv: list[str], *args: object, **kwargs: object) -> str:
-        if not kwargs.get("niceness"):  # a check, not the build
-            runs.append("-include-pch" in argv)
-        return run(front, argv, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(clang, "_run", recorded)
+    runs = _checks_with_the_preamble(monkeypatch)
     guard = f"KERNEL_{uuid.uuid4().hex}_CUH"
     base = f"// scale.cuh\n#ifndef {guard}\n#define {guard}\n{BASE}#endif  // {guard}\n"
     judge = _judge(base)
@@ -390,15 +397,7 @@ def test_the_first_check_after_a_file_opens_waits_for_its_preamble_instead_of_re
 
     _judge()  # clang is there and reads the toolkit
     monkeypatch.setattr(clang, "COLD_CHECK_TIMEOUT_S", 60.0)  # as long as the build may take on a loaded machine
-    runs: list[bool] = []
-    run = clang._run
-
-    def recorded(front: clang.FrontEnd, argv: list[str], *args: object, **kwargs: object) -> str:
-        if not kwargs.get("niceness"):  # a check, not the build
-            runs.append("-include-pch" in argv)
-        return run(front, argv, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(clang, "_run", recorded)
+    runs = _checks_with_the_preamble(monkeypatch)
     base = BASE.replace("#include <cstdio>\n", f"#include <cstdio>\n#define DICE_TEST_{uuid.uuid4().hex} 1\n")
     lines = base.split("\n")
     at = lines.index("    ")

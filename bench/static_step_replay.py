@@ -8,8 +8,9 @@ positions 512..519 over a cache of 768). The weight-read floor (the weights' byt
 device-to-device copy, measured in the same run) is printed beside it. `--compile MODE` also captures the
 step with `static_forward` compiled by `torch.compile(mode=MODE)` ("default", "max-autotune-no-cudagraphs"),
 one row per mode in the same run, with its compile time and how often its logits' top token equals the
-uncompiled step's. The step with `engine.step_kernels`' Triton kernels (attention, q|k heads, SwiGLU) and the
-same step with torch's operations (cuDNN attention) are captured and timed side by side, alternating.
+uncompiled step's. The step with `engine.step_kernels`' Triton kernels (attention, q|k heads, SwiGLU, and the
+products), with those kernels but cuBLAS's products, and with torch's operations (cuDNN attention, cuBLAS) are
+captured and timed side by side, alternating; top-1 is compared with the first of them.
 """
 
 from __future__ import annotations
@@ -94,33 +95,37 @@ def main() -> None:
     lm = build(SDAR_8B, device)
     floor = sum(p.numel() * p.element_size() for p in lm.parameters()) / measure_copy_bandwidth(device) * 1e3
     rows = []
-    default = step_kernels.ENABLED
+    default = step_kernels.ENABLED, step_kernels.PRODUCTS
+    variants = {"Triton step kernels and products": (True, True), "Triton step kernels, cuBLAS products": (True, False),
+                "torch operations": (False, False)}
+    steppers: dict[str, BlockStepper] = {}
     with torch.inference_mode():
-        step_kernels.ENABLED = False
-        sdpa = captured(lm, args.rows, args.cache)
-        step_kernels.ENABLED = True  # before `sdpa`'s capture: Triton compiles outside it
-        stepper = captured(lm, args.rows, args.cache)
-        times: dict[str, list[float]] = {"triton": [], "sdpa": []}
-        for _ in range(3):  # alternating, so a drift of the GPU's clocks weighs on both
-            times["triton"].append(replay_ms(stepper, args.replays))
-            times["sdpa"].append(replay_ms(sdpa, args.replays))
-        ms = min(times["triton"])
+        for name, flags in variants.items():  # the kernels' first (compiling) call comes before any capture
+            step_kernels.ENABLED, step_kernels.PRODUCTS = flags
+            steppers[name] = captured(lm, args.rows, args.cache)
+        times: dict[str, list[float]] = {name: [] for name in variants}
+        for _ in range(3):  # alternating, so a drift of the GPU's clocks weighs on all alike
+            for name, stepper in steppers.items():
+                times[name].append(replay_ms(stepper, args.replays))
         print("replay ms, alternating: "
               + "; ".join(f"{k} {' '.join(f'{t:.3f}' for t in v)}" for k, v in times.items()))
-        assert stepper.logits is not None and sdpa.logits is not None
-        stepper.graph.replay()  # type: ignore[union-attr]
-        reference = stepper.logits.argmax(-1).clone()
-        sdpa.graph.replay()  # type: ignore[union-attr]
-        agree = float((sdpa.logits.argmax(-1) == reference).float().mean())
-        rows.append(("eager, captured (Triton step kernels)", ms, 0.0, 1.0))
-        rows.append(("eager, captured (torch operations)", min(times["sdpa"]), 0.0, agree))
-    for name, enabled in (("Triton step kernels", True), ("torch operations", False)):
-        step_kernels.ENABLED = enabled
-        count, device_ms, by_name = kernels(lm, stepper)
+        first = next(iter(steppers.values()))
+        ms = min(times[next(iter(variants))])
+        assert first.graph is not None and first.logits is not None
+        first.graph.replay()
+        reference = first.logits.argmax(-1).clone()
+        for name, stepper in steppers.items():
+            assert stepper.graph is not None and stepper.logits is not None
+            stepper.graph.replay()
+            agree = float((stepper.logits.argmax(-1) == reference).float().mean())
+            rows.append((f"eager, captured ({name})", min(times[name]), 0.0, agree))
+    for name, flags in variants.items():
+        step_kernels.ENABLED, step_kernels.PRODUCTS = flags
+        count, device_ms, by_name = kernels(lm, first)
         print(f"uncaptured step, {name}: {count} kernels, {device_ms:.2f} ms of device time")
         for kernel, us in sorted(by_name.items(), key=lambda kv: -kv[1])[:8]:
             print(f"  {us / 1e3:6.2f} ms  {kernel}")
-    step_kernels.ENABLED = default
+    step_kernels.ENABLED, step_kernels.PRODUCTS = default
     eager = lm.static_forward
     for mode in args.compile:
         body = torch.compile(lm.static_body, mode=mode, dynamic=False)

@@ -133,17 +133,17 @@ class StepTables:
     mask: Tensor  # [T, keys] additive: 0 where the query may see the key, -inf elsewhere
     rope: Tensor | tuple[Tensor, Tensor]  # [rows * T, dim, dim] rotations, or cos/sin [T, 1, dim]
     fused_norms: bool = False  # RMSNorms as `F.rms_norm` (CUDA: one kernel instead of eight)
-    cos: Tensor | None = None  # [T, dim] the call's rotary tables (`step_kernels.norm_rotate` reads them)
-    sin: Tensor | None = None
+    heads: tuple[Tensor, Tensor] | None = None  # cos/sin [T, dim] where `step_kernels.norm_rotate` rotates instead
 
     @classmethod
     def make(cls, allowed: Tensor, cos: Tensor, sin: Tensor, rows: int, fused_norms: bool = False) -> StepTables:
         """From the boolean mask and the cos/sin tables ([T, dim], the model's dtype) of a call."""
         mask = torch.zeros(allowed.shape, dtype=cos.dtype, device=cos.device).masked_fill_(~allowed, float("-inf"))
-        kernel = step_kernels.ENABLED and step_kernels.elementwise_usable(cos)  # `norm_rotate` rotates instead
-        if rows * cos.shape[0] <= ROPE_MATRIX_ROWS and not kernel:
-            return cls(mask, rotation_matrices(cos, sin).repeat(rows, 1, 1), fused_norms, cos, sin)
-        return cls(mask, (cos[:, None, :], sin[:, None, :]), fused_norms, cos, sin)
+        if step_kernels.elementwise_usable(cos):  # one Triton kernel normalises and rotates the q|k heads
+            return cls(mask, (cos[:, None, :], sin[:, None, :]), fused_norms, (cos, sin))
+        if rows * cos.shape[0] <= ROPE_MATRIX_ROWS:
+            return cls(mask, rotation_matrices(cos, sin).repeat(rows, 1, 1), fused_norms)
+        return cls(mask, (cos[:, None, :], sin[:, None, :]), fused_norms)
 
     def rotate(self, x: Tensor) -> Tensor:
         """Rotary embedding of `x` ([rows, T, heads, dim], contiguous) at the call's positions."""

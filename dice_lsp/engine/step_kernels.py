@@ -37,7 +37,7 @@ except ImportError:  # the CPU-only install: torch's CPU wheel brings no Triton
     triton = None
     tl = None
 
-ENABLED = True  # the static step's kernels here where they serve (an H100: a step 8.06 -> 7.10 ms at SDAR-8B's shape)
+ENABLED = True  # the static step's kernels where they serve (`usable`...; an H100: a step 8.06 -> 7.10 ms at SDAR-8B)
 PRODUCTS = True  # `product` in the static step too (an H100: the step 7.07 -> 6.70 ms with it)
 LOG = logging.getLogger("dice_lsp.engine")
 MAX_QUERY_ROWS = 128  # query heads sharing a kv head x queries per row, at most (one program's tile)
@@ -50,7 +50,7 @@ PRODUCT_BLOCK_K = 256
 
 def usable(q: Tensor, k: Tensor) -> bool:
     """Whether `attention` serves these queries ([rows, heads, T, dim]) and keys ([rows, kv heads, L, dim])."""
-    if triton is None or not q.is_cuda or q.dtype not in (torch.float16, torch.bfloat16):
+    if not ENABLED or triton is None or not q.is_cuda or q.dtype not in (torch.float16, torch.bfloat16):
         return False
     rows, heads, t, dim = q.shape
     group = heads // k.shape[1]
@@ -111,7 +111,7 @@ def product_usable(x: Tensor, weight: Tensor) -> bool:
 
 def elementwise_usable(x: Tensor) -> bool:
     """Whether `norm_rotate`/`swiglu` serve a tensor like `x` (the static step's activations)."""
-    return (triton is not None and x.is_cuda and x.dtype in (torch.float16, torch.bfloat16)
+    return (ENABLED and triton is not None and x.is_cuda and x.dtype in (torch.float16, torch.bfloat16)
             and _works(x.device, x.dtype, 64))
 
 

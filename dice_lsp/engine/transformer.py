@@ -219,15 +219,14 @@ class Attention(nn.Module):
         b, t, _ = x.shape
         nh, nkv, hd = self.n_heads, self.n_kv, self.head_dim
         qkv = step_product(x.reshape(b * t, -1), weights.qkv).view(b, t, nh + 2 * nkv, hd)
-        if step_kernels.ENABLED and tables.cos is not None and tables.sin is not None \
-                and step_kernels.elementwise_usable(qkv):  # GPU, fp16/bf16: one Triton kernel
-            qk = step_kernels.norm_rotate(qkv, nh + nkv, weights.qk_norm, tables.cos, tables.sin, self.q_norm.eps)
+        if tables.heads is not None:  # GPU, fp16/bf16: one Triton kernel (`StepTables.make`)
+            qk = step_kernels.norm_rotate(qkv, nh + nkv, weights.qk_norm, *tables.heads, self.q_norm.eps)
         else:
             qk = tables.rotate(norm_heads(qkv[:, :, :nh + nkv], weights.qk_norm, self.q_norm.eps,
                                           tables.fused_norms))
         keys, values = cache.extend(layer, qk[:, :, nh:].transpose(1, 2), qkv[:, :, nh + nkv:].transpose(1, 2), 0)
         queries = qk[:, :, :nh].transpose(1, 2)
-        if step_kernels.ENABLED and step_kernels.usable(queries, keys):  # GPU, fp16/bf16: one Triton kernel
+        if step_kernels.usable(queries, keys):  # GPU, fp16/bf16: one Triton kernel
             out = step_kernels.attention(queries, keys, values, tables.mask)
         else:
             out = F.scaled_dot_product_attention(queries, keys, values, attn_mask=tables.mask, enable_gqa=nkv != nh)
@@ -260,7 +259,7 @@ class Attention(nn.Module):
 
 def step_product(x: Tensor, weight: Tensor) -> Tensor:
     """x [rows, K] times weight [N, K]ᵀ in the static step: `step_kernels.product` where it serves (a GPU)."""
-    if step_kernels.ENABLED and step_kernels.product_usable(x, weight):
+    if step_kernels.product_usable(x, weight):
         return step_kernels.product(x, weight)
     return F.linear(x, weight)
 
@@ -268,7 +267,7 @@ def step_product(x: Tensor, weight: Tensor) -> Tensor:
 def add_step_product(stream: Tensor, x: Tensor, weight: Tensor) -> None:
     """stream [rows, N] += x [rows, K] times weight [N, K]ᵀ, rounded once (the residual's output and down
     projections)."""
-    if step_kernels.ENABLED and step_kernels.product_usable(x, weight):
+    if step_kernels.product_usable(x, weight):
         step_kernels.product(x, weight, stream, accumulate=True)
     else:
         stream.addmm_(x, weight.t())
@@ -291,7 +290,7 @@ class MLP(nn.Module):
     def static(self, x: Tensor, gate_up: Tensor) -> Tensor:
         """SwiGLU before the down projection: one product for gate|up, then silu and the product."""
         both = step_product(x.reshape(-1, x.shape[-1]), gate_up)
-        if step_kernels.ENABLED and step_kernels.elementwise_usable(both):  # GPU, fp16/bf16: one Triton kernel
+        if step_kernels.elementwise_usable(both):  # GPU, fp16/bf16: one Triton kernel
             return step_kernels.swiglu(both)
         gate, up = both.chunk(2, dim=-1)
         return F.silu(gate) * up

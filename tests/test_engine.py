@@ -292,7 +292,8 @@ def test_requests_of_other_shapes_do_not_share_a_batch(native_dir: Path, sdar_di
     short, long = FillRequest(PREFIX, SUFFIX, max_tokens=8), FillRequest(PREFIX, SUFFIX, max_tokens=16)
     assert batch_key(native, short) != batch_key(native, long)
     assert batch_key(native, short) == batch_key(native, FillRequest("x", "y", max_tokens=8))
-    assert batch_key(sdar, short) is None
+    assert batch_key(sdar, short) == batch_key(sdar, long)  # block fills batch whatever their regions
+    assert batch_key(sdar, short) != batch_key(sdar, FillRequest(PREFIX, SUFFIX, sampler=SamplerConfig(steps=2)))
     with pytest.raises(DiceError, match="share a batch"):
         fill_batch(native, [short, long])
 

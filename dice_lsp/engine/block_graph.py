@@ -38,9 +38,11 @@ WARMUP = 2  # uncaptured runs on a side stream before the capture (PyTorch's rec
 class BlockStepper:
     """The window step of one (rows, cache length), captured as a CUDA graph when `capture` is set."""
 
-    def __init__(self, lm: Transformer, rows: int, max_len: int, capture: bool) -> None:
+    def __init__(self, lm: Transformer, rows: int, max_len: int, capture: bool, padded: bool = False) -> None:
         self.size = lm.config.block_size
         self.cache: StaticKVCache = lm.new_static_cache(rows, max_len)
+        if padded:  # rows of several prompts (`generate_blocks_batch`): the mask hides their padding
+            self.cache.padded()
         device = self.cache.keys.device
         self.ids = torch.zeros((rows, 2 * self.size), dtype=torch.long, device=device)
         self.positions = torch.arange(2 * self.size, device=device)
@@ -89,7 +91,7 @@ class BlockStepper:
         return self.logits
 
 
-_STEPPERS: weakref.WeakKeyDictionary[Transformer, OrderedDict[tuple[int, int, bool], BlockStepper]] = (
+_STEPPERS: weakref.WeakKeyDictionary[Transformer, OrderedDict[tuple[int, int, bool, bool], BlockStepper]] = (
     weakref.WeakKeyDictionary())
 _STEPPERS_LOCK = threading.Lock()
 
@@ -102,17 +104,18 @@ def cache_length(lm: Transformer, total: int) -> int:
 
 
 @contextmanager
-def block_stepper(lm: Transformer, rows: int, total: int, capture: bool) -> Iterator[BlockStepper]:
+def block_stepper(lm: Transformer, rows: int, total: int, capture: bool,
+                  padded: bool = False) -> Iterator[BlockStepper]:
     """The stepper for `rows` rows of `total` positions (made, and captured, the first time), held for
-    one generation."""
-    key = (rows, cache_length(lm, total), capture)
+    one generation; `padded`: rows of several prompts, whose padding its mask hides."""
+    key = (rows, cache_length(lm, total), capture, padded)
     with _STEPPERS_LOCK:
         kept = _STEPPERS.setdefault(lm, OrderedDict())
         stepper = kept.get(key)
         if stepper is not None:
             kept.move_to_end(key)
     if stepper is None:
-        stepper = BlockStepper(lm, rows, key[1], capture)
+        stepper = BlockStepper(lm, rows, key[1], capture, padded)
         with _STEPPERS_LOCK:
             kept[key] = stepper
             while len(kept) > KEPT:

@@ -23,7 +23,8 @@ position of their offset, whatever their prefixes. A solo fill places its region
 so a lone stream is its solo fill exactly, in any dtype (the editor's fills are lone streams); streams that
 share a step differ from their solo fills only by the rounding of padded calls, and sample the same tokens
 with greedy and seeded sampling in fp32 (each stream samples from its own generator, with the shape its solo
-fill has). Only the embedded transformer takes a start position below zero; other models batch whole
+fill has). Only the embedded transformer takes a start position below zero; other models, and block-diffusion
+checkpoints (their batches pad prompts by whole blocks: `sampling.generate_blocks_batch`), batch whole
 (`supports`).
 """
 
@@ -75,7 +76,8 @@ def _commit_greedy(group: list[Stream], width: int, logits: Tensor) -> None:
 
 def supports(model: LoadedModel, request: FillRequest) -> bool:
     """Whether `request` can be a stream: a batchable in-place fill of the embedded transformer."""
-    return isinstance(model.lm, Transformer) and batch_key(model, request) is not None
+    return isinstance(model.lm, Transformer) and model.attention == "bidirectional" and \
+        batch_key(model, request) is not None
 
 
 @dataclass(eq=False)

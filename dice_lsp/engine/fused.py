@@ -130,7 +130,7 @@ def apply_rotary(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
 class StepTables:
     """What every layer of one static call shares."""
 
-    mask: Tensor  # [T, keys] additive: 0 where the query may see the key, -inf elsewhere
+    mask: Tensor  # [T, keys] ([rows, 1, T, keys]: padded rows) additive: 0 where the query may see the key, else -inf
     rope: Tensor | tuple[Tensor, Tensor]  # [rows * T, dim, dim] rotations, or cos/sin [T, 1, dim]
     fused_norms: bool = False  # RMSNorms as `F.rms_norm` (CUDA: one kernel instead of eight)
     heads: tuple[Tensor, Tensor] | None = None  # cos/sin [T, dim] where `step_kernels.norm_rotate` rotates instead

@@ -22,8 +22,16 @@ from dice_lsp.engine import contexts
 from dice_lsp.engine.fill_types import CancelCheck, Draft, FillRequest, FillResult, StepProgress
 from dice_lsp.engine.model import LoadedModel
 from dice_lsp.engine.sampler_config import SamplerConfig
-from dice_lsp.engine.sampling import Denoiser, fill_in_place, generate_blocks, generate_causal
+from dice_lsp.engine.sampling import (
+    Denoiser,
+    block_layout,
+    fill_in_place,
+    generate_blocks,
+    generate_blocks_batch,
+    generate_causal,
+)
 from dice_lsp.engine.tokenizer import Tokenizer
+from dice_lsp.engine.transformer import Transformer
 from dice_lsp.engine.window_graph import window_logits
 from dice_lsp.errors import DiceError, ModelLoadError
 
@@ -137,14 +145,20 @@ def region_of(model: LoadedModel, request: FillRequest, initial: torch.Tensor | 
     return region
 
 
-def batch_key(model: LoadedModel, request: FillRequest) -> tuple[int, SamplerConfig] | None:
+def batch_key(model: LoadedModel, request: FillRequest) -> tuple[int | str, SamplerConfig] | None:
     """Requests with equal keys can share one denoising batch (`fill_batch`); None: this one cannot.
 
     In-place fills of a bidirectional model batch when their regions are the same size and they sample
-    the same way: rows are padded to one length around an aligned region. Block-diffusion and causal
-    models generate behind prompts of different lengths, and drafts differ per request: those run alone.
+    the same way: rows are padded to one length around an aligned region. Fills of the native
+    block-diffusion transformer (SDAR/DICE checkpoints) batch when they sample the same way, whatever their
+    prompts and regions: rows are padded by whole blocks (`sampling.generate_blocks_batch`). Causal models
+    and drafts (which differ per request) run alone.
     """
-    if model.attention != "bidirectional" or request.draft is not None:
+    if request.draft is not None:
+        return None
+    if model.attention == "block" and isinstance(model.lm, Transformer):
+        return "blocks", request.sampler
+    if model.attention != "bidirectional":
         return None
     return region_of(model, request, None), request.sampler
 
@@ -164,7 +178,10 @@ def fill_batch(model: LoadedModel, requests: list[FillRequest], cancel: CancelCh
     canvas of a request shares one context, computed once (`fill_in_place`'s `share_context`)."""
     keys = {batch_key(model, request) for request in requests}
     if len(keys) != 1 or None in keys:
-        raise DiceError("only bidirectional in-place fills of one region size and sampler share a batch")
+        raise DiceError("only fills of one batch key (model kind, region size, sampler) share a batch")
+    if model.attention == "block":
+        return _block_batch(model, requests, Denoiser(requests[0].sampler, model.special, model.device, cancel,
+                                                      progress))
     region, sampler = region_of(model, requests[0], None), requests[0].sampler
     parts = [in_place_context(model, request, region) for request in requests]
     lo = max(len(prefix) for prefix, _, _ in parts)
@@ -283,14 +300,8 @@ def fill(model: LoadedModel, request: FillRequest, cancel: CancelCheck | None = 
         logp = None if denoiser.logp is None else denoiser.logp[:, lo:lo + region]
         return FillResult(_decode(model, rows, overlap, True), denoiser.model_calls, _scores(model, rows, logp),
                           [region] * request.candidates)
-    fim_prefix, fim_suffix, fim_middle = special.fim_prefix_id, special.fim_suffix_id, special.fim_middle_id
-    if fim_prefix is None or fim_suffix is None or fim_middle is None:
-        raise ModelLoadError(f"{model.name}: its tokenizer has no fill-in-the-middle tokens")
-    causal = model.attention == "causal"
-    block = 1 if causal else model.lm.config.block_size
-    prefix, suffix = _fit_context(prefix, suffix, model.window - region - 3 - block)
-    prompt = [fim_prefix, *prefix, fim_suffix, *suffix, fim_middle]
-    if causal:
+    prompt = _fim_prompt(model, prefix, suffix, region)
+    if model.attention == "causal":
         ids = generate_causal(model.lm, prompt, request.candidates, region, denoiser, special.stop_ids)
         logp = denoiser.logp
     else:
@@ -298,6 +309,43 @@ def fill(model: LoadedModel, request: FillRequest, cancel: CancelCheck | None = 
         logp = None if denoiser.logp is None else denoiser.logp[:, len(prompt):len(prompt) + ids.shape[1]]
     return FillResult(_decode(model, ids, overlap, draft is not None), denoiser.model_calls,
                       _scores(model, ids, logp), [region] * request.candidates)
+
+
+def _fim_prompt(model: LoadedModel, prefix: list[int], suffix: list[int], region: int) -> list[int]:
+    """A block-diffusion or causal model's fill-in-the-middle prompt, the context fitted to the window."""
+    special = model.special
+    fim_prefix, fim_suffix, fim_middle = special.fim_prefix_id, special.fim_suffix_id, special.fim_middle_id
+    if fim_prefix is None or fim_suffix is None or fim_middle is None:
+        raise ModelLoadError(f"{model.name}: its tokenizer has no fill-in-the-middle tokens")
+    block = 1 if model.attention == "causal" else model.lm.config.block_size
+    prefix, suffix = _fit_context(prefix, suffix, model.window - region - 3 - block)
+    return [fim_prefix, *prefix, fim_suffix, *suffix, fim_middle]
+
+
+def _block_batch(model: LoadedModel, requests: list[FillRequest], denoiser: Denoiser) -> list[FillResult]:
+    """Block-diffusion fills of several requests as one batch (`generate_blocks_batch`); a batch whose padded
+    layout would not fit the window runs its requests one after another."""
+    tok = model.tokenizer
+    prompts, overlaps, regions = [], [], []
+    for request in requests:
+        (prefix, overlap), suffix = heal_prefix(tok, request.prefix), tok.encode(request.suffix)
+        regions.append(region_of(model, request, None))
+        prompts.append(_fim_prompt(model, prefix, suffix, regions[-1]))
+        overlaps.append(overlap)
+    pads, ends = block_layout(prompts, regions, model.lm.config.block_size)
+    if len(requests) > 1 and max(ends) > model.window:
+        return [fill(model, request, denoiser.cancel, denoiser.progress) for request in requests]
+    candidates = [request.candidates for request in requests]
+    outs = generate_blocks_batch(model.lm, prompts, candidates, regions, denoiser, model.special.stop_ids)
+    results, row = [], 0
+    for request, ids, prompt, pad, overlap, region in zip(requests, outs, prompts, pads, overlaps, regions,
+                                                          strict=True):
+        here, begin = slice(row, row + request.candidates), pad + len(prompt)
+        logp = None if denoiser.logp is None else denoiser.logp[here, begin:begin + ids.shape[1]]
+        results.append(FillResult(_decode(model, ids, overlap), denoiser.model_calls, _scores(model, ids, logp),
+                                  [region] * request.candidates))
+        row += request.candidates
+    return results
 
 
 def answer(model: LoadedModel, prompt: str, max_tokens: int, candidates: int, sampler: SamplerConfig,

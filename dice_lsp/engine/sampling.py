@@ -265,14 +265,16 @@ class _CachedBlocks:
     extra model call.
     """
 
-    def __init__(self, lm: DiffusionLM) -> None:
+    def __init__(self, lm: DiffusionLM, valid: Tensor | None = None) -> None:
         self.lm = lm
         self.cache = lm.new_cache()
         self.cached = 0
+        self.valid = valid  # [rows, columns]: rows padded to one layout (`generate_blocks_batch`)
 
     def logits(self, lo: int, hi: int, ids: Tensor) -> Tensor:
         start = self.cached
-        out = self.lm(ids[:, start:hi], start, self.cache, keep=lo - start, only=slice(lo - start, hi - start))
+        out = self.lm(ids[:, start:hi], start, self.cache, keep=lo - start, only=slice(lo - start, hi - start),
+                      valid_keys=None if self.valid is None else self.valid[:, :hi])
         self.cached = lo
         return out
 
@@ -297,18 +299,20 @@ class _StaticBlocks:
 
 
 @contextmanager
-def _block_logits(lm: DiffusionLM, path: BlockStep | Literal["recompute"], rows: int,
-                  total: int) -> Iterator[Callable[[int, int], Callable[[Tensor], Tensor]]]:
+def _block_logits(lm: DiffusionLM, path: BlockStep | Literal["recompute"], rows: int, total: int,
+                  valid: Tensor | None = None) -> Iterator[Callable[[int, int], Callable[[Tensor], Tensor]]]:
     """For each block lo..hi, the `logits_of` its denoising calls use, by path; the static ones hold their
-    stepper (its cache and graph) for the generation."""
+    stepper (its cache and graph) for the generation. `valid` ([rows, total] bool): the real columns of rows
+    padded to one layout (`generate_blocks_batch`); None: no padding."""
     if path == "recompute":
-        yield lambda lo, hi: partial(_window_logits, lm, lo, hi, None)
+        yield lambda lo, hi: partial(_window_logits, lm, lo, hi, valid)
     elif path == "dynamic":
-        cached = _CachedBlocks(lm)
+        cached = _CachedBlocks(lm, valid)
         yield lambda lo, hi: partial(cached.logits, lo, hi)
     else:
         assert isinstance(lm, Transformer)  # _block_path checked it
-        with block_stepper(lm, rows, total, capture=path == "graph") as stepper:
+        with block_stepper(lm, rows, total, capture=path == "graph", padded=valid is not None) as stepper:
+            stepper.cache.load_valid(valid)
             static = _StaticBlocks(lm, stepper)
             yield lambda lo, hi: partial(static.logits, lo, hi)
 
@@ -357,30 +361,89 @@ def generate_blocks(lm: DiffusionLM, prompt: list[int], candidates: int, max_new
     Stops once every candidate has produced a stop token, unless `initial` ([candidates, region] ids, some
     of them masks) holds a draft: then every block of it is denoised.
     """
+    return generate_blocks_batch(lm, [prompt], [candidates], [max_new_tokens], denoiser, stop_ids, use_cache,
+                                 initial, step)[0]
+
+
+def block_layout(prompts: list[list[int]], regions: list[int], size: int) -> tuple[list[int], list[int]]:
+    """Where each prompt of a block-diffusion batch sits: its left padding and the column its generation ends.
+
+    Padding is whole blocks, so every row keeps its own block boundaries; it is chosen so that every row's
+    first decoded block (the one its prompt's tail shares) lies at one column. A row alone has no padding:
+    its layout is `generate_blocks`'s.
+    """
+    firsts = [len(prompt) // size for prompt in prompts]
+    pads = [(max(firsts) - first) * size for first in firsts]
+    ends = [pad + -(-(len(prompt) + region) // size) * size for pad, prompt, region in zip(pads, prompts, regions,
+                                                                                           strict=True)]
+    return pads, ends
+
+
+@torch.inference_mode()
+def generate_blocks_batch(lm: DiffusionLM, prompts: list[list[int]], candidates: list[int], regions: list[int],
+                          denoiser: Denoiser, stop_ids: set[int], use_cache: bool = True,
+                          initial: Tensor | None = None, step: BlockStep = "auto") -> list[Tensor]:
+    """`generate_blocks` for several prompts in one batch: each prompt's generated ids ([candidates, n]).
+
+    Rows are left-padded by whole blocks (`block_layout`) so that their first decoded blocks share a column;
+    padding is never attended by real tokens (`valid_keys`), so a row sees what it sees alone, shifted by a
+    multiple of the block size: rotary attention sees only position differences, so its tokens are its solo
+    generation's up to the rounding of other absolute positions and of a padded call (fp32: the same tokens,
+    tests/test_block_batch.py). Every denoising step is one model call for all rows: on a GPU, where a step
+    of a large model costs the weights' read whatever the rows, k requests cost about what one does. A
+    request is done at the first block where all its rows have produced a stop token (or at its region's
+    end); the batch runs until every request is done, and each gets the columns up to its own end.
+    """
     size = lm.config.block_size
-    n_prompt = len(prompt)
-    total = -(-(n_prompt + max_new_tokens) // size) * size
+    pads, ends = block_layout(prompts, regions, size)
+    total = max(ends)
     if total > lm.config.max_position_embeddings:
         raise DiceError(f"prompt and region ({total} tokens) exceed the model window")
     device = denoiser.banned.device
+    rows = sum(candidates)
+    x = torch.full((rows, total), denoiser.mask_id, dtype=torch.long, device=device)
+    owner = torch.tensor([i for i, n in enumerate(candidates) for _ in range(n)], device=device)
+    starts = [pad + len(prompt) for pad, prompt in zip(pads, prompts, strict=True)]  # each prompt's first new column
+    valid = None
+    if any(pads):
+        valid = torch.arange(total, device=device)[None, :] >= torch.tensor(pads, device=device)[owner][:, None]
+    row = 0
+    for pad, prompt, count in zip(pads, prompts, candidates, strict=True):
+        x[row:row + count, :pad] = 0  # padding: never attended, never denoised (before every row's first block)
+        x[row:row + count, pad:pad + len(prompt)] = torch.tensor(prompt, dtype=torch.long, device=device)
+        if initial is not None:
+            x[row:row + count, pad + len(prompt):pad + len(prompt) + initial.shape[1]] = initial
+        row += count
     path = _block_path(lm, step, device) if use_cache else "recompute"
-    x = torch.full((candidates, total), denoiser.mask_id, dtype=torch.long, device=device)
-    x[:, :n_prompt] = torch.tensor(prompt, dtype=torch.long, device=device)
-    if initial is not None:
-        x[:, n_prompt:n_prompt + initial.shape[1]] = initial
     planned: list[list[int]] | None = None
     if path in ("static", "graph") and denoiser.cfg.strategy == "low_confidence":
-        planned = (x == denoiser.mask_id).view(candidates, total // size, size).sum(dim=2).T.tolist()
+        planned = (x == denoiser.mask_id).view(rows, total // size, size).sum(dim=2).T.tolist()
     stops = torch.tensor(sorted(stop_ids), device=device)
-    end = n_prompt
-    with _block_logits(lm, path, candidates, total) as logits_for:
-        for block in range(n_prompt // size, total // size):
+    new = torch.arange(total, device=device)[None, :] >= torch.tensor(starts, device=device)[owner][:, None]
+    counts = torch.tensor(candidates, device=device)
+    done = [False] * len(prompts)  # a request stops at the first block all its rows stopped (or its end)
+    finish = list(ends)
+    with _block_logits(lm, path, rows, total, valid) as logits_for:
+        for block in range(min(starts) // size, total // size):
             lo, end = block * size, (block + 1) * size
             calls = None if planned is None else planned_calls(planned[block], denoiser.cfg.steps)
             denoiser.denoise(x, lo, end, logits_for(lo, end), calls)
-            if initial is None and bool(torch.isin(x[:, n_prompt:end], stops).any(dim=1).all()):
+            if initial is not None:
+                continue
+            stopped = (torch.isin(x[:, :end], stops) & new[:, :end]).any(dim=1)
+            finished = torch.zeros(len(prompts), dtype=torch.long, device=device).index_add_(
+                0, owner, stopped.long()) == counts
+            for i, now in enumerate(finished.tolist()):  # one wait for the device per block, as alone
+                if not done[i] and (now or end >= ends[i]):
+                    done[i], finish[i] = True, end
+            if all(done):
                 break
-    return x[:, n_prompt:end] if initial is None else x[:, n_prompt:n_prompt + max_new_tokens]
+    out, row = [], 0
+    for i, count in enumerate(candidates):
+        stop = starts[i] + regions[i] if initial is not None else finish[i]
+        out.append(x[row:row + count, starts[i]:stop])
+        row += count
+    return out
 
 
 @torch.inference_mode()

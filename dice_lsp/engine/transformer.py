@@ -150,6 +150,21 @@ class StaticKVCache:
         self.rows, self.max_len, self.block_size = rows, max_len, cfg.block_size
         self.key_blocks = torch.arange(max_len, device=device) // cfg.block_size
         self.positions = torch.zeros(0, dtype=torch.long, device=device)
+        self.valid: Tensor | None = None  # [rows, max_len] bool: the real columns of padded rows (`padded`)
+
+    def padded(self) -> None:
+        """Rows of a batch padded to one layout: the mask also hides each row's padding (`load_valid`)."""
+        self.valid = torch.ones((self.rows, self.max_len), dtype=torch.bool, device=self.keys.device)
+
+    def load_valid(self, valid: Tensor | None) -> None:
+        """A generation's real columns ([rows, ≤ max_len] bool; the rest count as real); None: no padding."""
+        if self.valid is None:
+            if valid is not None:
+                raise ValueError("padded rows need a static cache made for them (`padded`)")
+            return
+        self.valid.fill_(True)
+        if valid is not None:
+            self.valid[:, :valid.shape[1]].copy_(valid)
 
     def extend(self, layer: int, k: Tensor, v: Tensor, keep: int) -> tuple[Tensor, Tensor]:
         """Write `k`/`v` ([rows, heads, T, dim]) at `self.positions`; the whole buffer is attended over."""
@@ -158,8 +173,13 @@ class StaticKVCache:
         return self.keys[layer], self.values[layer]
 
     def mask(self) -> Tensor:
-        """[T, max_len] bool: the query at each of `self.positions` sees the key blocks up to its own."""
-        return self.key_blocks[None, :] <= (self.positions // self.block_size)[:, None]
+        """[T, max_len] bool: the query at each of `self.positions` sees the key blocks up to its own; with
+        padded rows [rows, 1, T, max_len], a real query never sees padding (as `Attention.forward`)."""
+        allowed = self.key_blocks[None, :] <= (self.positions // self.block_size)[:, None]
+        if self.valid is None:
+            return allowed
+        queries = self.valid.index_select(1, self.positions)
+        return (allowed[None] & (self.valid[:, None, :] | ~queries[:, :, None]))[:, None]
 
 
 class StepCache(Protocol):
@@ -248,8 +268,10 @@ class Attention(nn.Module):
             k, v = cache.extend(layer, k, v, keep)
         causal = mask is True  # `True`: plain causal attention of a sequence starting at 0 (the fast kernels)
         allowed = mask if isinstance(mask, Tensor) else None
-        if valid_keys is not None:  # rows of a batch padded to one length: padding is never attended
-            padding = valid_keys[:, None, None, :]
+        if valid_keys is not None:  # rows of a batch padded to one length: padding is never attended by real
+            # tokens; a padding query sees every key its layout allows (its output is never read, and one that
+            # saw nothing, a block of padding under a block mask, would be NaN)
+            padding = valid_keys[:, None, None, :] | ~valid_keys[:, None, -t:, None]
             allowed = padding if allowed is None else allowed & padding
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, is_causal=causal and valid_keys is None,
                                              enable_gqa=self.n_kv != self.n_heads)
@@ -373,8 +395,8 @@ class Transformer(nn.Module):
         is cached); the keys/values of the first `keep` of them stay in the cache.
         `only` selects the input columns whose logits are wanted (the output head is the costliest layer
         of a small model, and a denoising step needs it for the canvas alone). `valid_keys` ([B, keys] bool,
-        cached keys first) marks the real tokens of rows padded to a common length; only bidirectional
-        batches use it (`causal` decoding never pads).
+        cached keys first) marks the real tokens of rows padded to a common length (bidirectional and
+        block-diffusion batches; `causal` decoding never pads).
         """
         x = self.hidden_states(ids, start, cache, keep, valid_keys)
         if only is not None:

@@ -12,9 +12,9 @@ import torch
 from dice_lsp.engine import FillRequest, SamplerConfig, fill, load_model
 from dice_lsp.engine.block_graph import _STEPPERS
 from dice_lsp.engine.model import LoadedModel
-from dice_lsp.engine.sampling import Denoiser, generate_blocks
+from dice_lsp.engine.sampling import Denoiser, generate_blocks, generate_blocks_batch
 
-from .test_engine import PREFIX
+from .test_engine import PREFIX, SUFFIX
 
 pytestmark = pytest.mark.gpu
 
@@ -68,6 +68,30 @@ def test_graph_replay_tokens_equal_the_uncaptured_static_step(sdar_dir: Path, dt
         assert torch.equal(again, static) and graph_calls == static_calls
     captured = [s for s in _STEPPERS[model.lm].values() if s.graph is not None]  # type: ignore[index]
     assert captured, "the graph path ran uncaptured"
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+def test_a_batch_of_prompts_replays_its_uncaptured_static_step(sdar_dir: Path, dtype: str) -> None:
+    """Prompts of other lengths padded to one layout (`generate_blocks_batch`): the captured step, whose mask hides
+    each row's padding, gives the uncaptured static step's tokens; in fp32 each request's solo tokens too."""
+    model = load_model(sdar_dir, dtype=dtype)
+    ids = model.tokenizer.encode(PREFIX + SUFFIX * 2)
+    prompts, candidates, regions = [ids[:13], ids[:4], ids[:7], ids[:1]], [1, 2, 1, 1], [12, 20, 6, 9]
+    greedy = SamplerConfig(steps=4, temperature=0.0)
+
+    def run(step: str) -> list[torch.Tensor]:
+        denoiser = Denoiser(greedy, model.special, model.device)
+        return generate_blocks_batch(model.lm, prompts, candidates, regions, denoiser, set(),
+                                     step=step)  # type: ignore[arg-type]
+
+    static, graph, again = run("static"), run("graph"), run("graph")
+    assert all(torch.equal(a, b) and torch.equal(a, c) for a, b, c in zip(static, graph, again, strict=True))
+    assert any(key[3] and s.graph is not None for key, s in _STEPPERS[model.lm].items())  # type: ignore[index]
+    if dtype == "float32":
+        for prompt, count, region, batched in zip(prompts, candidates, regions, graph, strict=True):
+            denoiser = Denoiser(greedy, model.special, model.device)
+            assert torch.equal(generate_blocks(model.lm, prompt, count, region, denoiser, set(), step="dynamic"),
+                               batched)
 
 
 def test_auto_on_cuda_is_the_graph_step(sdar_dir: Path) -> None:

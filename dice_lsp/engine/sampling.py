@@ -401,41 +401,47 @@ def generate_blocks_batch(lm: DiffusionLM, prompts: list[list[int]], candidates:
         raise DiceError(f"prompt and region ({total} tokens) exceed the model window")
     device = denoiser.banned.device
     rows = sum(candidates)
-    x = torch.full((rows, total), denoiser.mask_id, dtype=torch.long, device=device)
-    owner = torch.tensor([i for i, n in enumerate(candidates) for _ in range(n)], device=device)
     starts = [pad + len(prompt) for pad, prompt in zip(pads, prompts, strict=True)]  # each prompt's first new column
-    valid = None
-    if any(pads):
-        valid = torch.arange(total, device=device)[None, :] >= torch.tensor(pads, device=device)[owner][:, None]
+    x = torch.full((rows, total), denoiser.mask_id, dtype=torch.long)  # made here, sent once
     row = 0
     for pad, prompt, count in zip(pads, prompts, candidates, strict=True):
         x[row:row + count, :pad] = 0  # padding: never attended, never denoised (before every row's first block)
-        x[row:row + count, pad:pad + len(prompt)] = torch.tensor(prompt, dtype=torch.long, device=device)
-        if initial is not None:
-            x[row:row + count, pad + len(prompt):pad + len(prompt) + initial.shape[1]] = initial
+        x[row:row + count, pad:pad + len(prompt)] = torch.tensor(prompt, dtype=torch.long)
         row += count
+    first_new = min(starts)
+    new = valid = None  # alone: no padding, and every row's generation starts at one column
+    if len(prompts) > 1:
+        column = torch.arange(total)[None, :]
+        owner = torch.tensor([i for i, n in enumerate(candidates) for _ in range(n)])
+        new = (column >= torch.tensor(starts)[owner][:, None]).to(device)
+        valid = (column >= torch.tensor(pads)[owner][:, None]).to(device) if any(pads) else None
+    x = x.to(device)
+    if initial is not None:
+        row = 0
+        for start, count in zip(starts, candidates, strict=True):
+            x[row:row + count, start:start + initial.shape[1]] = initial
+            row += count
     path = _block_path(lm, step, device) if use_cache else "recompute"
     planned: list[list[int]] | None = None
     if path in ("static", "graph") and denoiser.cfg.strategy == "low_confidence":
         planned = (x == denoiser.mask_id).view(rows, total // size, size).sum(dim=2).T.tolist()
     stops = torch.tensor(sorted(stop_ids), device=device)
-    new = torch.arange(total, device=device)[None, :] >= torch.tensor(starts, device=device)[owner][:, None]
-    counts = torch.tensor(candidates, device=device)
-    done = [False] * len(prompts)  # a request stops at the first block all its rows stopped (or its end)
+    done = [False] * len(prompts)  # a request stops at the first block all its rows stopped (or at its end)
     finish = list(ends)
     with _block_logits(lm, path, rows, total, valid) as logits_for:
-        for block in range(min(starts) // size, total // size):
+        for block in range(first_new // size, total // size):
             lo, end = block * size, (block + 1) * size
             calls = None if planned is None else planned_calls(planned[block], denoiser.cfg.steps)
             denoiser.denoise(x, lo, end, logits_for(lo, end), calls)
             if initial is not None:
                 continue
-            stopped = (torch.isin(x[:, :end], stops) & new[:, :end]).any(dim=1)
-            finished = torch.zeros(len(prompts), dtype=torch.long, device=device).index_add_(
-                0, owner, stopped.long()) == counts
-            for i, now in enumerate(finished.tolist()):  # one wait for the device per block, as alone
-                if not done[i] and (now or end >= ends[i]):
+            hits = torch.isin(x[:, first_new:end], stops)
+            stopped = (hits if new is None else hits & new[:, first_new:end]).any(dim=1).tolist()  # one wait per block
+            row = 0
+            for i, count in enumerate(candidates):
+                if not done[i] and (all(stopped[row:row + count]) or end >= ends[i]):
                     done[i], finish[i] = True, end
+                row += count
             if all(done):
                 break
     out, row = [], 0

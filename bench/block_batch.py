@@ -1,0 +1,108 @@
+"""Block-diffusion fills batched across requests against the same fills one at a time: what a team server with
+an SDAR/DICE checkpoint gains when editors' fills are queued together.
+
+    python bench/block_batch.py [--shape sdar-8b] [--device cuda] [--holes 32] [--sizes 1 2 4 8 16] [--repeats 2]
+
+The model is SDAR-8B-shaped with random bf16 weights (made on the device: no checkpoint to read) and the
+embedded model's tokenizer (its FIM and mask tokens), `--shape tiny` a two-layer stand-in for a CPU check of the
+script. The requests are the held-out holes of bench/lsp_latency.py with the editor's defaults (context,
+canvas, sampler). For each batch size k the holes are taken k at a time: `fill` of each alone (what a host of
+one row runs), then `fill_batch` of the k (what the model host runs for fills queued together:
+`sampling.generate_blocks_batch`), alternating per group so a drifting clock weighs on both. Reported per
+fill: time (ms, p50 and mean, the batch's time divided by k), model calls, and how many batched fills have
+their solo text (bf16: a padded call rounds otherwise; fp32 CPU tests assert equality). Random weights write
+noise, so a fill runs to its canvas's end or a random stop: the cost per denoising step is what this measures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from lsp_latency import fill_requests
+from static_step_replay import build
+
+from dice_lsp.engine import fill, fill_batch
+from dice_lsp.engine.checkpoint import EMBEDDED_MODEL
+from dice_lsp.engine.model import LoadedModel
+from dice_lsp.engine.presets import SDAR_8B
+from dice_lsp.engine.tokenizer import Tokenizer
+
+SHAPES = {
+    "sdar-8b": SDAR_8B,
+    "tiny": dataclasses.replace(SDAR_8B, hidden_size=128, intermediate_size=256, num_hidden_layers=2,
+                                num_attention_heads=4, num_key_value_heads=2, head_dim=32, vocab_size=8192),
+}
+
+
+def model_of(shape: str, device: torch.device) -> LoadedModel:
+    lm = build(SHAPES[shape], device)
+    tokenizer = Tokenizer(EMBEDDED_MODEL)
+    return LoadedModel(lm, tokenizer, f"{shape}-shaped (random)", EMBEDDED_MODEL, device, torch.bfloat16)
+
+
+def timed(device: torch.device, work: Callable[[], Any]) -> tuple[float, Any]:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    started = time.perf_counter()
+    out = work()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    return (time.perf_counter() - started) * 1000, out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--shape", choices=sorted(SHAPES), default="sdar-8b")
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--holes", type=int, default=32)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1, 2, 4, 8, 16])
+    parser.add_argument("--repeats", type=int, default=2)
+    args = parser.parse_args()
+    device = torch.device(args.device)
+    model = model_of(args.shape, device)
+    requests = fill_requests(model, args.holes)
+    print(f"{model.name} on {device} (bf16), {len(requests)} held-out holes, editor defaults "
+          f"(canvas {requests[0].max_tokens} tokens, {requests[0].candidates} candidate(s), "
+          f"{requests[0].sampler.strategy}, {requests[0].sampler.steps} steps per block)", flush=True)
+    for request in requests[:2]:  # warm-up: kernels, allocator, the first graph captures
+        fill(model, request)
+        fill_batch(model, requests[:2])
+    print("| fills together | groups | alone ms per fill (p50 / mean) | batched ms per fill (p50 / mean) "
+          "| alone / batched | model calls per fill (alone / batched) | batched text = alone |")
+    print("|---|---|---|---|---|---|---|")
+    for k in args.sizes:
+        alone_ms: list[float] = []
+        batch_ms: list[float] = []
+        calls_alone: list[int] = []
+        calls_batch: list[int] = []
+        same = total = 0
+        for repeat in range(args.repeats):
+            for start in range(0, len(requests) - k + 1, k):
+                group = requests[start:start + k]
+                solo = []
+                for request in group:
+                    ms, result = timed(device, lambda request=request: fill(model, request))
+                    alone_ms.append(ms)
+                    solo.append(result)
+                ms, together = timed(device, lambda group=group: fill_batch(model, group))
+                batch_ms.append(ms / k)
+                if repeat == 0:
+                    calls_alone += [result.model_calls for result in solo]
+                    calls_batch.append(together[0].model_calls)
+                    same += sum(a.texts == b.texts for a, b in zip(solo, together, strict=True))
+                    total += k
+        ratio = statistics.mean(alone_ms) / statistics.mean(batch_ms)
+        print(f"| {k} | {len(batch_ms)} | {statistics.median(alone_ms):.1f} / {statistics.mean(alone_ms):.1f} "
+              f"| {statistics.median(batch_ms):.1f} / {statistics.mean(batch_ms):.1f} | {ratio:.2f}x "
+              f"| {statistics.mean(calls_alone):.1f} / {statistics.mean(calls_batch) / k:.1f} | {same}/{total} |",
+              flush=True)
+
+
+if __name__ == "__main__":
+    main()

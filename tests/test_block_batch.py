@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from dice_lsp.engine import Draft, FillRequest, SamplerConfig, batch_key, fill, fill_batch, load_model
+from dice_lsp.engine.block_graph import _STEPPERS
 from dice_lsp.engine.model import LoadedModel
 from dice_lsp.engine.sampling import Denoiser, block_layout, generate_blocks, generate_blocks_batch
 from dice_lsp.jobs.model_host import ModelHost, Ticket
@@ -64,6 +65,8 @@ def test_a_batch_of_prompts_gives_each_its_solo_tokens(sdar: LoadedModel, step: 
     for solo, batched in zip(alone, together, strict=True):
         assert batched.shape == solo.shape and torch.equal(batched, solo)
     assert not any((out == sdar.special.mask_id).any() for out in together)
+    if step == "static":  # 7 rows ran in a stepper of 8 (rounded up, so nearby batch sizes share a graph)
+        assert (8, 256, False, True) in _STEPPERS[sdar.lm]  # type: ignore[index]
     if stop:  # some requests stopped before their region's end, at different blocks
         lengths = {out.shape[1] for out in together}
         assert len(lengths) > 1

@@ -10,9 +10,12 @@ Two kinds of call run the same code uncaptured, at their own length: the first c
 prompt's blocks and the first block to decode, positions 0..hi, filling the cache) and the calls of a
 block at position 0 (it has no block before it).
 
-The steppers live as long as their model (at most `KEPT` per model, the most recently used): the graph,
+The steppers live as long as their model (the most recently used, up to `KEPT_BYTES` of caches): the graph,
 its static input/output tensors and its cache are reused by the next generation of the same shape; what
-an earlier generation left in the cache lies beyond the new one's written positions and is masked.
+an earlier generation left in the cache lies beyond the new one's written positions and is masked. A batch of
+several prompts (`sampling.generate_blocks_batch`, a team server's queued fills) runs in a stepper whose rows
+are rounded up to a power of two, so batches of 5 to 8 fills share one graph; its spare rows compute on stale
+ids and are never read.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from dice_lsp.engine.fused import LayerWeights
 from dice_lsp.engine.transformer import StaticKVCache, Transformer
 from dice_lsp.errors import DiceError
 
-KEPT = 2  # steppers kept per model: each holds a cache of 2 * layers * rows * kv heads * length * head dim
+KEPT_BYTES = 4 << 30  # the steppers' caches kept per model, at most (the least recently used go first; one stays)
 BUCKET = 256  # cache lengths are rounded up to a multiple of this, so nearby lengths share one graph
 WARMUP = 2  # uncaptured runs on a side stream before the capture (PyTorch's recipe: lazy init, autotuning)
 
@@ -70,10 +73,17 @@ class BlockStepper:
             self.logits = lm.static_forward(self.ids, self.positions, self.cache, self.only)
         self.graph = graph
 
+    @property
+    def bytes(self) -> int:
+        return self.cache.keys.nbytes + self.cache.values.nbytes
+
     def first(self, lm: Transformer, x: Tensor, hi: int) -> Tensor:
         """Logits of the block ending at `hi`, running positions 0..hi (uncaptured: its own length)."""
         positions = torch.arange(hi, device=x.device)
-        return lm.static_forward(x[:, :hi], positions, self.cache, slice(hi - self.size, hi))
+        ids, rows = x[:, :hi], x.shape[0]
+        if rows < self.cache.rows:  # spare rows (a rounded-up batch): any ids, never read
+            ids = torch.cat((ids, ids.new_zeros((self.cache.rows - rows, hi))))
+        return lm.static_forward(ids, positions, self.cache, slice(hi - self.size, hi))[:rows]
 
     def step(self, lm: Transformer, x: Tensor, lo: int) -> Tensor:
         """Logits of the block at `lo` (> 0), running the window lo - size..lo + size.
@@ -81,14 +91,13 @@ class BlockStepper:
         Replayed: the returned tensor is the graph's output, overwritten by the next replay; the sampler
         reads it before then. Nothing here waits for the device.
         """
-        window = x[:, lo - self.size:lo + self.size]
-        positions = torch.arange(lo - self.size, lo + self.size, device=x.device)
+        rows = x.shape[0]
+        self.ids[:rows].copy_(x[:, lo - self.size:lo + self.size])
+        self.positions.copy_(torch.arange(lo - self.size, lo + self.size, device=x.device))
         if self.graph is None or self.logits is None:
-            return lm.static_forward(window, positions, self.cache, self.only)
-        self.ids.copy_(window)
-        self.positions.copy_(positions)
+            return lm.static_forward(self.ids, self.positions, self.cache, self.only)[:rows]
         self.graph.replay()
-        return self.logits
+        return self.logits[:rows]
 
 
 _STEPPERS: weakref.WeakKeyDictionary[Transformer, OrderedDict[tuple[int, int, bool, bool], BlockStepper]] = (
@@ -107,18 +116,19 @@ def cache_length(lm: Transformer, total: int) -> int:
 def block_stepper(lm: Transformer, rows: int, total: int, capture: bool,
                   padded: bool = False) -> Iterator[BlockStepper]:
     """The stepper for `rows` rows of `total` positions (made, and captured, the first time), held for
-    one generation; `padded`: rows of several prompts, whose padding its mask hides."""
-    key = (rows, cache_length(lm, total), capture, padded)
+    one generation; `padded`: rows of several prompts, whose padding its mask hides (rows rounded up to a power
+    of two)."""
+    key = (1 << (rows - 1).bit_length() if padded else rows, cache_length(lm, total), capture, padded)
     with _STEPPERS_LOCK:
         kept = _STEPPERS.setdefault(lm, OrderedDict())
         stepper = kept.get(key)
         if stepper is not None:
             kept.move_to_end(key)
     if stepper is None:
-        stepper = BlockStepper(lm, rows, key[1], capture, padded)
+        stepper = BlockStepper(lm, key[0], key[1], capture, padded)
         with _STEPPERS_LOCK:
             kept[key] = stepper
-            while len(kept) > KEPT:
+            while len(kept) > 1 and sum(s.bytes for s in kept.values()) > KEPT_BYTES:
                 kept.popitem(last=False)
     with stepper.lock:
         yield stepper

@@ -157,14 +157,14 @@ class StaticKVCache:
         self.valid = torch.ones((self.rows, self.max_len), dtype=torch.bool, device=self.keys.device)
 
     def load_valid(self, valid: Tensor | None) -> None:
-        """A generation's real columns ([rows, ≤ max_len] bool; the rest count as real); None: no padding."""
+        """A generation's real columns ([≤ rows, ≤ max_len] bool; the rest count as real); None: no padding."""
         if self.valid is None:
             if valid is not None:
                 raise ValueError("padded rows need a static cache made for them (`padded`)")
             return
         self.valid.fill_(True)
         if valid is not None:
-            self.valid[:, :valid.shape[1]].copy_(valid)
+            self.valid[:valid.shape[0], :valid.shape[1]].copy_(valid)
 
     def extend(self, layer: int, k: Tensor, v: Tensor, keep: int) -> tuple[Tensor, Tensor]:
         """Write `k`/`v` ([rows, heads, T, dim]) at `self.positions`; the whole buffer is attended over."""

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from dice_lsp.engine import Draft, FillRequest, SamplerConfig, batch_key, fill, fill_batch, load_model
+from dice_lsp.engine import Draft, FillRequest, SamplerConfig, batch_key, batch_rows, fill, fill_batch, load_model
 from dice_lsp.engine.block_graph import _STEPPERS
 from dice_lsp.engine.model import LoadedModel
 from dice_lsp.engine.sampling import Denoiser, block_layout, generate_blocks, generate_blocks_batch
@@ -89,6 +89,12 @@ def test_fill_batch_of_block_requests_equals_each_fill_alone(sdar: LoadedModel) 
     assert together[0].model_calls == together[1].model_calls >= max(fill(sdar, r).model_calls for r in requests)
 
 
+def test_a_block_fill_takes_a_row_per_candidate_whatever_its_canvases(sdar: LoadedModel, native_dir: Path) -> None:
+    request = FillRequest(PREFIX, SUFFIX, max_tokens=12, candidates=2, lengths=(4, 12))
+    assert batch_rows(sdar, request) == 2  # the region is generated once per candidate
+    assert batch_rows(load_model(native_dir, device="cpu", dtype="float32"), request) == 4  # in place: per canvas
+
+
 def test_drafts_of_a_block_model_run_alone(sdar: LoadedModel) -> None:
     request = FillRequest(PREFIX, SUFFIX, max_tokens=8, sampler=GREEDY, draft=Draft("threadIdx.x", spans=((0, 9),)))
     assert batch_key(sdar, request) is None
@@ -102,7 +108,7 @@ def test_the_model_host_batches_queued_block_fills(sdar_dir: Path) -> None:
         host.load(Settings(model=str(sdar_dir), device="cpu", dtype="float32")).result()
         requests = [FillRequest(PREFIX[:len(PREFIX) - k], SUFFIX, max_tokens=8, sampler=GREEDY) for k in (0, 9, 17)]
         alone = [host.submit(lambda model, r=request: fill(model, r)).result() for request in requests]
-        before = (host.fills, host.fill_batches)
+        before = (host.fills, host.fill_batches, host.fill_steps, host.step_rows)
         gate = threading.Event()
         held = host.submit(lambda model: gate.wait(30))  # the fills queue behind it and start as one batch
         futures = [host.fill(request, Ticket()) for request in requests]
@@ -110,5 +116,7 @@ def test_the_model_host_batches_queued_block_fills(sdar_dir: Path) -> None:
         assert held.result() is True
         assert [future.result().texts for future in futures] == [result.texts for result in alone]
         assert (host.fills - before[0], host.fill_batches - before[1]) == (3, 1)
+        calls = futures[0].result().model_calls  # the batch's calls, each carrying the 3 fills' rows
+        assert (host.fill_steps - before[2], host.step_rows - before[3]) == (calls, 3 * calls)
     finally:
         assert host.close(30)

@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from dice_lsp.engine.checkpoint import EMBEDDED_MODEL, load_model, save_native
     from dice_lsp.engine.fill_types import Draft, FillRequest, FillResult
-    from dice_lsp.engine.infill import answer, batch_key, fill, fill_batch
+    from dice_lsp.engine.infill import answer, batch_key, batch_rows, fill, fill_batch
     from dice_lsp.engine.model import DiffusionLM, LoadedModel
     from dice_lsp.engine.sampler_config import SamplerConfig
 
 _HOMES = {
     "EMBEDDED_MODEL": "checkpoint", "load_model": "checkpoint", "save_native": "checkpoint",
     "Draft": "fill_types", "FillRequest": "fill_types", "FillResult": "fill_types",
-    "answer": "infill", "batch_key": "infill", "fill": "infill", "fill_batch": "infill",
+    "answer": "infill", "batch_key": "infill", "batch_rows": "infill", "fill": "infill", "fill_batch": "infill",
     "DiffusionLM": "model", "LoadedModel": "model", "SamplerConfig": "sampler_config",
 }
 
@@ -33,6 +33,7 @@ __all__ = [
     "SamplerConfig",
     "answer",
     "batch_key",
+    "batch_rows",
     "fill",
     "fill_batch",
     "load_model",

@@ -163,6 +163,12 @@ def batch_key(model: LoadedModel, request: FillRequest) -> tuple[int | str, Samp
     return region_of(model, request, None), request.sampler
 
 
+def batch_rows(model: LoadedModel, request: FillRequest) -> int:
+    """Rows of a denoising batch `request` takes: per canvas its candidates in place; a block-diffusion fill
+    generates its region once per candidate (canvas lengths are for in-place fills)."""
+    return request.candidates if model.attention == "block" else request.rows
+
+
 def _canvases(model: LoadedModel, request: FillRequest) -> tuple[int, ...]:
     region = region_of(model, request, None)
     return tuple(sorted({min(length, region) for length in request.canvases}))

@@ -66,6 +66,7 @@ class _Job:
     fill: FillRequest | None = None
     ticket: Ticket = field(default_factory=Ticket)
     key: object = None  # the fill's batch key (None: it runs alone)
+    rows: int = 0  # the rows of a denoising batch the fill takes (`engine.batch_rows`)
 
 
 class ModelHost:
@@ -81,7 +82,7 @@ class ModelHost:
         self._closed = False
         self.status = ModelStatus("idle")
         self.fills = self.fill_batches = 0  # fills taken, and the batches (scheduler runs) they took part in
-        self.fill_steps = self.step_rows = 0  # the scheduler's model calls, and the rows they carried
+        self.fill_steps = self.step_rows = 0  # batched fills' model calls, and the rows they carried
         self._thread = threading.Thread(target=self._serve, name="dice-model", daemon=True)
         self._thread.start()
 
@@ -125,8 +126,10 @@ class ModelHost:
 
     def fill(self, request: FillRequest, ticket: Ticket) -> Future[FillResult]:
         """Fill `request`, batched with the other queued fills of its shape; `ticket` cancels it."""
-        key = engine.batch_key(self._model, request) if self._model is not None else None
-        return self._enqueue(_Job(Future(), fill=request, ticket=ticket, key=key))
+        model = self._model
+        key = engine.batch_key(model, request) if model is not None else None
+        rows = engine.batch_rows(model, request) if model is not None else request.rows
+        return self._enqueue(_Job(Future(), fill=request, ticket=ticket, key=key, rows=rows))
 
     @property
     def pending(self) -> int:
@@ -157,16 +160,16 @@ class ModelHost:
             first = self._queue.popleft()
             if first.key is None or first.fill is None:
                 return [first]
-            return [first, *self._take_fills(first.key, first.fill.rows)]
+            return [first, *self._take_fills(first.key, first.rows)]
 
     def _take_fills(self, key: object, rows: int) -> list[_Job]:
         """From the head of the queue, the fills with `key` that fit beside `rows` rows (lock held)."""
         taken: list[_Job] = []
-        while self._queue and self._queue[0].key == key and (fill := self._queue[0].fill) is not None:
-            if rows + fill.rows > self._max_rows:
+        while self._queue and self._queue[0].key == key and self._queue[0].fill is not None:
+            if rows + self._queue[0].rows > self._max_rows:
                 break
             taken.append(self._queue.popleft())
-            rows += fill.rows
+            rows += taken[-1].rows
         return taken
 
     def _serve(self) -> None:
@@ -237,7 +240,11 @@ class ModelHost:
         self.fill_batches += 1
         if first.key is None:
             return [engine.fill(model, requests[0], first.ticket)]
-        return engine.fill_batch(model, requests, lambda: all(job.ticket() for job in jobs))
+        results = engine.fill_batch(model, requests, lambda: all(job.ticket() for job in jobs))
+        if self._max_rows > 1:  # a batching host: every call of a whole batch carries all its rows
+            self.fill_steps += results[0].model_calls
+            self.step_rows += results[0].model_calls * sum(job.rows for job in jobs)
+        return results
 
     def close(self, wait_s: float = 0.0) -> bool:
         """Cancel every ticket and queued job and stop the thread once its current job ends; wait up to

@@ -1,6 +1,6 @@
 """Load on the team server: N editors completing at once over loopback, against one editor alone.
 
-    python bench/server_load.py [--clients 8] [--seconds 30] [--device cpu] [--json out.json]
+    python bench/server_load.py [--clients 8] [--seconds 30] [--device cpu] [--model FOLDER] [--json out.json]
 
 Starts `dice-lsp serve` twice, with batching (`--max-batch-rows 32`) and without (`--max-batch-rows 1`),
 both kept up, and drives one at a time for a bounded time with 1 client or N clients, each sending one
@@ -36,7 +36,7 @@ from lsp_latency import holes
 from dice_lsp.remote.client import RemoteClient, parse_address
 
 
-def start_server(batch_rows: int, device: str) -> tuple[subprocess.Popen[str], str]:
+def start_server(batch_rows: int, device: str, model: str | None = None) -> tuple[subprocess.Popen[str], str]:
     """A team server on a free loopback port; unconfined where bubblewrap is missing (the bench sends completions
     only: no client code is compiled or run), which the output says."""
     unconfined = ["--unsafe-no-sandbox"] if shutil.which("bwrap") is None else []
@@ -44,7 +44,7 @@ def start_server(batch_rows: int, device: str) -> tuple[subprocess.Popen[str], s
         print("bench: no bubblewrap here: servers run with --unsafe-no-sandbox", file=sys.stderr)
     process = subprocess.Popen(
         [sys.executable, "-m", "dice_lsp.cli", "serve", "--port", "0", "--json", "--device", device,
-         "--max-batch-rows", str(batch_rows), *unconfined],
+         "--max-batch-rows", str(batch_rows), *(["--model", model] if model else []), *unconfined],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert process.stdout is not None
     line = process.stdout.readline()
@@ -102,13 +102,15 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=30.0, help="per phase")
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--model", help="a checkpoint folder (default: the embedded model)")
     parser.add_argument("--json", type=Path, help="also write the rows here")
     parser.add_argument("--type-check", action=argparse.BooleanOptionalAction, default=True,
                         help="the completions' clang front-end check (dice.typeCheck; default: on, as editors ask)")
     args = parser.parse_args()
     cases = holes(200)
     settings = {} if args.type_check else {"typeCheck": False}
-    servers = {"batched": start_server(32, args.device), "unbatched": start_server(1, args.device)}
+    servers = {"batched": start_server(32, args.device, args.model),
+               "unbatched": start_server(1, args.device, args.model)}
     phases: dict[tuple[str, int], list[dict[str, Any]]] = {}
     n = args.clients
     order = [("batched", 1), ("unbatched", 1), ("batched", n), ("unbatched", n)]

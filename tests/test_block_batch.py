@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 
 from dice_lsp.engine import Draft, FillRequest, SamplerConfig, batch_key, batch_rows, fill, fill_batch, load_model
 from dice_lsp.engine.block_graph import _STEPPERS
@@ -44,6 +46,16 @@ def test_the_layout_pads_by_whole_blocks_so_first_decoded_blocks_share_a_column(
     assert [(pad + len(p)) // 4 for pad, p in zip(pads, prompts, strict=True)] == [3, 3, 3, 3]
     assert ends == [28, 32, 24, 24]  # each row's own end: its padding + its solo total
     assert block_layout([[1] * 13], [12], 4) == ([0], [28])  # alone: no padding
+
+
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(1, 30)), min_size=1, max_size=8), st.sampled_from([1, 4, 8]))
+def test_every_layout_keeps_block_boundaries_and_aligns_first_blocks(shapes: list[tuple[int, int]], size: int) -> None:
+    prompts, regions = [[7] * n for n, _ in shapes], [r for _, r in shapes]
+    pads, ends = block_layout(prompts, regions, size)
+    assert min(pads) == 0 and all(pad % size == 0 for pad in pads)
+    assert len({(pad + len(p)) // size for pad, p in zip(pads, prompts, strict=True)}) == 1
+    for pad, end, prompt, region in zip(pads, ends, prompts, regions, strict=True):
+        assert end - pad == -(-(len(prompt) + region) // size) * size  # its solo total, shifted by its padding
 
 
 @pytest.mark.parametrize("step", ["dynamic", "static", "recompute"])

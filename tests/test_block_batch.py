@@ -107,10 +107,21 @@ def test_a_block_fill_takes_a_row_per_candidate_whatever_its_canvases(sdar: Load
     assert batch_rows(load_model(native_dir, device="cpu", dtype="float32"), request) == 4  # in place: per canvas
 
 
-def test_drafts_of_a_block_model_run_alone(sdar: LoadedModel) -> None:
-    request = FillRequest(PREFIX, SUFFIX, max_tokens=8, sampler=GREEDY, draft=Draft("threadIdx.x", spans=((0, 9),)))
-    assert batch_key(sdar, request) is None
-    assert fill(sdar, request).model_calls > 0  # and still fills, alone
+def test_drafts_of_a_block_model_batch_apart_from_fills_with_their_solo_texts(sdar: LoadedModel) -> None:
+    """Re-masking rounds (drafts: every block denoised, stops dropped) batch among themselves."""
+    sampled = SamplerConfig(steps=4, temperature=0.0, seed=3)
+    drafts = [FillRequest(PREFIX[:len(PREFIX) - k], SUFFIX, max_tokens=8, sampler=sampled, candidates=c,
+                          draft=Draft(text, noise=noise, spans=spans))
+              for k, c, text, noise, spans in [(0, 1, "threadIdx.x;", 0.0, ((0, 9),)),
+                                               (9, 2, "blockIdx.x * 4", 0.5, ()), (17, 1, "n", 0.0, ((0, 1),))]]
+    assert {batch_key(sdar, r) for r in drafts} == {("block drafts", sampled)}
+    assert batch_key(sdar, FillRequest(PREFIX, SUFFIX, sampler=sampled)) == ("blocks", sampled)
+    together = fill_batch(sdar, drafts)
+    for request, batched in zip(drafts, together, strict=True):
+        solo = fill(sdar, request)
+        assert batched.texts == solo.texts and batched.canvases == solo.canvases
+        assert batched.scores == pytest.approx(solo.scores, abs=1e-5)
+    assert together[0].model_calls == together[1].model_calls  # one batch
 
 
 def test_the_model_host_batches_queued_block_fills(sdar_dir: Path) -> None:

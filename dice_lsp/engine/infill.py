@@ -151,14 +151,13 @@ def batch_key(model: LoadedModel, request: FillRequest) -> tuple[int | str, Samp
     In-place fills of a bidirectional model batch when their regions are the same size and they sample
     the same way: rows are padded to one length around an aligned region. Fills of the native
     block-diffusion transformer (SDAR/DICE checkpoints) batch when they sample the same way, whatever their
-    prompts and regions: rows are padded by whole blocks (`sampling.generate_blocks_batch`). Causal models
-    and drafts (which differ per request) run alone.
+    prompts and regions: rows are padded by whole blocks (`sampling.generate_blocks_batch`); so do their
+    drafts (re-masking rounds: every block denoised, no stop), apart from fills. Causal models, and the
+    drafts of in-place fills (which differ per request), run alone.
     """
-    if request.draft is not None:
-        return None
     if model.attention == "block" and isinstance(model.lm, Transformer):
-        return "blocks", request.sampler
-    if model.attention != "bidirectional":
+        return "block drafts" if request.draft is not None else "blocks", request.sampler
+    if request.draft is not None or model.attention != "bidirectional":
         return None
     return region_of(model, request, None), request.sampler
 
@@ -332,24 +331,28 @@ def _block_batch(model: LoadedModel, requests: list[FillRequest], denoiser: Deno
     """Block-diffusion fills of several requests as one batch (`generate_blocks_batch`); a batch whose padded
     layout would not fit the window runs its requests one after another."""
     tok = model.tokenizer
-    prompts, overlaps, regions = [], [], []
+    prompts, overlaps, regions, initials = [], [], [], []
     for request in requests:
         (prefix, overlap), suffix = heal_prefix(tok, request.prefix), tok.encode(request.suffix)
-        regions.append(region_of(model, request, None))
+        draft = request.draft
+        if draft is not None:  # a re-masking round (all of a batch's requests are, or none: `batch_key`)
+            initials.append(draft_rows(model, draft, overlap, request.candidates, request.sampler.seed))
+        regions.append(region_of(model, request, initials[-1] if initials else None))
         prompts.append(_fim_prompt(model, prefix, suffix, regions[-1]))
         overlaps.append(overlap)
     pads, ends = block_layout(prompts, regions, model.lm.config.block_size)
     if len(requests) > 1 and max(ends) > model.window:
         return [fill(model, request, denoiser.cancel, denoiser.progress) for request in requests]
     candidates = [request.candidates for request in requests]
-    outs = generate_blocks_batch(model.lm, prompts, candidates, regions, denoiser, model.special.stop_ids)
+    outs = generate_blocks_batch(model.lm, prompts, candidates, regions, denoiser, model.special.stop_ids,
+                                 initials=initials or None)
     results, row = [], 0
     for request, ids, prompt, pad, overlap, region in zip(requests, outs, prompts, pads, overlaps, regions,
                                                           strict=True):
         here, begin = slice(row, row + request.candidates), pad + len(prompt)
         logp = None if denoiser.logp is None else denoiser.logp[here, begin:begin + ids.shape[1]]
-        results.append(FillResult(_decode(model, ids, overlap), denoiser.model_calls, _scores(model, ids, logp),
-                                  [region] * request.candidates))
+        results.append(FillResult(_decode(model, ids, overlap, request.draft is not None), denoiser.model_calls,
+                                  _scores(model, ids, logp), [region] * request.candidates))
         row += request.candidates
     return results
 

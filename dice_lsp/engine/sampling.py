@@ -362,7 +362,7 @@ def generate_blocks(lm: DiffusionLM, prompt: list[int], candidates: int, max_new
     of them masks) holds a draft: then every block of it is denoised.
     """
     return generate_blocks_batch(lm, [prompt], [candidates], [max_new_tokens], denoiser, stop_ids, use_cache,
-                                 initial, step)[0]
+                                 None if initial is None else [initial], step)[0]
 
 
 def block_layout(prompts: list[list[int]], regions: list[int], size: int) -> tuple[list[int], list[int]]:
@@ -382,7 +382,7 @@ def block_layout(prompts: list[list[int]], regions: list[int], size: int) -> tup
 @torch.inference_mode()
 def generate_blocks_batch(lm: DiffusionLM, prompts: list[list[int]], candidates: list[int], regions: list[int],
                           denoiser: Denoiser, stop_ids: set[int], use_cache: bool = True,
-                          initial: Tensor | None = None, step: BlockStep = "auto") -> list[Tensor]:
+                          initials: list[Tensor] | None = None, step: BlockStep = "auto") -> list[Tensor]:
     """`generate_blocks` for several prompts in one batch: each prompt's generated ids ([candidates, n]).
 
     Rows are left-padded by whole blocks (`block_layout`) so that their first decoded blocks share a column;
@@ -392,7 +392,9 @@ def generate_blocks_batch(lm: DiffusionLM, prompts: list[list[int]], candidates:
     tests/test_block_batch.py). Every denoising step is one model call for all rows: on a GPU, where a step
     of a large model costs the weights' read whatever the rows, k requests cost about what one does. A
     request is done at the first block where all its rows have produced a stop token (or at its region's
-    end); the batch runs until every request is done, and each gets the columns up to its own end.
+    end); the batch runs until every request is done, and each gets the columns up to its own end. With
+    `initials` (drafts: per prompt its [candidates, region] ids, some of them masks, `regions` their widths)
+    every block of every draft is denoised, as `generate_blocks` does one.
     """
     size = lm.config.block_size
     pads, ends = block_layout(prompts, regions, size)
@@ -416,9 +418,9 @@ def generate_blocks_batch(lm: DiffusionLM, prompts: list[list[int]], candidates:
         new = (column >= torch.tensor(starts)[owner][:, None]).to(device)
         valid = (column >= torch.tensor(pads)[owner][:, None]).to(device) if any(pads) else None
     x = x.to(device)
-    if initial is not None:
+    if initials is not None:  # drafts: each prompt's [candidates, region] ids, some of them masks
         row = 0
-        for start, count in zip(starts, candidates, strict=True):
+        for start, count, initial in zip(starts, candidates, initials, strict=True):
             x[row:row + count, start:start + initial.shape[1]] = initial
             row += count
     path = _block_path(lm, step, device) if use_cache else "recompute"
@@ -433,7 +435,7 @@ def generate_blocks_batch(lm: DiffusionLM, prompts: list[list[int]], candidates:
             lo, end = block * size, (block + 1) * size
             calls = None if planned is None else planned_calls(planned[block], denoiser.cfg.steps)
             denoiser.denoise(x, lo, end, logits_for(lo, end), calls)
-            if initial is not None:
+            if initials is not None:
                 continue
             hits = torch.isin(x[:, first_new:end], stops)
             stopped = (hits if new is None else hits & new[:, first_new:end]).any(dim=1).tolist()  # one wait per block
@@ -446,7 +448,7 @@ def generate_blocks_batch(lm: DiffusionLM, prompts: list[list[int]], candidates:
                 break
     out, row = [], 0
     for i, count in enumerate(candidates):
-        stop = starts[i] + regions[i] if initial is not None else finish[i]
+        stop = starts[i] + regions[i] if initials is not None else finish[i]
         out.append(x[row:row + count, starts[i]:stop])
         row += count
     return out

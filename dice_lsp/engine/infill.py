@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 
 import torch
 
@@ -327,32 +328,49 @@ def _fim_prompt(model: LoadedModel, prefix: list[int], suffix: list[int], region
     return [fim_prefix, *prefix, fim_suffix, *suffix, fim_middle]
 
 
+@dataclass(frozen=True)
+class BlockPrompt:
+    """A block-diffusion fill as its batch needs it: the fill-in-the-middle prompt, the region's width, the
+    healed prefix tail that opens the fill, and a draft's rows ([candidates, region] ids, some masks) or None."""
+
+    ids: list[int]
+    region: int
+    overlap: str
+    initial: torch.Tensor | None
+
+
+def block_prompt(model: LoadedModel, request: FillRequest) -> BlockPrompt:
+    tok = model.tokenizer
+    (prefix, overlap), suffix = heal_prefix(tok, request.prefix), tok.encode(request.suffix)
+    draft = request.draft
+    initial = None if draft is None else draft_rows(model, draft, overlap, request.candidates, request.sampler.seed)
+    region = region_of(model, request, initial)
+    return BlockPrompt(_fim_prompt(model, prefix, suffix, region), region, overlap, initial)
+
+
+def block_result(model: LoadedModel, request: FillRequest, prompt: BlockPrompt, ids: torch.Tensor,
+                 logp: torch.Tensor | None, model_calls: int) -> FillResult:
+    """A block-diffusion fill's result from its generated ids ([candidates, n]) and their log-probabilities."""
+    return FillResult(_decode(model, ids, prompt.overlap, request.draft is not None), model_calls,
+                      _scores(model, ids, logp), [prompt.region] * request.candidates)
+
+
 def _block_batch(model: LoadedModel, requests: list[FillRequest], denoiser: Denoiser) -> list[FillResult]:
     """Block-diffusion fills of several requests as one batch (`generate_blocks_batch`); a batch whose padded
     layout would not fit the window runs its requests one after another."""
-    tok = model.tokenizer
-    prompts, overlaps, regions, initials = [], [], [], []
-    for request in requests:
-        (prefix, overlap), suffix = heal_prefix(tok, request.prefix), tok.encode(request.suffix)
-        draft = request.draft
-        if draft is not None:  # a re-masking round (all of a batch's requests are, or none: `batch_key`)
-            initials.append(draft_rows(model, draft, overlap, request.candidates, request.sampler.seed))
-        regions.append(region_of(model, request, initials[-1] if initials else None))
-        prompts.append(_fim_prompt(model, prefix, suffix, regions[-1]))
-        overlaps.append(overlap)
-    pads, ends = block_layout(prompts, regions, model.lm.config.block_size)
+    prompts = [block_prompt(model, request) for request in requests]
+    ids, regions = [prompt.ids for prompt in prompts], [prompt.region for prompt in prompts]
+    pads, ends = block_layout(ids, regions, model.lm.config.block_size)
     if len(requests) > 1 and max(ends) > model.window:
         return [fill(model, request, denoiser.cancel, denoiser.progress) for request in requests]
-    candidates = [request.candidates for request in requests]
-    outs = generate_blocks_batch(model.lm, prompts, candidates, regions, denoiser, model.special.stop_ids,
-                                 initials=initials or None)
+    initials = [prompt.initial for prompt in prompts if prompt.initial is not None]
+    outs = generate_blocks_batch(model.lm, ids, [request.candidates for request in requests], regions, denoiser,
+                                 model.special.stop_ids, initials=initials or None)
     results, row = [], 0
-    for request, ids, prompt, pad, overlap, region in zip(requests, outs, prompts, pads, overlaps, regions,
-                                                          strict=True):
-        here, begin = slice(row, row + request.candidates), pad + len(prompt)
-        logp = None if denoiser.logp is None else denoiser.logp[here, begin:begin + ids.shape[1]]
-        results.append(FillResult(_decode(model, ids, overlap, request.draft is not None), denoiser.model_calls,
-                                  _scores(model, ids, logp), [region] * request.candidates))
+    for request, out, prompt, pad in zip(requests, outs, prompts, pads, strict=True):
+        here, begin = slice(row, row + request.candidates), pad + len(prompt.ids)
+        logp = None if denoiser.logp is None else denoiser.logp[here, begin:begin + out.shape[1]]
+        results.append(block_result(model, request, prompt, out, logp, denoiser.model_calls))
         row += request.candidates
     return results
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from functools import partial
 from typing import Literal
 
@@ -257,6 +258,21 @@ def _window_logits(lm: DiffusionLM, lo: int, hi: int, valid: Tensor | None, ids:
     return lm(ids[:, :end], origin, only=slice(lo, hi), valid_keys=None if valid is None else valid[:, :end])
 
 
+class _RecomputedBlocks:
+    """Logits of the block being denoised, recomputing the whole sequence up to it at every step (no cache: the
+    same logits as the caches give; kept to check them and to measure them)."""
+
+    def __init__(self, lm: DiffusionLM, valid: Tensor | None) -> None:
+        self.lm = lm
+        self.valid = valid  # [rows, columns]: rows padded to one layout (`BlockBatch`)
+
+    def logits_of(self, lo: int, hi: int) -> Callable[[Tensor], Tensor]:
+        return partial(_window_logits, self.lm, lo, hi, self.valid)
+
+    def hold(self, rows: Tensor, keys: KVCache, upto: int) -> None:
+        """Nothing to hold: every step recomputes every key."""
+
+
 class _CachedBlocks:
     """Logits of the block being denoised, attending to the cache of finished blocks.
 
@@ -265,11 +281,15 @@ class _CachedBlocks:
     extra model call.
     """
 
-    def __init__(self, lm: DiffusionLM, valid: Tensor | None = None) -> None:
+    def __init__(self, lm: DiffusionLM, rows: int, valid: Tensor | None = None) -> None:
         self.lm = lm
+        self.rows = rows
         self.cache = lm.new_cache()
         self.cached = 0
-        self.valid = valid  # [rows, columns]: rows padded to one layout (`generate_blocks_batch`)
+        self.valid = valid  # [rows, columns]: rows padded to one layout (`BlockBatch`)
+
+    def logits_of(self, lo: int, hi: int) -> Callable[[Tensor], Tensor]:
+        return partial(self.logits, lo, hi)
 
     def logits(self, lo: int, hi: int, ids: Tensor) -> Tensor:
         start = self.cached
@@ -277,6 +297,21 @@ class _CachedBlocks:
                       valid_keys=None if self.valid is None else self.valid[:, :hi])
         self.cached = lo
         return out
+
+    def hold(self, rows: Tensor, keys: KVCache, upto: int) -> None:
+        """Put `keys` (one row's, of columns 0..upto) in the cache's `rows`, which hold columns 0..upto (an empty
+        cache: made so, the other rows' keys zeros)."""
+        assert self.cached in (0, upto), (self.cached, upto)
+        for layer, (k, v) in enumerate(zip(keys.keys, keys.values, strict=True)):
+            assert k is not None and v is not None
+            if self.cache.keys[layer] is None:
+                self.cache.keys[layer] = k.new_zeros((self.rows, *k.shape[1:]))
+                self.cache.values[layer] = v.new_zeros((self.rows, *v.shape[1:]))
+            mine_k, mine_v = self.cache.keys[layer], self.cache.values[layer]
+            assert mine_k is not None and mine_v is not None
+            mine_k[rows] = k.expand(len(rows), -1, -1, -1)
+            mine_v[rows] = v.expand(len(rows), -1, -1, -1)
+        self.cached = upto
 
 
 class _StaticBlocks:
@@ -290,6 +325,10 @@ class _StaticBlocks:
         self.lm = lm
         self.stepper = stepper
         self.fresh = True  # nothing of this generation is in the cache yet
+        self.valid = stepper.cache.valid  # the static mask's own [rows, max_len] (padded steppers)
+
+    def logits_of(self, lo: int, hi: int) -> Callable[[Tensor], Tensor]:
+        return partial(self.logits, lo, hi)
 
     def logits(self, lo: int, hi: int, ids: Tensor) -> Tensor:
         if self.fresh or lo == 0:
@@ -297,24 +336,34 @@ class _StaticBlocks:
             return self.stepper.first(self.lm, ids, hi)
         return self.stepper.step(self.lm, ids, lo)
 
+    def hold(self, rows: Tensor, keys: KVCache, upto: int) -> None:
+        """Put `keys` (one row's, of columns 0..upto) in the static cache's `rows`."""
+        cache = self.stepper.cache
+        for layer, (k, v) in enumerate(zip(keys.keys, keys.values, strict=True)):
+            assert k is not None and v is not None
+            cache.keys[layer, rows, :, :upto] = k.expand(len(rows), -1, -1, -1)
+            cache.values[layer, rows, :, :upto] = v.expand(len(rows), -1, -1, -1)
+        self.fresh = False  # the next call is a window step: no first call over every row
+
+
+_BlockPath = _RecomputedBlocks | _CachedBlocks | _StaticBlocks
+
 
 @contextmanager
 def _block_logits(lm: DiffusionLM, path: BlockStep | Literal["recompute"], rows: int, total: int,
-                  valid: Tensor | None = None) -> Iterator[Callable[[int, int], Callable[[Tensor], Tensor]]]:
-    """For each block lo..hi, the `logits_of` its denoising calls use, by path; the static ones hold their
-    stepper (its cache and graph) for the generation. `valid` ([rows, total] bool): the real columns of rows
-    padded to one layout (`generate_blocks_batch`); None: no padding."""
+                  valid: Tensor | None = None) -> Iterator[_BlockPath]:
+    """The keys a block generation keeps, by path; the static ones hold their stepper (its cache and graph) for
+    the generation. `valid` ([rows, total] bool): the real columns of rows padded to one layout (`BlockBatch`);
+    None: no padding."""
     if path == "recompute":
-        yield lambda lo, hi: partial(_window_logits, lm, lo, hi, valid)
+        yield _RecomputedBlocks(lm, valid)
     elif path == "dynamic":
-        cached = _CachedBlocks(lm, valid)
-        yield lambda lo, hi: partial(cached.logits, lo, hi)
+        yield _CachedBlocks(lm, rows, valid)
     else:
         assert isinstance(lm, Transformer)  # _block_path checked it
         with block_stepper(lm, rows, total, capture=path == "graph", padded=valid is not None) as stepper:
             stepper.cache.load_valid(valid)
-            static = _StaticBlocks(lm, stepper)
-            yield lambda lo, hi: partial(static.logits, lo, hi)
+            yield _StaticBlocks(lm, stepper)
 
 
 def planned_calls(masked: list[int], steps: int) -> int:
@@ -379,11 +428,178 @@ def block_layout(prompts: list[list[int]], regions: list[int], size: int) -> tup
     return pads, ends
 
 
+@dataclass(eq=False)
+class BlockRows:
+    """One request's rows in a `BlockBatch`: where they sit, and its generated ids once it is done."""
+
+    rows: Tensor  # its row indices (on the device)
+    pad: int  # columns of padding before its prompt (whole blocks)
+    start: int  # its first generated column
+    end: int  # the column its generation ends at: its prompt and region, rounded up to whole blocks
+    region: int
+    draft: bool  # a draft: every block of its region denoised, no stop
+    joined_at: int  # the batch's model calls when it joined
+    cancel: CancelCheck | None = None
+    ids: Tensor | None = None  # [candidates, n] once done: its columns start..where it finished
+    logp: Tensor | None = None  # their log-probabilities (NaN: not sampled)
+    model_calls: int = 0  # the model calls it took part in
+    error: BaseException | None = None  # set instead when it left cancelled
+
+
+class BlockBatch:
+    """Block-diffusion requests decoded block by block in one batch; requests join between blocks.
+
+    Every row of the batch decodes the block at one column (`column`) per denoising call, so rows are placed
+    with their first decoded block (the one their prompt's tail shares) at the column where they join: a
+    request that joins later is left-padded by more whole blocks (`block_layout` places the first ones). Padding
+    is never attended by real tokens; a joining request's prompt blocks before the block the next call runs
+    with it are computed once (one call of its own, over padding and prompt) and put in the batch's cache rows
+    (`hold`); the block before the current one rides along with the next call, as for every row. A request is
+    done at the first block where all its rows have produced a stop token (or at its region's end; drafts:
+    every block to their region's end), and its rows are free for the next request. A batch has `capacity`
+    rows and `length` columns, fixed when it is made (the static step's cache and graph are that shape);
+    a request fits if rows are free, its prompt ends before the current column's block, and its generation
+    ends within `length`.
+    """
+
+    def __init__(self, lm: DiffusionLM, denoiser: Denoiser, stop_ids: set[int], capacity: int, length: int,
+                 path: BlockStep | Literal["recompute"], padded: bool, prefill: bool = False) -> None:
+        if length > lm.config.max_position_embeddings:
+            raise DiceError(f"prompt and region ({length} tokens) exceed the model window")
+        self.lm, self.denoiser, self.size = lm, denoiser, lm.config.block_size
+        self.capacity, self.length, self.path = capacity, length, path
+        device = denoiser.banned.device
+        self.x = torch.zeros((capacity, length), dtype=torch.long, device=device)  # free rows: no masks
+        self.new = torch.zeros((capacity, length), dtype=torch.bool, device=device)  # each row's generated columns
+        self.stopped = torch.zeros(capacity, dtype=torch.bool, device=device)  # rows that produced a stop token
+        self.stops = torch.tensor(sorted(stop_ids), device=device)
+        valid = torch.ones((capacity, length), dtype=torch.bool, device=device) if padded else None
+        self.free = list(range(capacity))
+        self.requests: list[BlockRows] = []
+        self.column: int | None = None  # the block the next call decodes (set by the first request placed)
+        self.started = False  # whether a block has run (joiners' prompt keys are then computed apart)
+        self.prefill = prefill  # every request's prompt keys computed apart, the first too (no first call)
+        self.planned: list[list[int]] | None = None  # per row, masks per block: the static paths' calls, planned
+        if path in ("static", "graph") and denoiser.cfg.strategy == "low_confidence":
+            self.planned = [[0] * (length // self.size) for _ in range(capacity)]
+        self._held = ExitStack()
+        self.keys: _BlockPath = self._held.enter_context(_block_logits(lm, path, capacity, length, valid))
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.requests)
+
+    def fits(self, prompt: int, rows: int, region: int) -> bool:
+        """Whether a request of `prompt` tokens, `rows` rows and `region` new tokens can join now."""
+        return self._pad(prompt, rows, region) is not None
+
+    def _pad(self, prompt: int, rows: int, region: int, pad: int | None = None) -> int | None:
+        """The padding a request gets here (given: checked), or None where it does not fit."""
+        first = (prompt // self.size) * self.size  # its first decoded block, alone
+        if pad is None:
+            pad = 0 if self.column is None else self.column - first
+        fits = (rows <= len(self.free) and pad >= 0 and (self.column is None or pad + first == self.column)
+                and pad + -(-(prompt + region) // self.size) * self.size <= self.length
+                and (pad == 0 or self.keys.valid is not None))
+        return pad if fits else None
+
+    @torch.inference_mode()
+    def place(self, prompt: list[int], count: int, region: int, pad: int | None = None,
+              initial: Tensor | None = None, cancel: CancelCheck | None = None) -> BlockRows:
+        """Add a request's `count` rows: its prompt after `pad` columns (None: where the current column puts it),
+        masks after; `initial` ([count, region] ids, some masks): a draft, every block of it denoised."""
+        size, mask = self.size, self.denoiser.mask_id
+        placed = self._pad(len(prompt), count, region, pad)
+        if placed is None:
+            raise DiceError("the request does not fit the running block batch")
+        pad, self.column = placed, placed + (len(prompt) // size) * size
+        start, end = pad + len(prompt), pad + -(-(len(prompt) + region) // size) * size
+        host = torch.full((count, self.length), mask, dtype=torch.long)
+        host[:, :pad] = 0  # padding: never attended, never denoised
+        host[:, pad:start] = torch.tensor(prompt, dtype=torch.long)
+        if initial is not None:
+            host[:, start:start + initial.shape[1]] = initial.cpu()
+        taken, self.free = self.free[:count], self.free[count:]
+        device = self.x.device
+        rows = torch.tensor(taken, device=device)
+        self.x[rows] = host.to(device)
+        self.new[rows] = torch.arange(self.length, device=device)[None, :] >= start
+        self.stopped[rows] = False
+        valid = self.keys.valid
+        if valid is not None:
+            valid[rows, :self.length] = torch.arange(self.length, device=device)[None, :] >= pad
+        if self.denoiser.logp is not None:
+            self.denoiser.logp[rows] = math.nan
+        if self.planned is not None:
+            counts = (host == mask).view(count, -1, size).sum(dim=2).tolist()
+            for row, blocks in zip(taken, counts, strict=True):
+                self.planned[row] = blocks
+        held = self.column - size
+        if (self.started or self.prefill) and held > pad:  # its prompt's blocks before the one the next call runs
+            self._prefill(rows, host[:1, :held].to(device), None if valid is None else valid[rows[:1], :held])
+        request = BlockRows(rows, pad, start, end, region, initial is not None, self.denoiser.model_calls, cancel)
+        self.requests.append(request)
+        return request
+
+    def _prefill(self, rows: Tensor, ids: Tensor, valid: Tensor | None) -> None:
+        """Keys of a joining request's columns 0..n (one row: its padding and prompt blocks) into its `rows`."""
+        keys, held = self.lm.new_cache(), ids.shape[1]
+        self.lm(ids, 0, keys, keep=held, only=slice(held - 1, held), valid_keys=valid)
+        self.keys.hold(rows, keys, held)
+
+    @torch.inference_mode()
+    def run_block(self) -> list[BlockRows]:
+        """Denoise the block at `column` in every row; the requests that left (done, or cancelled before it)."""
+        left = [request for request in self.requests if request.cancel is not None and request.cancel()]
+        for request in left:
+            request.error = Cancelled(f"cancelled after {self.denoiser.model_calls - request.joined_at} model calls")
+            self._release(request)
+        if self.column is None or not self.requests:
+            return left
+        lo = self.column
+        hi = lo + self.size
+        calls = None if self.planned is None else planned_calls([row[lo // self.size] for row in self.planned],
+                                                                self.denoiser.cfg.steps)
+        self.denoiser.denoise(self.x, lo, hi, self.keys.logits_of(lo, hi), calls)
+        self.started, self.column = True, hi
+        fills = [request for request in self.requests if not request.draft]
+        stopped: list[bool] = []
+        if fills:
+            hits = torch.isin(self.x[:, lo:hi], self.stops) & self.new[:, lo:hi]
+            self.stopped |= hits.any(dim=1)
+            stopped = self.stopped.tolist()  # one wait per block
+        for request in list(self.requests):
+            if hi >= request.end or (not request.draft and all(stopped[row] for row in request.rows.tolist())):
+                stop = request.start + request.region if request.draft else hi
+                request.ids = self.x[request.rows, request.start:stop]
+                logp = self.denoiser.logp
+                request.logp = None if logp is None else logp[request.rows, request.start:stop]
+                self._release(request)
+                left.append(request)
+        return left
+
+    def _release(self, request: BlockRows) -> None:
+        """The request leaves: its rows hold no masks (nothing to denoise) and are free for another."""
+        request.model_calls = self.denoiser.model_calls - request.joined_at
+        self.requests.remove(request)
+        self.x[request.rows] = 0
+        self.new[request.rows] = False
+        if self.planned is not None:
+            for row in request.rows.tolist():
+                self.planned[row] = [0] * (self.length // self.size)
+        self.free += request.rows.tolist()
+
+    def close(self) -> None:
+        """Give back the static step's stepper (its cache and graph) to the next generation."""
+        self._held.close()
+
+
 @torch.inference_mode()
 def generate_blocks_batch(lm: DiffusionLM, prompts: list[list[int]], candidates: list[int], regions: list[int],
                           denoiser: Denoiser, stop_ids: set[int], use_cache: bool = True,
                           initials: list[Tensor] | None = None, step: BlockStep = "auto") -> list[Tensor]:
-    """`generate_blocks` for several prompts in one batch: each prompt's generated ids ([candidates, n]).
+    """`generate_blocks` for several prompts in one batch (a `BlockBatch` of exactly their rows): each prompt's
+    generated ids ([candidates, n]).
 
     Rows are left-padded by whole blocks (`block_layout`) so that their first decoded blocks share a column;
     padding is never attended by real tokens (`valid_keys`), so a row sees what it sees alone, shifted by a
@@ -396,62 +612,18 @@ def generate_blocks_batch(lm: DiffusionLM, prompts: list[list[int]], candidates:
     `initials` (drafts: per prompt its [candidates, region] ids, some of them masks, `regions` their widths)
     every block of every draft is denoised, as `generate_blocks` does one.
     """
-    size = lm.config.block_size
-    pads, ends = block_layout(prompts, regions, size)
-    total = max(ends)
-    if total > lm.config.max_position_embeddings:
-        raise DiceError(f"prompt and region ({total} tokens) exceed the model window")
-    device = denoiser.banned.device
-    rows = sum(candidates)
-    starts = [pad + len(prompt) for pad, prompt in zip(pads, prompts, strict=True)]  # each prompt's first new column
-    x = torch.full((rows, total), denoiser.mask_id, dtype=torch.long)  # made here, sent once
-    row = 0
-    for pad, prompt, count in zip(pads, prompts, candidates, strict=True):
-        x[row:row + count, :pad] = 0  # padding: never attended, never denoised (before every row's first block)
-        x[row:row + count, pad:pad + len(prompt)] = torch.tensor(prompt, dtype=torch.long)
-        row += count
-    first_new = min(starts)
-    new = valid = None  # alone: no padding, and every row's generation starts at one column
-    if len(prompts) > 1:
-        column = torch.arange(total)[None, :]
-        owner = torch.tensor([i for i, n in enumerate(candidates) for _ in range(n)])
-        new = (column >= torch.tensor(starts)[owner][:, None]).to(device)
-        valid = (column >= torch.tensor(pads)[owner][:, None]).to(device) if any(pads) else None
-    x = x.to(device)
-    if initials is not None:  # drafts: each prompt's [candidates, region] ids, some of them masks
-        row = 0
-        for start, count, initial in zip(starts, candidates, initials, strict=True):
-            x[row:row + count, start:start + initial.shape[1]] = initial
-            row += count
-    path = _block_path(lm, step, device) if use_cache else "recompute"
-    planned: list[list[int]] | None = None
-    if path in ("static", "graph") and denoiser.cfg.strategy == "low_confidence":
-        planned = (x == denoiser.mask_id).view(rows, total // size, size).sum(dim=2).T.tolist()
-    stops = torch.tensor(sorted(stop_ids), device=device)
-    done = [False] * len(prompts)  # a request stops at the first block all its rows stopped (or at its end)
-    finish = list(ends)
-    with _block_logits(lm, path, rows, total, valid) as logits_for:
-        for block in range(first_new // size, total // size):
-            lo, end = block * size, (block + 1) * size
-            calls = None if planned is None else planned_calls(planned[block], denoiser.cfg.steps)
-            denoiser.denoise(x, lo, end, logits_for(lo, end), calls)
-            if initials is not None:
-                continue
-            hits = torch.isin(x[:, first_new:end], stops)
-            stopped = (hits if new is None else hits & new[:, first_new:end]).any(dim=1).tolist()  # one wait per block
-            row = 0
-            for i, count in enumerate(candidates):
-                if not done[i] and (all(stopped[row:row + count]) or end >= ends[i]):
-                    done[i], finish[i] = True, end
-                row += count
-            if all(done):
-                break
-    out, row = [], 0
-    for i, count in enumerate(candidates):
-        stop = starts[i] + regions[i] if initials is not None else finish[i]
-        out.append(x[row:row + count, starts[i]:stop])
-        row += count
-    return out
+    pads, ends = block_layout(prompts, regions, lm.config.block_size)
+    path = _block_path(lm, step, denoiser.banned.device) if use_cache else "recompute"
+    batch = BlockBatch(lm, denoiser, stop_ids, sum(candidates), max(ends), path, padded=any(pads))
+    try:
+        placed = [batch.place(prompt, count, region, pad, None if initials is None else initials[i])
+                  for i, (prompt, count, region, pad) in enumerate(zip(prompts, candidates, regions, pads,
+                                                                       strict=True))]
+        while batch.busy:
+            batch.run_block()
+    finally:
+        batch.close()
+    return [request.ids for request in placed if request.ids is not None]
 
 
 @torch.inference_mode()

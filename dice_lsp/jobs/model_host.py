@@ -36,6 +36,7 @@ from dice_lsp.settings import Settings
 
 if TYPE_CHECKING:  # the engine (torch) is imported when the model loads, not when a server starts
     from dice_lsp.engine import FillRequest, FillResult, LoadedModel
+    from dice_lsp.engine.block_scheduler import BlockFill, BlockScheduler
     from dice_lsp.engine.continuous import FillScheduler, Stream
 
 T = TypeVar("T")
@@ -162,11 +163,12 @@ class ModelHost:
                 return [first]
             return [first, *self._take_fills(first.key, first.rows)]
 
-    def _take_fills(self, key: object, rows: int) -> list[_Job]:
-        """From the head of the queue, the fills with `key` that fit beside `rows` rows (lock held)."""
+    def _take_fills(self, key: object, rows: int, fits: Callable[[FillRequest], bool] | None = None) -> list[_Job]:
+        """From the head of the queue, the fills with `key` that fit beside `rows` rows and pass `fits` (a
+        running block batch's room; lock held)."""
         taken: list[_Job] = []
         while self._queue and self._queue[0].key == key and self._queue[0].fill is not None:
-            if rows + self._queue[0].rows > self._max_rows:
+            if rows + self._queue[0].rows > self._max_rows or (fits is not None and not fits(self._queue[0].fill)):
                 break
             taken.append(self._queue.popleft())
             rows += taken[-1].rows
@@ -196,9 +198,9 @@ class ModelHost:
 
     def _run_stepwise(self, model: LoadedModel, jobs: list[_Job]) -> None:
         """Run fills step by step until none is left, admitting the queued fills of their key between steps."""
-        scheduler = _scheduler(model, jobs[0].key)
+        scheduler = _scheduler(model, jobs[0].key, self._max_rows)
         self.fill_batches += 1
-        owners: dict[Stream, _Job] = {}
+        owners: dict[Stream | BlockFill, _Job] = {}
         while True:
             for job in jobs:
                 assert job.fill is not None
@@ -227,7 +229,8 @@ class ModelHost:
                 else:
                     job.future.set_result(stream.result)
             with self._lock:
-                taken = [] if self._closed else self._take_fills(scheduler.key, scheduler.rows)
+                taken = [] if self._closed else self._take_fills(scheduler.key, scheduler.rows,
+                                                                 getattr(scheduler, "fits", None))
             jobs = [job for job in taken if job.future.set_running_or_notify_cancel()]
 
     def _work(self, jobs: list[_Job]) -> list[Any]:
@@ -276,12 +279,17 @@ def load_model(path: str | None, device: str | None, dtype: str | None, trust_re
 
 
 def _supports(model: LoadedModel, request: FillRequest) -> bool:
-    from dice_lsp.engine.continuous import supports
+    from dice_lsp.engine import block_scheduler, continuous
 
-    return supports(model, request)
+    return continuous.supports(model, request) or block_scheduler.supports(model, request)
 
 
-def _scheduler(model: LoadedModel, key: object) -> FillScheduler:
+def _scheduler(model: LoadedModel, key: object, max_rows: int) -> FillScheduler | BlockScheduler:
+    """In-place fills join between denoising steps (`continuous`), block-diffusion fills between blocks
+    (`block_scheduler`)."""
+    from dice_lsp.engine.block_scheduler import JOIN_ROWS, BlockScheduler
     from dice_lsp.engine.continuous import FillScheduler
 
+    if model.attention == "block":
+        return BlockScheduler(model, key, min(max_rows, JOIN_ROWS))
     return FillScheduler(model, key)

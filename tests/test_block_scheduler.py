@@ -81,13 +81,13 @@ def test_a_request_takes_the_rows_of_one_that_left_and_gets_its_solo_tokens(sdar
     batch = BlockBatch(sdar.lm, Denoiser(GREEDY, sdar.special, sdar.device), stops, capacity=2, length=64,
                        path=path, padded=True, prefill=True)  # type: ignore[arg-type]
     placed = [batch.place(prompts[0], 1, regions[0]), batch.place(prompts[1], 1, regions[1], pad=4)]
-    rows_of_first = placed[0].rows.tolist()
+    rows_of_first = placed[0].indices
     while placed[0].ids is None:
         assert not batch.fits(len(prompts[2]), 1, regions[2])  # both rows taken
         batch.run_block()
     assert batch.fits(len(prompts[2]), 1, regions[2])
     placed.append(batch.place(prompts[2], 1, regions[2]))
-    assert placed[2].rows.tolist() == rows_of_first and placed[2].pad > 0
+    assert placed[2].indices == rows_of_first and placed[2].pad > 0
     while batch.busy:
         batch.run_block()
     batch.close()

@@ -433,6 +433,7 @@ class BlockRows:
     """One request's rows in a `BlockBatch`: where they sit, and its generated ids once it is done."""
 
     rows: Tensor  # its row indices (on the device)
+    indices: list[int]  # the same, on the host (read between blocks without waiting for the device)
     pad: int  # columns of padding before its prompt (whole blocks)
     start: int  # its first generated column
     end: int  # the column its generation ends at: its prompt and region, rounded up to whole blocks
@@ -537,7 +538,8 @@ class BlockBatch:
         held = self.column - size
         if (self.started or self.prefill) and held > pad:  # its prompt's blocks before the one the next call runs
             self._prefill(rows, host[:1, :held].to(device), None if valid is None else valid[rows[:1], :held])
-        request = BlockRows(rows, pad, start, end, region, initial is not None, self.denoiser.model_calls, cancel)
+        request = BlockRows(rows, taken, pad, start, end, region, initial is not None, self.denoiser.model_calls,
+                            cancel)
         self.requests.append(request)
         return request
 
@@ -569,7 +571,7 @@ class BlockBatch:
             self.stopped |= hits.any(dim=1)
             stopped = self.stopped.tolist()  # one wait per block
         for request in list(self.requests):
-            if hi >= request.end or (not request.draft and all(stopped[row] for row in request.rows.tolist())):
+            if hi >= request.end or (not request.draft and all(stopped[row] for row in request.indices)):
                 stop = request.start + request.region if request.draft else hi
                 request.ids = self.x[request.rows, request.start:stop]
                 logp = self.denoiser.logp
@@ -585,9 +587,9 @@ class BlockBatch:
         self.x[request.rows] = 0
         self.new[request.rows] = False
         if self.planned is not None:
-            for row in request.rows.tolist():
+            for row in request.indices:
                 self.planned[row] = [0] * (self.length // self.size)
-        self.free += request.rows.tolist()
+        self.free += request.indices
 
     def close(self) -> None:
         """Give back the static step's stepper (its cache and graph) to the next generation."""

@@ -2,6 +2,7 @@
 an SDAR/DICE checkpoint gains when editors' fills are queued together.
 
     python bench/block_batch.py [--shape sdar-8b] [--device cuda] [--holes 32] [--sizes 1 2 4 8 16] [--repeats 2]
+                                [--gaps 10 40]
 
 The model is SDAR-8B-shaped with random bf16 weights (made on the device: no checkpoint to read) and the
 embedded model's tokenizer (its FIM and mask tokens, and its 8,192-token vocabulary: the output head is 0.07
@@ -13,6 +14,13 @@ one row runs), then `fill_batch` of the k (what the model host runs for fills qu
 fill: time (ms, p50 and mean, the batch's time divided by k), model calls, and how many batched fills have
 their solo text (bf16: a padded call rounds otherwise; fp32 CPU tests assert equality). Random weights write
 noise, so a fill runs to its canvas's end or a random stop: the cost per denoising step is what this measures.
+
+`--gaps MS...`: fills that arrive one after another, `MS` apart (the holes in order, `--holes` of them), as
+editors' completions reach a team server: answered by whole batches (the fills that arrived while a batch ran
+wait for it, then run as the next batch: the model host before fills joined between blocks) and by the block
+scheduler (`engine.block_scheduler`: a fill joins the running batch at the next block), one after the other on
+the same model. Reported per policy: each fill's latency from its arrival to its answer (p50 / p95 ms) and the
+time until the last is answered.
 """
 
 from __future__ import annotations
@@ -28,7 +36,8 @@ import torch
 from lsp_latency import fill_requests
 from static_step_replay import build
 
-from dice_lsp.engine import fill, fill_batch
+from dice_lsp.engine import FillRequest, batch_key, fill, fill_batch
+from dice_lsp.engine.block_scheduler import BlockScheduler
 from dice_lsp.engine.checkpoint import EMBEDDED_MODEL
 from dice_lsp.engine.model import LoadedModel
 from dice_lsp.engine.presets import SDAR_8B
@@ -57,6 +66,60 @@ def timed(device: torch.device, work: Callable[[], Any]) -> tuple[float, Any]:
     return (time.perf_counter() - started) * 1000, out
 
 
+def whole_batches(model: LoadedModel, requests: list[FillRequest], arrivals: list[float]) -> list[float]:
+    """Each fill's answer time (s from the start): a batch of the fills that arrived runs whole; those that arrive
+    meanwhile wait for it."""
+    started, done, answered = time.perf_counter(), 0, [0.0] * len(requests)
+    while done < len(requests):
+        now = time.perf_counter() - started
+        if arrivals[done] > now:
+            time.sleep(arrivals[done] - now)
+            now = arrivals[done]
+        group = [i for i in range(done, len(requests)) if arrivals[i] <= now]
+        fill_batch(model, [requests[i] for i in group])
+        if model.device.type == "cuda":
+            torch.cuda.synchronize()
+        for i in group:
+            answered[i] = time.perf_counter() - started
+        done += len(group)
+    return answered
+
+
+def joined(model: LoadedModel, requests: list[FillRequest], arrivals: list[float]) -> list[float]:
+    """Each fill's answer time (s from the start): fills join the running batch at the next block."""
+    scheduler = BlockScheduler(model, batch_key(model, requests[0]))
+    started, admitted, answered = time.perf_counter(), 0, [0.0] * len(requests)
+    index: dict[int, int] = {}
+    while admitted < len(requests) or scheduler.busy:
+        now = time.perf_counter() - started
+        if not scheduler.busy and arrivals[admitted] > now:
+            time.sleep(arrivals[admitted] - now)
+            now = arrivals[admitted]
+        while admitted < len(requests) and arrivals[admitted] <= now and scheduler.fits(requests[admitted]):
+            index[id(scheduler.admit(requests[admitted]))] = admitted
+            admitted += 1
+        for left in scheduler.step():
+            answered[index[id(left)]] = time.perf_counter() - started
+    return answered
+
+
+def staggered(model: LoadedModel, requests: list[FillRequest], gaps: list[float]) -> None:
+    print("\n| arrivals ms apart | fills | whole batches: latency p50 / p95 ms | last answered s "
+          "| joined between blocks: latency p50 / p95 ms | last answered s | p50 ratio |")
+    print("|---|---|---|---|---|---|---|")
+    for gap in gaps:
+        arrivals = [i * gap / 1000 for i in range(len(requests))]
+        rows = []
+        for policy in (whole_batches, joined):
+            answered = policy(model, requests, arrivals)
+            waits = sorted((a - t) * 1000 for a, t in zip(answered, arrivals, strict=True))
+            rows.append((statistics.median(waits), waits[min(len(waits) - 1, int(0.95 * len(waits)))],
+                         max(answered)))
+        (w50, w95, wlast), (j50, j95, jlast) = rows
+        print(f"| {gap:g} | {len(requests)} | {w50:.0f} / {w95:.0f} | {wlast:.2f} | {j50:.0f} / {j95:.0f} "
+              f"| {jlast:.2f} | {w50 / j50:.2f}x |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shape", choices=sorted(SHAPES), default="sdar-8b")
@@ -64,6 +127,8 @@ def main() -> None:
     parser.add_argument("--holes", type=int, default=32)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1, 2, 4, 8, 16])
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--gaps", type=float, nargs="*", default=[], metavar="MS",
+                        help="also: fills arriving MS apart, whole batches against joining between blocks")
     args = parser.parse_args()
     device = torch.device(args.device)
     model = model_of(args.shape, device)
@@ -103,6 +168,8 @@ def main() -> None:
               f"| {statistics.median(batch_ms):.1f} / {statistics.mean(batch_ms):.1f} | {ratio:.2f}x "
               f"| {statistics.mean(calls_alone):.1f} / {statistics.mean(calls_batch) / k:.1f} | {same}/{total} |",
               flush=True)
+    if args.gaps:
+        staggered(model, requests, args.gaps)
 
 
 if __name__ == "__main__":

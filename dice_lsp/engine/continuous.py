@@ -23,9 +23,9 @@ position of their offset, whatever their prefixes. A solo fill places its region
 so a lone stream is its solo fill exactly, in any dtype (the editor's fills are lone streams); streams that
 share a step differ from their solo fills only by the rounding of padded calls, and sample the same tokens
 with greedy and seeded sampling in fp32 (each stream samples from its own generator, with the shape its solo
-fill has). Only the embedded transformer takes a start position below zero; other models, and block-diffusion
-checkpoints (their batches pad prompts by whole blocks: `sampling.generate_blocks_batch`), batch whole
-(`supports`).
+fill has). Only the embedded transformer takes a start position below zero; other models batch whole
+(`supports`), except block-diffusion checkpoints, whose fills join between blocks (`block_scheduler`: prompts
+padded by whole blocks).
 """
 
 from __future__ import annotations

@@ -33,6 +33,7 @@ from dice_lsp.engine.window_graph import window_logits
 from dice_lsp.errors import Cancelled, DiceError
 
 BlockStep = Literal["auto", "dynamic", "static", "graph"]
+Rows = slice | Tensor  # rows of a block batch: a slice where contiguous (indexing then sends nothing), else indices
 
 
 class Denoiser:
@@ -269,7 +270,7 @@ class _RecomputedBlocks:
     def logits_of(self, lo: int, hi: int) -> Callable[[Tensor], Tensor]:
         return partial(_window_logits, self.lm, lo, hi, self.valid)
 
-    def hold(self, rows: Tensor, keys: KVCache, upto: int) -> None:
+    def hold(self, rows: Rows, keys: KVCache, upto: int) -> None:
         """Nothing to hold: every step recomputes every key."""
 
 
@@ -298,7 +299,7 @@ class _CachedBlocks:
         self.cached = lo
         return out
 
-    def hold(self, rows: Tensor, keys: KVCache, upto: int) -> None:
+    def hold(self, rows: Rows, keys: KVCache, upto: int) -> None:
         """Put `keys` (one row's, of columns 0..upto) in the cache's `rows`, which hold columns 0..upto (an empty
         cache: made so, the other rows' keys zeros)."""
         assert self.cached in (0, upto), (self.cached, upto)
@@ -309,8 +310,8 @@ class _CachedBlocks:
                 self.cache.values[layer] = v.new_zeros((self.rows, *v.shape[1:]))
             mine_k, mine_v = self.cache.keys[layer], self.cache.values[layer]
             assert mine_k is not None and mine_v is not None
-            mine_k[rows] = k.expand(len(rows), -1, -1, -1)
-            mine_v[rows] = v.expand(len(rows), -1, -1, -1)
+            mine_k[rows] = k
+            mine_v[rows] = v
         self.cached = upto
 
 
@@ -336,13 +337,13 @@ class _StaticBlocks:
             return self.stepper.first(self.lm, ids, hi)
         return self.stepper.step(self.lm, ids, lo)
 
-    def hold(self, rows: Tensor, keys: KVCache, upto: int) -> None:
+    def hold(self, rows: Rows, keys: KVCache, upto: int) -> None:
         """Put `keys` (one row's, of columns 0..upto) in the static cache's `rows`."""
         cache = self.stepper.cache
         for layer, (k, v) in enumerate(zip(keys.keys, keys.values, strict=True)):
             assert k is not None and v is not None
-            cache.keys[layer, rows, :, :upto] = k.expand(len(rows), -1, -1, -1)
-            cache.values[layer, rows, :, :upto] = v.expand(len(rows), -1, -1, -1)
+            cache.keys[layer, rows, :, :upto] = k
+            cache.values[layer, rows, :, :upto] = v
         self.fresh = False  # the next call is a window step: no first call over every row
 
 
@@ -432,7 +433,7 @@ def block_layout(prompts: list[list[int]], regions: list[int], size: int) -> tup
 class BlockRows:
     """One request's rows in a `BlockBatch`: where they sit, and its generated ids once it is done."""
 
-    rows: Tensor  # its row indices (on the device)
+    rows: Rows  # its rows: a slice where they are contiguous (a view: no index sent to the device), else indices
     indices: list[int]  # the same, on the host (read between blocks without waiting for the device)
     pad: int  # columns of padding before its prompt (whole blocks)
     start: int  # its first generated column
@@ -522,7 +523,8 @@ class BlockBatch:
             host[:, start:start + initial.shape[1]] = initial.cpu()
         taken, self.free = self.free[:count], self.free[count:]
         device = self.x.device
-        rows = torch.tensor(taken, device=device)
+        contiguous = taken == list(range(taken[0], taken[0] + count))
+        rows: Rows = slice(taken[0], taken[0] + count) if contiguous else torch.tensor(taken, device=device)
         self.x[rows] = host.to(device)
         self.new[rows] = torch.arange(self.length, device=device)[None, :] >= start
         self.stopped[rows] = False
@@ -537,13 +539,14 @@ class BlockBatch:
                 self.planned[row] = blocks
         held = self.column - size
         if (self.started or self.prefill) and held > pad:  # its prompt's blocks before the one the next call runs
-            self._prefill(rows, host[:1, :held].to(device), None if valid is None else valid[rows[:1], :held])
+            first_row = slice(taken[0], taken[0] + 1)
+            self._prefill(rows, host[:1, :held].to(device), None if valid is None else valid[first_row, :held])
         request = BlockRows(rows, taken, pad, start, end, region, initial is not None, self.denoiser.model_calls,
                             cancel)
         self.requests.append(request)
         return request
 
-    def _prefill(self, rows: Tensor, ids: Tensor, valid: Tensor | None) -> None:
+    def _prefill(self, rows: Rows, ids: Tensor, valid: Tensor | None) -> None:
         """Keys of a joining request's columns 0..n (one row: its padding and prompt blocks) into its `rows`."""
         keys, held = self.lm.new_cache(), ids.shape[1]
         self.lm(ids, 0, keys, keep=held, only=slice(held - 1, held), valid_keys=valid)
@@ -573,9 +576,9 @@ class BlockBatch:
         for request in list(self.requests):
             if hi >= request.end or (not request.draft and all(stopped[row] for row in request.indices)):
                 stop = request.start + request.region if request.draft else hi
-                request.ids = self.x[request.rows, request.start:stop]
+                request.ids = self.x[request.rows, request.start:stop].clone()  # its rows are reused
                 logp = self.denoiser.logp
-                request.logp = None if logp is None else logp[request.rows, request.start:stop]
+                request.logp = None if logp is None else logp[request.rows, request.start:stop].clone()
                 self._release(request)
                 left.append(request)
         return left

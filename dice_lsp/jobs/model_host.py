@@ -14,9 +14,10 @@ at the next step, the others' tokens untouched. Before, a batch ran whole and a 
 late waited for all of it, so editors answered together came back together: with 8 editors batching was
 only at par with none (1.0x, 0.87x without a wait for fills being prepared). That wait (up to 50 ms while
 a request announced a fill it was preparing) is gone: a late fill now costs one step's delay, not a
-batch's. Fills the scheduler cannot run batch the queued fills whole (`fill_batch`): a block-diffusion
-checkpoint's (SDAR/DICE: prompts padded by whole blocks, `sampling.generate_blocks_batch`) and those of models
-other than the embedded transformer; a host of one row runs every fill alone (`fill`).
+batch's. A block-diffusion checkpoint's fills (SDAR/DICE) are scheduled the same way a block at a time
+(`engine.block_scheduler`: joiners placed at the batch's current block, prompts padded by whole blocks), and
+a queued fill that does not fit the running batch's shape (`fits`) waits at the head of the queue. Fills of
+other models batch the queued fills whole (`fill_batch`); a host of one row runs every fill alone (`fill`).
 """
 
 from __future__ import annotations

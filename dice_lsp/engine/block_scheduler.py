@@ -35,7 +35,7 @@ from dice_lsp.engine.sampling import BlockBatch, BlockRows, BlockStep, Denoiser,
 from dice_lsp.engine.transformer import Transformer
 from dice_lsp.errors import DiceError
 
-JOIN_ROWS = 8  # rows a batch is made with, for fills to join (at most the host's rows); see the module's docstring
+JOIN_ROWS = 16  # rows a batch is made with, for fills to join (at most the host's rows); see the module's docstring
 
 
 def supports(model: LoadedModel, request: FillRequest) -> bool:

@@ -270,7 +270,7 @@ class _RecomputedBlocks:
     def logits_of(self, lo: int, hi: int) -> Callable[[Tensor], Tensor]:
         return partial(_window_logits, self.lm, lo, hi, self.valid)
 
-    def hold(self, rows: Rows, keys: KVCache, upto: int) -> None:
+    def prefill(self, rows: Tensor, owners: Tensor, ids: Tensor, valid: Tensor | None) -> None:
         """Nothing to hold: every step recomputes every key."""
 
 
@@ -299,10 +299,12 @@ class _CachedBlocks:
         self.cached = lo
         return out
 
-    def hold(self, rows: Rows, keys: KVCache, upto: int) -> None:
-        """Put `keys` (one row's, of columns 0..upto) in the cache's `rows`, which hold columns 0..upto (an empty
-        cache: made so, the other rows' keys zeros)."""
+    def prefill(self, rows: Tensor, owners: Tensor, ids: Tensor, valid: Tensor | None) -> None:
+        """Keys of `ids` ([prompts, upto]: columns 0..upto) into the cache's `rows`, row i taking prompt `owners[i]`'s;
+        the cache holds columns 0..upto (an empty one is made so, its other rows' keys zeros)."""
+        keys, upto = self.lm.new_cache(), ids.shape[1]
         assert self.cached in (0, upto), (self.cached, upto)
+        self.lm(ids, 0, keys, keep=upto, only=slice(upto - 1, upto), valid_keys=valid)
         for layer, (k, v) in enumerate(zip(keys.keys, keys.values, strict=True)):
             assert k is not None and v is not None
             if self.cache.keys[layer] is None:
@@ -310,8 +312,8 @@ class _CachedBlocks:
                 self.cache.values[layer] = v.new_zeros((self.rows, *v.shape[1:]))
             mine_k, mine_v = self.cache.keys[layer], self.cache.values[layer]
             assert mine_k is not None and mine_v is not None
-            mine_k[rows] = k
-            mine_v[rows] = v
+            mine_k[rows] = k[owners]
+            mine_v[rows] = v[owners]
         self.cached = upto
 
 
@@ -337,13 +339,17 @@ class _StaticBlocks:
             return self.stepper.first(self.lm, ids, hi)
         return self.stepper.step(self.lm, ids, lo)
 
-    def hold(self, rows: Rows, keys: KVCache, upto: int) -> None:
-        """Put `keys` (one row's, of columns 0..upto) in the static cache's `rows`."""
-        cache = self.stepper.cache
-        for layer, (k, v) in enumerate(zip(keys.keys, keys.values, strict=True)):
-            assert k is not None and v is not None
-            cache.keys[layer, rows, :, :upto] = k
-            cache.values[layer, rows, :, :upto] = v
+    def prefill(self, rows: Tensor, owners: Tensor, ids: Tensor, valid: Tensor | None) -> None:
+        """Keys of `ids` ([prompts, upto]: columns 0..upto) into the static cache's `rows`, row i taking prompt
+        `owners[i]`'s: one uncaptured static call of the prompts alone, into a cache of their own."""
+        upto, cache = ids.shape[1], self.stepper.cache
+        own = self.lm.new_static_cache(ids.shape[0], upto)
+        if valid is not None:
+            own.padded()
+            own.valid.copy_(valid)  # type: ignore[union-attr]
+        self.lm.static_forward(ids, torch.arange(upto, device=ids.device), own, slice(upto - 1, upto))
+        cache.keys[:, rows, :, :upto] = own.keys[:, owners]
+        cache.values[:, rows, :, :upto] = own.values[:, owners]
         self.fresh = False  # the next call is a window step: no first call over every row
 
 
@@ -481,6 +487,7 @@ class BlockBatch:
         self.column: int | None = None  # the block the next call decodes (set by the first request placed)
         self.started = False  # whether a block has run (joiners' prompt keys are then computed apart)
         self.prefill = prefill  # every request's prompt keys computed apart, the first too (no first call)
+        self._joining: list[tuple[list[int], Tensor, int]] = []  # placed, prompt keys to compute: rows, ids, pad
         self.planned: list[list[int]] | None = None  # per row, masks per block: the static paths' calls, planned
         if path in ("static", "graph") and denoiser.cfg.strategy == "low_confidence":
             self.planned = [[0] * (length // self.size) for _ in range(capacity)]
@@ -539,18 +546,28 @@ class BlockBatch:
                 self.planned[row] = blocks
         held = self.column - size
         if (self.started or self.prefill) and held > pad:  # its prompt's blocks before the one the next call runs
-            first_row = slice(taken[0], taken[0] + 1)
-            self._prefill(rows, host[:1, :held].to(device), None if valid is None else valid[first_row, :held])
+            self._joining.append((taken, host[0, :held], pad))
         request = BlockRows(rows, taken, pad, start, end, region, initial is not None, self.denoiser.model_calls,
                             cancel)
         self.requests.append(request)
         return request
 
-    def _prefill(self, rows: Rows, ids: Tensor, valid: Tensor | None) -> None:
-        """Keys of a joining request's columns 0..n (one row: its padding and prompt blocks) into its `rows`."""
-        keys, held = self.lm.new_cache(), ids.shape[1]
-        self.lm(ids, 0, keys, keep=held, only=slice(held - 1, held), valid_keys=valid)
-        self.keys.hold(rows, keys, held)
+    def _prefill(self) -> None:
+        """The prompt keys of the requests placed since the last block (those whose prompt has blocks before the
+        one the next call runs with them), in one call for all of them: each prompt once (one row: its padding
+        and prompt blocks, padding masked), its keys put in each of its rows."""
+        joining, self._joining = self._joining, []
+        if not joining:
+            return
+        device = self.x.device
+        ids = torch.stack([row for _, row, _ in joining]).to(device)
+        valid = None
+        if any(pad for _, _, pad in joining):
+            columns = torch.arange(ids.shape[1])[None, :]
+            valid = (columns >= torch.tensor([pad for _, _, pad in joining])[:, None]).to(device)
+        rows = torch.tensor([row for taken, _, _ in joining for row in taken], device=device)
+        owners = torch.tensor([i for i, (taken, _, _) in enumerate(joining) for _ in taken], device=device)
+        self.keys.prefill(rows, owners, ids, valid)
 
     @torch.inference_mode()
     def run_block(self) -> list[BlockRows]:
@@ -561,6 +578,7 @@ class BlockBatch:
             self._release(request)
         if self.column is None or not self.requests:
             return left
+        self._prefill()
         lo = self.column
         hi = lo + self.size
         calls = None if self.planned is None else planned_calls([row[lo // self.size] for row in self.planned],

@@ -161,3 +161,21 @@ def test_the_model_host_lets_a_block_fill_queued_mid_batch_join_it(sdar_dir: Pat
         assert host.step_rows > host.fill_steps  # some calls carried both fills' rows
     finally:
         assert host.close(30)
+
+
+@pytest.mark.parametrize("extend", [False, True])
+def test_a_fill_that_would_outlast_the_running_batch_joins_only_where_asked(sdar: LoadedModel, extend: bool) -> None:
+    """By default a fill joins only where it ends within the running batch's span (joiners never make a batch run
+    longer: a longer fill waits and starts the next batch with the others waiting); `extend` lets it join anyway."""
+    short, longer, shorter = _request(0, 8), _request(9, 24), _request(5, 4)
+    scheduler = BlockScheduler(sdar, batch_key(sdar, short), capacity=4, extend=extend)
+    first = scheduler.admit(short)
+    scheduler.step()
+    assert scheduler.fits(shorter)  # ends within the batch's span
+    assert scheduler.fits(longer) is extend
+    waited = scheduler.admit(longer) if extend else None
+    while scheduler.busy:
+        scheduler.step()
+    _same(first.result, fill(sdar, short))
+    if waited is not None:
+        _same(waited.result, fill(sdar, longer))

@@ -62,11 +62,13 @@ class BlockScheduler:
     `fits`: whether a queued fill can join now (the model host leaves one that cannot at the head of its queue).
     """
 
-    def __init__(self, model: LoadedModel, key: object, capacity: int = JOIN_ROWS, step: BlockStep = "auto") -> None:
+    def __init__(self, model: LoadedModel, key: object, capacity: int = JOIN_ROWS, step: BlockStep = "auto",
+                 extend: bool = False) -> None:
         if not isinstance(model.lm, Transformer) or model.attention != "block":
             raise DiceError(f"{model.name}: only the native block-diffusion transformer joins fills between blocks")
         self.model, self.lm, self.key, self.capacity = model, model.lm, key, capacity
         self.path = _block_path(model.lm, step, model.device)  # the static step and its graph on CUDA
+        self.extend = extend  # whether a fill may join when it would end after every fill of the running batch
         self.size = model.lm.config.block_size
         self.batch: BlockBatch | None = None
         self.waiting: list[BlockFill] = []  # admitted before a batch runs: laid out together when it starts
@@ -97,7 +99,7 @@ class BlockScheduler:
             return True
         self._prompts[id(request)] = (request, prompt)
         if self.batch is not None:
-            return self.batch.fits(len(prompt.ids), request.candidates, prompt.region)
+            return self.batch.fits(len(prompt.ids), request.candidates, prompt.region, within=not self.extend)
         if not self.waiting:
             return True
         return self._length([*(fill.prompt for fill in self.waiting), prompt]) <= self.model.window
@@ -157,7 +159,7 @@ class BlockScheduler:
         if batch is None:
             return []
         for fill in list(self.waiting):  # left out of the batch's start by the window: join where they fit now
-            if batch.fits(len(fill.prompt.ids), fill.request.candidates, fill.prompt.region):
+            if batch.fits(len(fill.prompt.ids), fill.request.candidates, fill.prompt.region, within=not self.extend):
                 self.waiting.remove(fill)
                 self._place(fill)
         calls, rows = batch.denoiser.model_calls, sum(fill.request.candidates for fill in self.fills)

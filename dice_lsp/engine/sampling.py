@@ -498,9 +498,14 @@ class BlockBatch:
     def busy(self) -> bool:
         return bool(self.requests)
 
-    def fits(self, prompt: int, rows: int, region: int) -> bool:
-        """Whether a request of `prompt` tokens, `rows` rows and `region` new tokens can join now."""
-        return self._pad(prompt, rows, region) is not None
+    def fits(self, prompt: int, rows: int, region: int, within: bool = False) -> bool:
+        """Whether a request of `prompt` tokens, `rows` rows and `region` new tokens can join now; `within`: and
+        end no later than the requests already here (it does not make the batch run longer)."""
+        pad = self._pad(prompt, rows, region)
+        if pad is None:
+            return False
+        end = pad + -(-(prompt + region) // self.size) * self.size
+        return not within or not self.requests or end <= max(request.end for request in self.requests)
 
     def _pad(self, prompt: int, rows: int, region: int, pad: int | None = None) -> int | None:
         """The padding a request gets here (given: checked), or None where it does not fit."""

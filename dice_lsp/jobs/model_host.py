@@ -291,6 +291,6 @@ def _scheduler(model: LoadedModel, key: object, max_rows: int) -> FillScheduler 
     from dice_lsp.engine.block_scheduler import JOIN_ROWS, BlockScheduler
     from dice_lsp.engine.continuous import FillScheduler
 
-    if model.attention == "block":
-        return BlockScheduler(model, key, min(max_rows, JOIN_ROWS))
+    if model.attention == "block":  # spare rows for joiners where they are nearly free (a GPU's weight-bound step)
+        return BlockScheduler(model, key, min(max_rows, JOIN_ROWS) if model.device.type == "cuda" else 1)
     return FillScheduler(model, key)

@@ -179,3 +179,19 @@ def test_a_fill_that_would_outlast_the_running_batch_joins_only_where_asked(sdar
     _same(first.result, fill(sdar, short))
     if waited is not None:
         _same(waited.result, fill(sdar, longer))
+
+
+def test_fills_admitted_together_beyond_the_free_rows_wait_for_rows_instead_of_failing(sdar: LoadedModel) -> None:
+    """The host asks `fits` of each queued fill, then admits them together: each fits the free rows alone, not both
+    (a 16-editor load on the team server found it); the second waits and joins when rows are free."""
+    first, second, third = _request(0, 24), _request(9, 12), _request(5, 8)
+    scheduler = BlockScheduler(sdar, batch_key(sdar, first), capacity=2)
+    fills = [scheduler.admit(first)]
+    scheduler.step()
+    assert scheduler.fits(second) and scheduler.fits(third)  # one free row: each alone fits
+    fills += [scheduler.admit(second), scheduler.admit(third)]
+    assert [fill_.rows is not None for fill_ in fills] == [True, True, False]  # the third waits for a row
+    while scheduler.busy:
+        scheduler.step()
+    for fill_, request in zip(fills, [first, second, third], strict=True):
+        _same(fill_.result, fill(sdar, request))

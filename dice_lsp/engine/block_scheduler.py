@@ -85,6 +85,9 @@ class BlockScheduler:
         """Whether a `step` has anything to do or to hand back."""
         return bool(self.waiting or self.fills)
 
+    def _waiting_rows(self) -> int:
+        return sum(fill.request.candidates for fill in self.waiting)
+
     def _prepare(self, request: FillRequest) -> BlockPrompt:
         known = self._prompts.pop(id(request), None)
         if known is not None and known[0] is request:
@@ -99,7 +102,8 @@ class BlockScheduler:
             return True
         self._prompts[id(request)] = (request, prompt)
         if self.batch is not None:
-            return self.batch.fits(len(prompt.ids), request.candidates, prompt.region, within=not self.extend)
+            return self.batch.fits(len(prompt.ids), request.candidates + self._waiting_rows(), prompt.region,
+                                   within=not self.extend)
         if not self.waiting:
             return True
         return self._length([*(fill.prompt for fill in self.waiting), prompt]) <= self.model.window
@@ -112,13 +116,18 @@ class BlockScheduler:
             raise DiceError("only fills of the scheduler's batch key join its batch")
         prompt = self._prepare(request)
         fill = BlockFill(request, prompt, cancel)
-        if self.batch is None:
-            if self._length([prompt]) > self.model.window:
-                raise DiceError(f"prompt and region ({self._length([prompt])} tokens) exceed the model window")
+        if self._length([prompt]) > self.model.window:
+            raise DiceError(f"prompt and region ({self._length([prompt])} tokens) exceed the model window")
+        if self.batch is not None and self._joins(fill):
+            self._place(fill)
+        else:  # the next batch's, or this one's where it fits later (fills admitted together share its free rows)
             self.waiting.append(fill)
-            return fill
-        self._place(fill)
         return fill
+
+    def _joins(self, fill: BlockFill) -> bool:
+        assert self.batch is not None
+        return self.batch.fits(len(fill.prompt.ids), fill.request.candidates, fill.prompt.region,
+                               within=not self.extend)
 
     def _length(self, prompts: list[BlockPrompt]) -> int:
         """Columns of a batch that starts with `prompts`: their padded layout and room for one more region."""
@@ -158,8 +167,8 @@ class BlockScheduler:
         batch = self.batch
         if batch is None:
             return []
-        for fill in list(self.waiting):  # left out of the batch's start by the window: join where they fit now
-            if batch.fits(len(fill.prompt.ids), fill.request.candidates, fill.prompt.region, within=not self.extend):
+        for fill in list(self.waiting):  # fills that did not fit when admitted: join where they fit now
+            if self._joins(fill):
                 self.waiting.remove(fill)
                 self._place(fill)
         calls, rows = batch.denoiser.model_calls, sum(fill.request.candidates for fill in self.fills)

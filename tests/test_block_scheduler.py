@@ -6,6 +6,7 @@ left — on a tiny random SDAR checkpoint in fp32 on the CPU, through the dynami
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import Future
 from pathlib import Path
 
@@ -143,22 +144,34 @@ def test_drafts_join_a_running_batch_of_drafts_with_their_solo_texts(sdar: Loade
 
 
 def test_the_model_host_lets_a_block_fill_queued_mid_batch_join_it(sdar_dir: Path, sdar: LoadedModel) -> None:
+    """A lone editor's fills run in batches of their own rows; once the server has seen several fills at once, its
+    next batches keep spare rows, and a fill queued while one runs joins it (fewer calls than the two one after the
+    other; calls carrying both fills' rows) with its solo texts."""
     first, late = _request(0, 24), _request(9, 12, 2)
     alone = [fill(sdar, first), fill(sdar, late)]
     host = ModelHost(lambda status: None, max_batch_rows=8)
     host.load(Settings(model=str(sdar_dir), device="cpu", dtype="float32")).result()
-    joined: list[Future[FillResult]] = []
-
-    def at(check: int) -> None:
-        if check == 2:  # before the first fill's second block: the late one is queued now and joins for its third
-            joined.append(host.fill(late, Ticket()))
-
     try:
+        gate = threading.Event()
+        host.submit(lambda model: gate.wait(30))  # three fills queue behind it and start as one batch
+        busy = [host.fill(_request(cut, 8), Ticket()) for cut in (3, 5, 7)]
+        gate.set()
+        assert all(future.result().texts for future in busy)
+        joined: list[Future[FillResult]] = []
+
+        def at(check: int) -> None:
+            if check == 2:  # the first fill's second block is next: the late one is queued now and joins for its third
+                joined.append(host.fill(late, Ticket()))
+
+        before = (host.fills, host.fill_batches, host.fill_steps, host.step_rows)
         started = host.fill(first, Hook(at))
         _same(started.result(), alone[0])
         _same(joined[0].result(), alone[1])
-        assert (host.fills, host.fill_batches) == (2, 1)  # one batch: the late fill joined it
-        assert host.step_rows > host.fill_steps  # some calls carried both fills' rows
+        fills, batches, steps, rows = (a - b for a, b in zip(
+            (host.fills, host.fill_batches, host.fill_steps, host.step_rows), before, strict=True))
+        assert (fills, batches) == (2, 1)
+        assert steps < alone[0].model_calls + alone[1].model_calls  # it ran beside the first, not after it
+        assert rows > steps  # some calls carried both fills' rows
     finally:
         assert host.close(30)
 

@@ -5,18 +5,22 @@ between blocks and leave when done.
 arrives one step later would wait for the whole batch — for a 128-token region that is ~32 blocks. Here the
 batch is a `sampling.BlockBatch` that outlives its first requests: after every block (a few denoising steps)
 the model host admits the queued fills of the same `batch_key` that fit (`fits`), each placed with its first
-decoded block at the batch's current column (left-padded by whole blocks; its prompt's earlier blocks
-computed by one call of its own), and a fill is answered at the block that finishes it. So a fill waits at
-most one block, not a batch.
+decoded block at the batch's current column (left-padded by whole blocks; the prompts' earlier blocks computed
+by one call for the fills placed at that boundary), and a fill is answered at the block that finishes it. So a
+fill that joins waits at most one block, not a batch.
 
 A joining fill's tokens are its solo fill's up to float rounding (its padding is never attended, rotary
-attention sees only position differences, its prompt's keys come from a call of its own): the same tokens in
+attention sees only position differences, its prompt's keys come from a call apart): the same tokens in
 fp32 with greedy decoding (tests/test_block_scheduler.py); sampled rows draw from the batch's one generator,
 as in `fill_batch`. The batch has a fixed number of rows and columns (the static step's cache and CUDA graph
-are made for that shape): `capacity` rows (`JOIN_ROWS`, or the first fills' rows rounded up to a power of
-two), spare rows nearly free where a step reads the model's weights whatever its rows (a large model on a
-GPU): a spare row costs its 2 blocks of a step, never a prompt (every fill's prompt keys are computed by a
-call of its own, `BlockBatch`'s prefill); its columns leave room for one more region after the first fills'.
+are made for that shape): the first fills' rows or `capacity` (the model host: as many as its last block run
+held at once, up to `JOIN_ROWS`), rounded up to a power of two; a spare row costs its 2 blocks of a step, never a
+prompt (the prompts of the fills placed at one boundary are computed by one call of their own, `BlockBatch`'s
+prefill), nearly free where a step reads the model's weights whatever its rows (a large model on a GPU). Its
+columns leave room for one more region after the first fills'. By default a fill joins only where it ends within
+the running batch's span (`extend`: wherever it fits): a batch decodes every row's block at one column, so each
+block runs until its slowest row is done, and joiners that outlast the batch kept it alive with ever more rows
+at different phases (on an H100 up to 2x slower than whole batches; docs/PERFORMANCE.md).
 A fill that does not fit (no free rows, a prompt longer than the current column, an end past the last
 column) waits for the batch to drain; the next batch starts afresh at column zero.
 """
@@ -74,6 +78,7 @@ class BlockScheduler:
         self.waiting: list[BlockFill] = []  # admitted before a batch runs: laid out together when it starts
         self.fills: list[BlockFill] = []  # placed in the running batch
         self.calls = self.row_steps = 0  # model calls made, and the rows they carried (rows per call: the gain)
+        self.peak_rows = 0  # the most rows placed and waiting at once
         self._prompts: dict[int, tuple[FillRequest, BlockPrompt]] = {}  # prepared by `fits`, by id(request)
 
     @property
@@ -122,6 +127,7 @@ class BlockScheduler:
             self._place(fill)
         else:  # the next batch's, or this one's where it fits later (fills admitted together share its free rows)
             self.waiting.append(fill)
+        self.peak_rows = max(self.peak_rows, self.rows)
         return fill
 
     def _joins(self, fill: BlockFill) -> bool:

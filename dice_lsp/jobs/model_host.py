@@ -85,6 +85,7 @@ class ModelHost:
         self.status = ModelStatus("idle")
         self.fills = self.fill_batches = 0  # fills taken, and the batches (scheduler runs) they took part in
         self.fill_steps = self.step_rows = 0  # batched fills' model calls, and the rows they carried
+        self._block_peak = 1  # the most rows the last block-diffusion run held at once (its successor's spare rows)
         self._thread = threading.Thread(target=self._serve, name="dice-model", daemon=True)
         self._thread.start()
 
@@ -199,7 +200,7 @@ class ModelHost:
 
     def _run_stepwise(self, model: LoadedModel, jobs: list[_Job]) -> None:
         """Run fills step by step until none is left, admitting the queued fills of their key between steps."""
-        scheduler = _scheduler(model, jobs[0].key, self._max_rows)
+        scheduler = _scheduler(model, jobs[0].key, self._max_rows, self._block_peak)
         self.fill_batches += 1
         owners: dict[Stream | BlockFill, _Job] = {}
         while True:
@@ -211,6 +212,7 @@ class ModelHost:
                 except DiceError as exc:
                     job.future.set_exception(exc)
             if not scheduler.busy:
+                self._block_peak = getattr(scheduler, "peak_rows", self._block_peak)
                 return
             calls, rows = scheduler.calls, scheduler.row_steps
             try:
@@ -285,12 +287,14 @@ def _supports(model: LoadedModel, request: FillRequest) -> bool:
     return continuous.supports(model, request) or block_scheduler.supports(model, request)
 
 
-def _scheduler(model: LoadedModel, key: object, max_rows: int) -> FillScheduler | BlockScheduler:
+def _scheduler(model: LoadedModel, key: object, max_rows: int, peak: int) -> FillScheduler | BlockScheduler:
     """In-place fills join between denoising steps (`continuous`), block-diffusion fills between blocks
-    (`block_scheduler`)."""
+    (`block_scheduler`). A block batch gets spare rows for joiners as many as the last block run held at once
+    (`peak`, up to `JOIN_ROWS`): a lone editor's fills run in a batch of their own rows (a 16-row step cost a lone
+    fill ~20% on the H100), a busy server's have room to join."""
     from dice_lsp.engine.block_scheduler import JOIN_ROWS, BlockScheduler
     from dice_lsp.engine.continuous import FillScheduler
 
-    if model.attention == "block":  # spare rows for joiners where they are nearly free (a GPU's weight-bound step)
-        return BlockScheduler(model, key, min(max_rows, JOIN_ROWS) if model.device.type == "cuda" else 1)
+    if model.attention == "block":
+        return BlockScheduler(model, key, min(max_rows, JOIN_ROWS, peak))
     return FillScheduler(model, key)

@@ -461,8 +461,9 @@ class BlockBatch:
     with their first decoded block (the one their prompt's tail shares) at the column where they join: a
     request that joins later is left-padded by more whole blocks (`block_layout` places the first ones). Padding
     is never attended by real tokens; a joining request's prompt blocks before the block the next call runs
-    with it are computed once (one call of its own, over padding and prompt) and put in the batch's cache rows
-    (`hold`); the block before the current one rides along with the next call, as for every row. A request is
+    with it are computed apart (one call for the requests placed at that boundary, over padding and prompt; with
+    `prefill`, the first requests' too) and put in the batch's cache rows (`_prefill`); the block before the
+    current one rides along with the next call, as for every row. A request is
     done at the first block where all its rows have produced a stop token (or at its region's end; drafts:
     every block to their region's end), and its rows are free for the next request. A batch has `capacity`
     rows and `length` columns, fixed when it is made (the static step's cache and graph are that shape);

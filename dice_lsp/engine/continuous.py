@@ -133,6 +133,10 @@ class FillScheduler:
         """Whether a `step` has anything to do or to hand back."""
         return bool(self.streams or self._left)
 
+    def fits(self, request: FillRequest) -> bool:
+        """Whether `request` can join now: always (streams need no shared layout; the host counts the rows)."""
+        return True
+
     def admit(self, request: FillRequest, cancel: CancelCheck | None = None,
               progress: StepProgress | None = None) -> Stream:
         """Add `request` as a stream; it takes its first step with the next `step`."""

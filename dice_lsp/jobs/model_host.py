@@ -232,8 +232,7 @@ class ModelHost:
                 else:
                     job.future.set_result(stream.result)
             with self._lock:
-                taken = [] if self._closed else self._take_fills(scheduler.key, scheduler.rows,
-                                                                 getattr(scheduler, "fits", None))
+                taken = [] if self._closed else self._take_fills(scheduler.key, scheduler.rows, scheduler.fits)
             jobs = [job for job in taken if job.future.set_running_or_notify_cancel()]
 
     def _work(self, jobs: list[_Job]) -> list[Any]:

@@ -208,3 +208,21 @@ def test_fills_admitted_together_beyond_the_free_rows_wait_for_rows_instead_of_f
         scheduler.step()
     for fill_, request in zip(fills, [first, second, third], strict=True):
         _same(fill_.result, fill(sdar, request))
+
+
+def test_a_fill_cancelled_while_it_waits_leaves_without_being_placed(sdar: LoadedModel) -> None:
+    """An editor that types on cancels its completion: a fill waiting for the running batch to drain leaves at the
+    next block, never placed (no prompt call, no rows), and the batch's fill keeps its tokens."""
+    short, longer = _request(0, 8), _request(9, 24)
+    scheduler = BlockScheduler(sdar, batch_key(sdar, short), capacity=4)
+    first = scheduler.admit(short)
+    scheduler.step()
+    ticket = Ticket()
+    waiting = scheduler.admit(longer, ticket)  # outlasts the batch: it waits
+    assert waiting.rows is None and waiting in scheduler.waiting
+    ticket.cancel()
+    left = scheduler.step()
+    assert waiting in left and isinstance(waiting.error, Cancelled) and waiting.rows is None
+    while scheduler.busy:
+        scheduler.step()
+    _same(first.result, fill(sdar, short))

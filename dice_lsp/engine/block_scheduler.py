@@ -37,7 +37,7 @@ from dice_lsp.engine.infill import BlockPrompt, batch_key, block_prompt, block_r
 from dice_lsp.engine.model import LoadedModel
 from dice_lsp.engine.sampling import BlockBatch, BlockRows, BlockStep, Denoiser, _block_path, block_layout
 from dice_lsp.engine.transformer import Transformer
-from dice_lsp.errors import DiceError
+from dice_lsp.errors import Cancelled, DiceError
 
 JOIN_ROWS = 16  # rows a batch is made with, for fills to join (at most the host's rows); see the module's docstring
 
@@ -173,8 +173,13 @@ class BlockScheduler:
         batch = self.batch
         if batch is None:
             return []
+        left = []
         for fill in list(self.waiting):  # fills that did not fit when admitted: join where they fit now
-            if self._joins(fill):
+            if fill.cancel is not None and fill.cancel():  # cancelled while waiting: never placed
+                self.waiting.remove(fill)
+                fill.error = Cancelled("cancelled before it joined a batch")
+                left.append(fill)
+            elif self._joins(fill):
                 self.waiting.remove(fill)
                 self._place(fill)
         calls, rows = batch.denoiser.model_calls, sum(fill.request.candidates for fill in self.fills)
@@ -186,7 +191,6 @@ class BlockScheduler:
         self.calls += batch.denoiser.model_calls - calls
         self.row_steps += (batch.denoiser.model_calls - calls) * rows
         owners = {id(fill.rows): fill for fill in self.fills}
-        left = []
         for placed in done:
             fill = owners[id(placed)]
             self.fills.remove(fill)

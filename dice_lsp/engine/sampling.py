@@ -488,7 +488,7 @@ class BlockBatch:
         self.column: int | None = None  # the block the next call decodes (set by the first request placed)
         self.started = False  # whether a block has run (joiners' prompt keys are then computed apart)
         self.prefill = prefill  # every request's prompt keys computed apart, the first too (no first call)
-        self._joining: list[tuple[list[int], Tensor, int]] = []  # placed, prompt keys to compute: rows, ids, pad
+        self._joining: list[tuple[BlockRows, Tensor]] = []  # placed, prompt keys to compute: request, its ids
         self.planned: list[list[int]] | None = None  # per row, masks per block: the static paths' calls, planned
         if path in ("static", "graph") and denoiser.cfg.strategy == "low_confidence":
             self.planned = [[0] * (length // self.size) for _ in range(capacity)]
@@ -551,28 +551,29 @@ class BlockBatch:
             for row, blocks in zip(taken, counts, strict=True):
                 self.planned[row] = blocks
         held = self.column - size
-        if (self.started or self.prefill) and held > pad:  # its prompt's blocks before the one the next call runs
-            self._joining.append((taken, host[0, :held], pad))
         request = BlockRows(rows, taken, pad, start, end, region, initial is not None, self.denoiser.model_calls,
                             cancel)
         self.requests.append(request)
+        if (self.started or self.prefill) and held > pad:  # its prompt's blocks before the one the next call runs
+            self._joining.append((request, host[0, :held]))
         return request
 
     def _prefill(self) -> None:
         """The prompt keys of the requests placed since the last block (those whose prompt has blocks before the
         one the next call runs with them), in one call for all of them: each prompt once (one row: its padding
         and prompt blocks, padding masked), its keys put in each of its rows."""
-        joining, self._joining = self._joining, []
+        joining = [(request, ids) for request, ids in self._joining if request in self.requests]  # not cancelled
+        self._joining = []
         if not joining:
             return
         device = self.x.device
-        ids = torch.stack([row for _, row, _ in joining]).to(device)
+        ids = torch.stack([row for _, row in joining]).to(device)
         valid = None
-        if any(pad for _, _, pad in joining):
+        if any(request.pad for request, _ in joining):
             columns = torch.arange(ids.shape[1])[None, :]
-            valid = (columns >= torch.tensor([pad for _, _, pad in joining])[:, None]).to(device)
-        rows = torch.tensor([row for taken, _, _ in joining for row in taken], device=device)
-        owners = torch.tensor([i for i, (taken, _, _) in enumerate(joining) for _ in taken], device=device)
+            valid = (columns >= torch.tensor([request.pad for request, _ in joining])[:, None]).to(device)
+        rows = torch.tensor([row for request, _ in joining for row in request.indices], device=device)
+        owners = torch.tensor([i for i, (request, _) in enumerate(joining) for _ in request.indices], device=device)
         self.keys.prefill(rows, owners, ids, valid)
 
     @torch.inference_mode()

@@ -170,6 +170,13 @@ def fp32_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str,
         yield url, tokens
 
 
+def _clang_timed(answers: list[list[dict[str, Any]]]) -> list[list[dict[str, Any]]]:
+    """The items with clang's type verdict left out: it is given only when clang answers within its bound, which four
+    completions checked at once on two cores may pass (`types: None`); every other field must be equal."""
+    return [[{**item, "checks": {k: v for k, v in item["checks"].items() if k != "types"}} for item in items]
+            for items in answers]
+
+
 def test_concurrent_clients_share_one_denoising_batch(fp32_server: tuple[str, Path]) -> None:
     """Requests that queue while the model is busy are filled together, each as it would be alone."""
     url = fp32_server[0]
@@ -195,7 +202,7 @@ def test_concurrent_clients_share_one_denoising_batch(fp32_server: tuple[str, Pa
         return answers, before, after
 
     answers, before, after = asyncio.run(scenario())
-    assert [answer["items"] for answer in answers] == alone
+    assert _clang_timed([answer["items"] for answer in answers]) == _clang_timed(alone)
     assert after["fills"] - before["fills"] >= len(files)
     fills, batches = after["fills"] - before["fills"], after["fill_batches"] - before["fill_batches"]
     # the queued completions' fills ran as one batch; re-masking a failing fill is a batch of its own

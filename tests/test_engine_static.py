@@ -78,6 +78,25 @@ def test_static_step_stops_and_drafts_like_the_dynamic_cache(sdar: LoadedModel) 
     assert torch.equal(static, dynamic) and s_den.model_calls == d_den.model_calls > 0
 
 
+def test_a_draft_block_without_masks_leaves_the_block_before_it_written(sdar: LoadedModel) -> None:
+    """A re-masking round's draft: masks in a block, none in the next, masks after. The mask-free block needs
+    no call, so the block before it was never written with its final tokens by a window step; the next call
+    writes it (the dynamic cache and recomputation do), else its keys are those of its masked tokens."""
+    prompt = sdar.tokenizer.encode(PREFIX)
+    assert len(prompt) % 4 == 0  # the region starts a block: block 0 masked, block 1 not, block 2 masked
+    greedy = SamplerConfig(steps=2, temperature=0.0)
+    full, _ = _generate(sdar, "dynamic", 1, greedy, prompt)
+    draft = full.clone()
+    draft[0, 0:3] = sdar.special.mask_id
+    draft[0, 8:10] = sdar.special.mask_id
+    dynamic, d_den = _generate(sdar, "dynamic", 1, greedy, prompt, initial=draft)
+    static, s_den = _generate(sdar, "static", 1, greedy, prompt, initial=draft)
+    recomputed = generate_blocks(sdar.lm, prompt, 1, 24, Denoiser(greedy, sdar.special, sdar.device), set(),
+                                 use_cache=False, initial=draft)
+    assert torch.equal(dynamic, recomputed) and not (dynamic == sdar.special.mask_id).any()
+    assert torch.equal(static, dynamic) and s_den.model_calls == d_den.model_calls == 4
+
+
 def test_a_reused_stepper_gives_the_same_tokens(sdar: LoadedModel) -> None:
     """The second generation of a shape reuses the stepper: what the first left in its cache is masked."""
     greedy = SamplerConfig(steps=2, temperature=0.0)

@@ -77,13 +77,14 @@ class BlockStepper:
     def bytes(self) -> int:
         return self.cache.keys.nbytes + self.cache.values.nbytes
 
-    def first(self, lm: Transformer, x: Tensor, hi: int) -> Tensor:
-        """Logits of the block ending at `hi`, running positions 0..hi (uncaptured: its own length)."""
-        positions = torch.arange(hi, device=x.device)
-        ids, rows = x[:, :hi], x.shape[0]
+    def first(self, lm: Transformer, x: Tensor, hi: int, start: int = 0) -> Tensor:
+        """Logits of the block ending at `hi`, running positions start..hi (uncaptured: its own length): a
+        generation's first call (0..hi), or a call that also writes finished blocks no window step wrote."""
+        positions = torch.arange(start, hi, device=x.device)
+        ids, rows = x[:, start:hi], x.shape[0]
         if rows < self.cache.rows:  # spare rows (a rounded-up batch): any ids, never read
-            ids = torch.cat((ids, ids.new_zeros((self.cache.rows - rows, hi))))
-        return lm.static_forward(ids, positions, self.cache, slice(hi - self.size, hi))[:rows]
+            ids = torch.cat((ids, ids.new_zeros((self.cache.rows - rows, hi - start))))
+        return lm.static_forward(ids, positions, self.cache, slice(hi - start - self.size, hi - start))[:rows]
 
     def step(self, lm: Transformer, x: Tensor, lo: int) -> Tensor:
         """Logits of the block at `lo` (> 0), running the window lo - size..lo + size.

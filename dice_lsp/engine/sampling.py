@@ -321,22 +321,26 @@ class _StaticBlocks:
     """Logits of the block being denoised through the static window step (`block_graph.BlockStepper`).
 
     The generation's first call runs positions 0..hi uncaptured (the prompt's blocks enter the cache);
-    every later call runs the window of the block before and the block itself, replayed on CUDA.
+    every later call runs the window of the block before and the block itself, replayed on CUDA. A block
+    that needed no call (a draft's block without masks) leaves the block before it unwritten with its final
+    tokens: the next call then runs uncaptured from the first such column (as `_CachedBlocks` catches up).
     """
 
     def __init__(self, lm: Transformer, stepper: BlockStepper) -> None:
         self.lm = lm
         self.stepper = stepper
-        self.fresh = True  # nothing of this generation is in the cache yet
+        self.cached: int | None = None  # columns 0..cached hold their final keys; None: nothing of this generation
         self.valid = stepper.cache.valid  # the static mask's own [rows, max_len] (padded steppers)
 
     def logits_of(self, lo: int, hi: int) -> Callable[[Tensor], Tensor]:
         return partial(self.logits, lo, hi)
 
     def logits(self, lo: int, hi: int, ids: Tensor) -> Tensor:
-        if self.fresh or lo == 0:
-            self.fresh = False
+        cached, self.cached = self.cached, lo
+        if cached is None or lo == 0:
             return self.stepper.first(self.lm, ids, hi)
+        if cached < lo - self.stepper.size:
+            return self.stepper.first(self.lm, ids, hi, cached)
         return self.stepper.step(self.lm, ids, lo)
 
     def prefill(self, rows: Tensor, owners: Tensor, ids: Tensor, valid: Tensor | None) -> None:
@@ -350,7 +354,7 @@ class _StaticBlocks:
         self.lm.static_forward(ids, torch.arange(upto, device=ids.device), own, slice(upto - 1, upto))
         cache.keys[:, rows, :, :upto] = own.keys[:, owners]
         cache.values[:, rows, :, :upto] = own.values[:, owners]
-        self.fresh = False  # the next call is a window step: no first call over every row
+        self.cached = upto  # the next call is a window step: no first call over every row
 
 
 _BlockPath = _RecomputedBlocks | _CachedBlocks | _StaticBlocks

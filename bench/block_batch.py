@@ -9,17 +9,18 @@ embedded model's tokenizer (its FIM and mask tokens, and its 8,192-token vocabul
 instead of 1.24 GB), `--shape tiny` a two-layer stand-in for a CPU check of the
 script. The requests are the held-out holes of bench/lsp_latency.py with the editor's defaults (context,
 canvas, sampler). For each batch size k the holes are taken k at a time: `fill` of each alone (what a host of
-one row runs), then `fill_batch` of the k (what the model host runs for fills queued together:
-`sampling.generate_blocks_batch`), alternating per group so a drifting clock weighs on both. Reported per
-fill: time (ms, p50 and mean, the batch's time divided by k), model calls, and how many batched fills have
-their solo text (bf16: a padded call rounds otherwise; fp32 CPU tests assert equality). Random weights write
+one row runs), `fill_batch` of the k (`sampling.generate_blocks_batch`: every row's block at one column, left
+padding) and the k admitted together to the block scheduler (what the model host runs: `rowwise.RowwiseBatch`,
+each row at its own block), alternating per group so a drifting clock weighs on all three. Reported per fill:
+time (ms, p50 and mean, the batch's time divided by k), model calls, and how many batched fills have their solo
+text (bf16: a padded or wider call rounds otherwise; fp32 CPU tests assert equality). Random weights write
 noise, so a fill runs to its canvas's end or a random stop: the cost per denoising step is what this measures.
 
 `--gaps MS...`: fills that arrive one after another, `MS` apart (the holes in order, `--holes` of them), as
 editors' completions reach a team server: answered by whole batches (the fills that arrived while a batch ran
-wait for it, then run as the next batch: the model host before fills joined between blocks) and by the block
-scheduler (`engine.block_scheduler`: a fill joins the running batch at the next block), one after the other on
-the same model. Reported per policy: each fill's latency from its arrival to its answer (p50 / p95 ms) and the
+wait for it, then run as the next batch: the model host before fills joined running batches) and by the block
+scheduler (`engine.block_scheduler`: a fill joins the running batch at the next denoising step), one after the
+other on the same model. Reported per policy: each fill's latency from its arrival to its answer (p50 / p95 ms) and the
 time until the last is answered.
 """
 
@@ -30,14 +31,13 @@ import dataclasses
 import statistics
 import time
 from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 import torch
 from lsp_latency import fill_requests
 from static_step_replay import build
 
-from dice_lsp.engine import FillRequest, batch_key, fill, fill_batch
+from dice_lsp.engine import FillRequest, FillResult, batch_key, fill, fill_batch
 from dice_lsp.engine.block_scheduler import BlockScheduler
 from dice_lsp.engine.checkpoint import EMBEDDED_MODEL
 from dice_lsp.engine.model import LoadedModel
@@ -86,10 +86,18 @@ def whole_batches(model: LoadedModel, requests: list[FillRequest], arrivals: lis
     return answered
 
 
-def joined(model: LoadedModel, requests: list[FillRequest], arrivals: list[float], extend: bool = False) -> list[float]:
-    """Each fill's answer time (s from the start): fills join the running batch at the next block (where they end
-    within its span, or, `extend`, wherever they fit)."""
-    scheduler = BlockScheduler(model, batch_key(model, requests[0]), extend=extend)
+def scheduled(model: LoadedModel, requests: list[FillRequest]) -> list[FillResult]:
+    """The fills admitted together to the block scheduler and stepped until all have left."""
+    scheduler = BlockScheduler(model, batch_key(model, requests[0]), capacity=len(requests))
+    fills = [scheduler.admit(request) for request in requests]
+    while scheduler.busy:
+        scheduler.step()
+    return [fill_.result for fill_ in fills if fill_.result is not None]
+
+
+def joined(model: LoadedModel, requests: list[FillRequest], arrivals: list[float]) -> list[float]:
+    """Each fill's answer time (s from the start): fills join the running batch at the next step."""
+    scheduler = BlockScheduler(model, batch_key(model, requests[0]))
     started, admitted, answered = time.perf_counter(), 0, [0.0] * len(requests)
     index: dict[int, int] = {}
     while admitted < len(requests) or scheduler.busy:
@@ -106,8 +114,7 @@ def joined(model: LoadedModel, requests: list[FillRequest], arrivals: list[float
 
 
 def staggered(model: LoadedModel, requests: list[FillRequest], gaps: list[float]) -> None:
-    policies = {"whole batches": whole_batches, "joined within the batch's span (the host's)": joined,
-                "joined wherever they fit": partial(joined, extend=True)}
+    policies = {"whole batches": whole_batches, "joined at the next step (the host's)": joined}
     print("\n| arrivals ms apart | fills | policy | latency p50 / p95 ms | last answered s | p50: whole / this |")
     print("|---|---|---|---|---|---|")
     for gap in gaps:
@@ -131,7 +138,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1, 2, 4, 8, 16])
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--gaps", type=float, nargs="*", default=[], metavar="MS",
-                        help="also: fills arriving MS apart, whole batches against joining between blocks")
+                        help="also: fills arriving MS apart, whole batches against joining at the next step")
     args = parser.parse_args()
     device = torch.device(args.device)
     model = model_of(args.shape, device)
@@ -142,15 +149,16 @@ def main() -> None:
     for request in requests[:2]:  # warm-up: kernels, allocator, the first graph captures
         fill(model, request)
         fill_batch(model, requests[:2])
-    print("| fills together | groups | alone ms per fill (p50 / mean) | batched ms per fill (p50 / mean) "
-          "| alone / batched | model calls per fill (alone / batched) | batched text = alone |")
-    print("|---|---|---|---|---|---|---|")
+        scheduled(model, requests[:2])
+    print("| fills together | groups | alone ms per fill (p50 / mean) | one column: ms per fill (p50 / mean), "
+          "alone / it, text = alone | rows at their own blocks (the host's): ms per fill (p50 / mean), alone / it, "
+          "text = alone |")
+    print("|---|---|---|---|---|")
     for k in args.sizes:
         alone_ms: list[float] = []
-        batch_ms: list[float] = []
-        calls_alone: list[int] = []
-        calls_batch: list[int] = []
-        same = total = 0
+        runs: dict[str, list[float]] = {"column": [], "rows": []}
+        same = {"column": 0, "rows": 0}
+        total = 0
         for repeat in range(args.repeats):
             for start in range(0, len(requests) - k + 1, k):
                 group = requests[start:start + k]
@@ -159,18 +167,17 @@ def main() -> None:
                     ms, result = timed(device, lambda request=request: fill(model, request))
                     alone_ms.append(ms)
                     solo.append(result)
-                ms, together = timed(device, lambda group=group: fill_batch(model, group))
-                batch_ms.append(ms / k)
-                if repeat == 0:
-                    calls_alone += [result.model_calls for result in solo]
-                    calls_batch.append(together[0].model_calls)
-                    same += sum(a.texts == b.texts for a, b in zip(solo, together, strict=True))
-                    total += k
-        ratio = statistics.mean(alone_ms) / statistics.mean(batch_ms)
-        print(f"| {k} | {len(batch_ms)} | {statistics.median(alone_ms):.1f} / {statistics.mean(alone_ms):.1f} "
-              f"| {statistics.median(batch_ms):.1f} / {statistics.mean(batch_ms):.1f} | {ratio:.2f}x "
-              f"| {statistics.mean(calls_alone):.1f} / {statistics.mean(calls_batch) / k:.1f} | {same}/{total} |",
-              flush=True)
+                for name, batched in (("column", fill_batch), ("rows", scheduled)):
+                    ms, together = timed(device, lambda group=group, batched=batched: batched(model, group))
+                    runs[name].append(ms / k)
+                    if repeat == 0:
+                        same[name] += sum(a.texts == b.texts for a, b in zip(solo, together, strict=True))
+                total += k if repeat == 0 else 0
+        cells = [f"{statistics.median(ms):.1f} / {statistics.mean(ms):.1f}, "
+                 f"{statistics.mean(alone_ms) / statistics.mean(ms):.2f}x, {same[name]}/{total}"
+                 for name, ms in runs.items()]
+        print(f"| {k} | {len(runs['rows'])} | {statistics.median(alone_ms):.1f} / {statistics.mean(alone_ms):.1f} "
+              f"| {cells[0]} | {cells[1]} |", flush=True)
     if args.gaps:
         staggered(model, requests, args.gaps)
 

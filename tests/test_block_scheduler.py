@@ -1,8 +1,9 @@
-"""Block-diffusion fills join a running batch between blocks (`sampling.BlockBatch`, `engine.block_scheduler`): a
-team server with an SDAR/DICE checkpoint answers a fill that arrives mid-batch after at most a block, not after
-the whole batch. Each fill must get the tokens it gets alone — whether it started the batch, joined it later
-(left-padded by more blocks, its prompt's keys computed by a call of its own) or took the rows of a fill that
-left — on a tiny random SDAR checkpoint in fp32 on the CPU, through the dynamic cache and the static step."""
+"""Block-diffusion fills join a running batch at the next denoising step (`rowwise.RowwiseBatch`,
+`engine.block_scheduler`): a team server with an SDAR/DICE checkpoint answers a fill that arrives mid-batch
+without waiting for the batch. Each row decodes its own block at its own positions, so each fill must get the
+tokens it gets alone — whether it started the batch, joined it later (its prompt's keys computed by a call of
+its own), took the rows of a fill that left, or skipped a draft's blocks without masks — on a tiny random SDAR
+checkpoint in fp32 on the CPU (the static step uncaptured; its CUDA-graph replay: tests/test_engine_gpu.py)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from dice_lsp.engine import Draft, FillRequest, FillResult, SamplerConfig, batch_key, fill, load_model
+from dice_lsp.engine import Draft, FillRequest, FillResult, SamplerConfig, batch_key, block_graph, fill, load_model
 from dice_lsp.engine.block_scheduler import BlockScheduler
 from dice_lsp.engine.model import LoadedModel
-from dice_lsp.engine.sampling import BlockBatch, Denoiser, generate_blocks
+from dice_lsp.engine.rowwise import RowwiseBatch
+from dice_lsp.engine.sampling import Denoiser, generate_blocks
+from dice_lsp.engine.transformer import Transformer
 from dice_lsp.errors import Cancelled
 from dice_lsp.jobs.model_host import ModelHost, Ticket
 from dice_lsp.settings import Settings
@@ -25,7 +28,8 @@ from .test_engine import PREFIX, SUFFIX
 from .test_model_host import Hook
 
 GREEDY = SamplerConfig(steps=4, temperature=0.0)
-PATHS = ["dynamic", "static"]
+SAMPLERS = [GREEDY, SamplerConfig(strategy="threshold", threshold=0.2, steps=4, temperature=0.0),
+            SamplerConfig(strategy="entropy", steps=4, temperature=0.0)]
 
 
 @pytest.fixture(scope="module")
@@ -33,8 +37,8 @@ def sdar(sdar_dir: Path) -> LoadedModel:
     return load_model(sdar_dir, device="cpu", dtype="float32")
 
 
-def _request(cut: int, tokens: int, candidates: int = 1) -> FillRequest:
-    return FillRequest(PREFIX[:len(PREFIX) - cut], SUFFIX, max_tokens=tokens, candidates=candidates, sampler=GREEDY)
+def _request(cut: int, tokens: int, candidates: int = 1, sampler: SamplerConfig = GREEDY) -> FillRequest:
+    return FillRequest(PREFIX[:len(PREFIX) - cut], SUFFIX, max_tokens=tokens, candidates=candidates, sampler=sampler)
 
 
 def _same(batched: FillResult | None, solo: FillResult) -> None:
@@ -44,75 +48,115 @@ def _same(batched: FillResult | None, solo: FillResult) -> None:
     assert batched.canvases == solo.canvases
 
 
-@pytest.mark.parametrize("path", PATHS)
-def test_fills_admitted_between_blocks_join_the_running_batch_with_their_solo_texts(sdar: LoadedModel,
-                                                                                    path: str) -> None:
-    first, *later = [_request(0, 24), _request(9, 12, 2), _request(30, 16), _request(3, 8)]
-    scheduler = BlockScheduler(sdar, batch_key(sdar, first), capacity=8, step=path)  # type: ignore[arg-type]
+def _lm(model: LoadedModel) -> Transformer:
+    assert isinstance(model.lm, Transformer)
+    return model.lm
+
+
+@pytest.mark.parametrize("sampler", SAMPLERS, ids=["low-confidence", "threshold", "entropy"])
+def test_fills_admitted_between_steps_join_at_the_next_step_with_their_solo_texts(sdar: LoadedModel,
+                                                                                   sampler: SamplerConfig) -> None:
+    """Rows at different blocks in one call, each committed by its own step count (the adaptive samplers spend
+    a different number of calls on each row's block)."""
+    first, *later = [_request(0, 24, sampler=sampler), _request(9, 12, 2, sampler), _request(30, 16, sampler=sampler),
+                     _request(3, 8, sampler=sampler)]
+    scheduler = BlockScheduler(sdar, batch_key(sdar, first), capacity=8)
     fills = [scheduler.admit(first)]
-    left = scheduler.step()  # the batch starts with the first fill alone, and runs its first block
-    batch = scheduler.batch
-    assert batch is not None and not left
-    for request in later:  # each joins after one more block, its first block at the batch's column then
+    left = scheduler.step()  # the batch starts with the first fill alone
+    assert scheduler.batch is not None and not left
+    for request in later:  # each is placed at once and takes part in the very next call
         assert scheduler.fits(request)
-        column = batch.column
         fills.append(scheduler.admit(request))
-        placed = fills[-1].rows
-        assert placed is not None and placed.pad % 4 == 0 and placed.pad + len(fills[-1].prompt.ids) // 4 * 4 == column
+        assert fills[-1].rows is not None
+        calls = scheduler.calls
         left += scheduler.step()
-        assert scheduler.batch is batch and batch.column == column + 4  # type: ignore[operator]
+        assert scheduler.calls == calls + 1
+    assert scheduler.row_steps > scheduler.calls  # calls carried several fills' rows
     while scheduler.busy:
         left += scheduler.step()
-    assert {id(fill) for fill in left} == {id(fill) for fill in fills}
+    assert {id(fill_) for fill_ in left} == {id(fill_) for fill_ in fills}
     for fill_, request in zip(fills, [first, *later], strict=True):
         _same(fill_.result, fill(sdar, request))
 
 
-@pytest.mark.parametrize("path", PATHS)
-def test_a_request_takes_the_rows_of_one_that_left_and_gets_its_solo_tokens(sdar: LoadedModel, path: str) -> None:
-    """Rows freed by a request that stopped keep its keys in the cache; the next request's padding hides them."""
+def test_requests_take_rows_that_others_left_and_get_their_solo_tokens(sdar: LoadedModel) -> None:
+    """Rows freed by a request that stopped keep its keys in the cache; a request placed there writes every column
+    it attends to before it reads it. Prompts shorter than a block (padded), of one block and of several; stops."""
     ids = sdar.tokenizer.encode(PREFIX + "x" + SUFFIX * 3)
     probe = generate_blocks(sdar.lm, ids[:13], 1, 24, Denoiser(GREEDY, sdar.special, sdar.device), set())
-    stops = {int(probe[0].mode().values)}  # a token the tiny model writes: the first request stops early
-    prompts, regions = [ids[:13], ids[:9], ids[:6]], [24, 40, 12]
-    alone = [generate_blocks(sdar.lm, prompt, 1, region, Denoiser(GREEDY, sdar.special, sdar.device), stops,
-                             step=path)  # type: ignore[arg-type]
-             for prompt, region in zip(prompts, regions, strict=True)]
-    assert alone[0].shape[1] < alone[1].shape[1]  # the first stops before the second
-    batch = BlockBatch(sdar.lm, Denoiser(GREEDY, sdar.special, sdar.device), stops, capacity=2, length=64,
-                       path=path, padded=True, prefill=True)  # type: ignore[arg-type]
-    placed = [batch.place(prompts[0], 1, regions[0]), batch.place(prompts[1], 1, regions[1], pad=4)]
-    rows_of_first = placed[0].indices
-    while placed[0].ids is None:
-        assert not batch.fits(len(prompts[2]), 1, regions[2])  # both rows taken
-        batch.run_block()
-    assert batch.fits(len(prompts[2]), 1, regions[2])
-    placed.append(batch.place(prompts[2], 1, regions[2]))
-    assert placed[2].indices == rows_of_first and placed[2].pad > 0
-    while batch.busy:
-        batch.run_block()
-    batch.close()
-    for solo, request in zip(alone, placed, strict=True):
-        assert request.ids is not None and torch.equal(request.ids, solo)
+    stops = {int(probe[0].mode().values)}  # a token the tiny model writes: some requests stop early
+    specs = [(ids[:13], 1, 24), (ids[:9], 2, 40), (ids[:3], 1, 12), (ids[:4], 1, 10), (ids[:30], 2, 16),
+             (ids[:21], 1, 20)]
+    alone = [generate_blocks(sdar.lm, prompt, count, region, Denoiser(GREEDY, sdar.special, sdar.device), stops,
+                             step="dynamic") for prompt, count, region in specs]
+    batch = RowwiseBatch(_lm(sdar), Denoiser(GREEDY, sdar.special, sdar.device), stops, capacity=4, length=96,
+                         capture=False)
+    placed, queue, reused = {}, list(range(len(specs))), False
+    try:
+        while queue or batch.busy:
+            while queue and batch.fits(len(specs[queue[0]][0]), specs[queue[0]][1], specs[queue[0]][2]):
+                i = queue.pop(0)
+                free = set(batch.free)
+                placed[i] = batch.place(*specs[i])
+                reused |= bool(set(placed[i].rows) & free) and i >= 2
+            batch.step()
+    finally:
+        batch.close()
+    assert reused and len(placed) == len(specs)
+    for i, solo in enumerate(alone):
+        got = placed[i].ids
+        assert got is not None and torch.equal(got, solo), i
+        assert placed[i].logp is not None and placed[i].logp.shape == solo.shape  # type: ignore[union-attr]
 
 
-def test_a_fill_whose_prompt_passes_the_batch_column_waits_for_the_next_batch(sdar: LoadedModel) -> None:
-    short, long = _request(len(PREFIX) - 20, 8), FillRequest(PREFIX * 3, SUFFIX, max_tokens=8, sampler=GREEDY)
+def test_a_draft_skips_its_blocks_without_masks_and_gets_its_solo_tokens(sdar: LoadedModel) -> None:
+    """A re-masking round's draft has masks in a few blocks: the row moves past the others, and the keys of the
+    blocks it skipped come from a call of their own before its next window."""
+    prompt = sdar.tokenizer.encode(PREFIX)
+    full = generate_blocks(sdar.lm, prompt, 2, 24, Denoiser(GREEDY, sdar.special, sdar.device), set())
+    draft = full.clone()
+    draft[0, 1:3] = draft[0, 13:15] = sdar.special.mask_id  # blocks 0 and 3 (the prompt ends a block)
+    draft[1, 9:11] = sdar.special.mask_id  # block 2 only
+    solo = generate_blocks(sdar.lm, prompt, 2, 24, Denoiser(GREEDY, sdar.special, sdar.device), set(),
+                           initial=draft, step="dynamic")
+    batch = RowwiseBatch(_lm(sdar), Denoiser(GREEDY, sdar.special, sdar.device), set(), capacity=4, length=64,
+                         capture=False)
+    try:
+        other = batch.place(prompt[:11], 1, 12)  # a fill beside it
+        batch.step()
+        placed = batch.place(prompt, 2, 24, initial=draft)
+        while batch.busy:
+            batch.step()
+    finally:
+        batch.close()
+    assert placed.ids is not None and torch.equal(placed.ids, solo)
+    assert placed.model_calls < 24 // 4 * 4  # only blocks with masks were denoised
+    assert other.ids is not None and torch.equal(other.ids, generate_blocks(
+        sdar.lm, prompt[:11], 1, 12, Denoiser(GREEDY, sdar.special, sdar.device), set()))
+
+
+def test_a_fill_past_the_batch_columns_waits_and_no_later_fill_passes_it(sdar: LoadedModel,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(block_graph, "BUCKET", 4)  # columns as the first fills need (else the tiny model's window)
+    short, long = _request(len(PREFIX) - 20, 8), FillRequest(PREFIX * 4, SUFFIX, max_tokens=8, sampler=GREEDY)
+    later = _request(5, 8)
     scheduler = BlockScheduler(sdar, batch_key(sdar, short), capacity=4)
     scheduler.admit(short)
     left = scheduler.step()
-    assert not scheduler.fits(long)  # its first block lies past the batch's column: it cannot be placed there
+    batch = scheduler.batch
+    assert batch is not None and not scheduler.fits(long)  # longer than the batch's columns
+    waited = scheduler.admit(long)
+    assert waited.rows is None and not scheduler.fits(later)  # rows are free, but the long fill came first
     while scheduler.busy:
         left += scheduler.step()
-    assert scheduler.batch is None and scheduler.fits(long)
-    waited = scheduler.admit(long)
-    while scheduler.busy:
-        scheduler.step()
+        if waited.rows is not None:
+            assert scheduler.batch is not batch  # it started the next batch, shaped for it
+    assert {id(fill_) for fill_ in left} >= {id(waited)}
     _same(waited.result, fill(sdar, long))
     _same(left[0].result, fill(sdar, short))
 
 
-def test_a_cancelled_fill_leaves_at_the_next_block_and_the_others_keep_their_tokens(sdar: LoadedModel) -> None:
+def test_a_cancelled_fill_leaves_at_the_next_step_and_the_others_keep_their_tokens(sdar: LoadedModel) -> None:
     requests = [_request(0, 16), _request(9, 16, 2), _request(5, 12)]
     scheduler = BlockScheduler(sdar, batch_key(sdar, requests[0]), capacity=4)
     victim = Ticket()
@@ -121,7 +165,9 @@ def test_a_cancelled_fill_leaves_at_the_next_block_and_the_others_keep_their_tok
     scheduler.step()
     victim.cancel()
     left = scheduler.step()
-    assert [fill_.error for fill_ in left if fill_ is fills[1]] and isinstance(fills[1].error, Cancelled)
+    assert fills[1] in left and isinstance(fills[1].error, Cancelled)
+    rows = fills[1].rows
+    assert rows is not None and set(rows.rows) <= set(scheduler.batch.free)  # type: ignore[union-attr]
     while scheduler.busy:
         scheduler.step()
     _same(fills[0].result, fill(sdar, requests[0]))
@@ -160,7 +206,7 @@ def test_the_model_host_lets_a_block_fill_queued_mid_batch_join_it(sdar_dir: Pat
         joined: list[Future[FillResult]] = []
 
         def at(check: int) -> None:
-            if check == 2:  # the first fill's second block is next: the late one is queued now and joins for its third
+            if check == 2:  # the first fill's second call is next: the late one is queued now and joins for its third
                 joined.append(host.fill(late, Ticket()))
 
         before = (host.fills, host.fill_batches, host.fill_steps, host.step_rows)
@@ -174,24 +220,6 @@ def test_the_model_host_lets_a_block_fill_queued_mid_batch_join_it(sdar_dir: Pat
         assert rows > steps  # some calls carried both fills' rows
     finally:
         assert host.close(30)
-
-
-@pytest.mark.parametrize("extend", [False, True])
-def test_a_fill_that_would_outlast_the_running_batch_joins_only_where_asked(sdar: LoadedModel, extend: bool) -> None:
-    """By default a fill joins only where it ends within the running batch's span (joiners never make a batch run
-    longer: a longer fill waits and starts the next batch with the others waiting); `extend` lets it join anyway."""
-    short, longer, shorter = _request(0, 8), _request(9, 24), _request(5, 4)
-    scheduler = BlockScheduler(sdar, batch_key(sdar, short), capacity=4, extend=extend)
-    first = scheduler.admit(short)
-    scheduler.step()
-    assert scheduler.fits(shorter)  # ends within the batch's span
-    assert scheduler.fits(longer) is extend
-    waited = scheduler.admit(longer) if extend else None
-    while scheduler.busy:
-        scheduler.step()
-    _same(first.result, fill(sdar, short))
-    if waited is not None:
-        _same(waited.result, fill(sdar, longer))
 
 
 def test_fills_admitted_together_beyond_the_free_rows_wait_for_rows_instead_of_failing(sdar: LoadedModel) -> None:
@@ -211,18 +239,18 @@ def test_fills_admitted_together_beyond_the_free_rows_wait_for_rows_instead_of_f
 
 
 def test_a_fill_cancelled_while_it_waits_leaves_without_being_placed(sdar: LoadedModel) -> None:
-    """An editor that types on cancels its completion: a fill waiting for the running batch to drain leaves at the
-    next block, never placed (no prompt call, no rows), and the batch's fill keeps its tokens."""
-    short, longer = _request(0, 8), _request(9, 24)
-    scheduler = BlockScheduler(sdar, batch_key(sdar, short), capacity=4)
-    first = scheduler.admit(short)
+    """An editor that types on cancels its completion: a fill waiting for rows leaves at the next step, never
+    placed (no prompt call, no rows), and the batch's fills keep their tokens."""
+    first, second = _request(0, 8), _request(9, 24)
+    scheduler = BlockScheduler(sdar, batch_key(sdar, first), capacity=1)
+    placed = scheduler.admit(first)
     scheduler.step()
     ticket = Ticket()
-    waiting = scheduler.admit(longer, ticket)  # outlasts the batch: it waits
+    waiting = scheduler.admit(second, ticket)  # no free row: it waits
     assert waiting.rows is None and waiting in scheduler.waiting
     ticket.cancel()
     left = scheduler.step()
     assert waiting in left and isinstance(waiting.error, Cancelled) and waiting.rows is None
     while scheduler.busy:
         scheduler.step()
-    _same(first.result, fill(sdar, short))
+    _same(placed.result, fill(sdar, first))

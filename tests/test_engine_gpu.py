@@ -126,26 +126,27 @@ def test_graph_step_waits_for_the_device_once_per_block_not_per_step(sdar_dir: P
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
 def test_fills_that_join_a_captured_block_batch_replay_its_uncaptured_static_step(sdar_dir: Path, dtype: str) -> None:
-    """Fills that join a running batch between blocks (`BlockScheduler`: prompt keys by a call of their own, more
-    padding): the captured step gives the uncaptured static step's texts; in fp32 each fill's solo texts."""
+    """Fills that join a running batch at the next step (`BlockScheduler`: rows at their own blocks and positions,
+    prompt keys by a call of their own): the captured step gives the uncaptured static step's texts; in fp32 each
+    fill's solo texts."""
     model = load_model(sdar_dir, dtype=dtype)
     greedy = SamplerConfig(steps=4, temperature=0.0)
     requests = [FillRequest(PREFIX[:len(PREFIX) - cut], SUFFIX, max_tokens=tokens, candidates=count, sampler=greedy)
                 for cut, tokens, count in [(0, 24, 1), (9, 12, 2), (30, 16, 1), (3, 8, 1)]]
 
-    def run(step: str) -> list[list[str]]:
-        scheduler = BlockScheduler(model, batch_key(model, requests[0]), capacity=8, step=step)  # type: ignore[arg-type]
+    def run(capture: bool) -> list[list[str]]:
+        scheduler = BlockScheduler(model, batch_key(model, requests[0]), capacity=8, capture=capture)
         fills = [scheduler.admit(requests[0])]
         scheduler.step()
-        for request in requests[1:]:  # each joins the running batch after one more block
+        for request in requests[1:]:  # each joins the running batch at the next step
             fills.append(scheduler.admit(request))
             scheduler.step()
         while scheduler.busy:
             scheduler.step()
         return [fill_.result.texts if fill_.result is not None else [] for fill_ in fills]
 
-    static, graph, again = run("static"), run("graph"), run("graph")
+    static, graph, again = run(False), run(True), run(True)
     assert static == graph == again and all(static)
-    assert any(key[3] and s.graph is not None for key, s in _STEPPERS[model.lm].items())  # type: ignore[index]
+    assert any(key[4] and s.graph is not None for key, s in _STEPPERS[model.lm].items())  # type: ignore[index]
     if dtype == "float32":
         assert graph == [fill(model, request).texts for request in requests]

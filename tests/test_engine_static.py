@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from dice_lsp.engine import SamplerConfig, load_model
+from dice_lsp.engine import SamplerConfig, fused, load_model
 from dice_lsp.engine.block_graph import BUCKET, block_stepper, cache_length
 from dice_lsp.engine.model import LoadedModel
 from dice_lsp.engine.sampling import Denoiser, generate_blocks, planned_calls
@@ -122,6 +122,35 @@ def test_static_cache_writes_in_place_and_masks_later_blocks(sdar: LoadedModel) 
     assert torch.allclose(window, lm(ids)[:, 8:12], atol=1e-5)
     cache.positions = torch.arange(4, 8)
     assert cache.mask().tolist() == [[k < 8 for k in range(16)]] * 4
+
+
+@pytest.mark.parametrize("matrices", [True, False], ids=["rotation-matrices", "cos-sin"])
+def test_positions_per_row_place_each_row_where_it_is_alone(sdar: LoadedModel, matrices: bool,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A static call with positions [rows, T] (rows at different blocks): each row's logits and keys are those
+    of its own call at its own positions; the other rows' columns of its cache are untouched."""
+    if not matrices:
+        monkeypatch.setattr(fused, "ROPE_MATRIX_ROWS", 0)
+    lm = sdar.lm
+    assert isinstance(lm, Transformer)
+    ids = torch.randint(10, 300, (3, 24))
+    starts = [0, 8, 16]
+    positions = torch.stack([torch.arange(start, start + 8) for start in starts])
+    together = lm.new_static_cache(rows=3, max_len=24)
+    for i, start in enumerate(starts):  # every row's earlier blocks, written alone
+        alone = lm.new_static_cache(rows=1, max_len=24)
+        if start:
+            lm.static_forward(ids[i:i + 1, :start], torch.arange(start), alone, slice(start - 1, start))
+        together.keys[:, i], together.values[:, i] = alone.keys[:, 0], alone.values[:, 0]
+    window = torch.stack([ids[i, start:start + 8] for i, start in enumerate(starts)])
+    out = lm.static_forward(window, positions, together, slice(4, 8))
+    for i, start in enumerate(starts):
+        alone = lm.new_static_cache(rows=1, max_len=24)
+        expected = lm.static_forward(ids[i:i + 1, :start + 8], torch.arange(start + 8), alone,
+                                     slice(start + 4, start + 8))
+        assert torch.allclose(out[i], expected[0], atol=1e-5)
+        assert torch.allclose(together.keys[:, i, :, :start + 8], alone.keys[:, 0, :, :start + 8], atol=1e-5)
+        assert together.keys[:, i, :, start + 8:].abs().sum() == 0
 
 
 def test_static_cache_refuses_bad_shapes(sdar: LoadedModel) -> None:

@@ -62,7 +62,9 @@ def test_the_kernel_is_attention_with_the_static_steps_masks(shape: tuple[int, i
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-def test_the_heads_kernel_normalises_weighs_and_rotates_the_q_and_k_heads(dtype: torch.dtype) -> None:
+@pytest.mark.parametrize("per_row", [False, True], ids=["shared-positions", "positions-per-row"])
+def test_the_heads_kernel_normalises_weighs_and_rotates_the_q_and_k_heads(dtype: torch.dtype, per_row: bool) -> None:
+    """Positions per row (`rowwise`: rows at different blocks) give the kernel a table row per token."""
     if not torch.cuda.is_available() or step_kernels.triton is None:
         pytest.skip("needs a CUDA GPU and Triton")
     from dice_lsp.engine.fused import apply_rotary
@@ -72,12 +74,15 @@ def test_the_heads_kernel_normalises_weighs_and_rotates_the_q_and_k_heads(dtype:
     rows, t, heads, kv, dim = 2, 8, 32, 8, 128
     qkv = torch.randn(rows, t, heads + 2 * kv, dim, device="cuda", dtype=dtype)
     table = (1 + 0.1 * torch.randn(heads + kv, dim, device="cuda")).to(dtype)
-    cos, sin = (c.to(dtype) for c in rotary(torch.arange(500, 500 + t, device="cuda"), dim, 1e6))
+    positions = torch.arange(500, 500 + t, device="cuda")
+    if per_row:
+        positions = torch.stack((positions, positions + 64))
+    cos, sin = (c.to(dtype) for c in rotary(positions, dim, 1e6))  # [T, dim] or [rows, T, dim]
     assert step_kernels.elementwise_usable(qkv)
-    out = step_kernels.norm_rotate(qkv, heads + kv, table, cos, sin, 1e-6)
+    out = step_kernels.norm_rotate(qkv, heads + kv, table, cos.reshape(-1, dim), sin.reshape(-1, dim), 1e-6)
     x = qkv[:, :, :heads + kv].float()
     normed = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * table.float()
-    expected = apply_rotary(normed, cos.float()[None, :, None, :], sin.float()[None, :, None, :])
+    expected = apply_rotary(normed, cos.float().unsqueeze(-2), sin.float().unsqueeze(-2))
     assert out.shape == (rows, t, heads + kv, dim) and out.dtype == dtype
     assert torch.allclose(out.float(), expected, atol=3e-2, rtol=2e-2), float((out.float() - expected).abs().max())
 

@@ -15,7 +15,8 @@ its static input/output tensors and its cache are reused by the next generation 
 an earlier generation left in the cache lies beyond the new one's written positions and is masked. A batch of
 several prompts (`sampling.generate_blocks_batch`, a team server's queued fills) runs in a stepper whose rows
 are rounded up to a power of two, so batches of 5 to 8 fills share one graph; its spare rows compute on stale
-ids and are never read.
+ids and are never read. A `rowwise` stepper takes positions per row ([rows, 2 * size]): each row runs the
+window of its own block (`rowwise.RowwiseBatch`, where fills join and leave at any step).
 """
 
 from __future__ import annotations
@@ -41,14 +42,17 @@ WARMUP = 2  # uncaptured runs on a side stream before the capture (PyTorch's rec
 class BlockStepper:
     """The window step of one (rows, cache length), captured as a CUDA graph when `capture` is set."""
 
-    def __init__(self, lm: Transformer, rows: int, max_len: int, capture: bool, padded: bool = False) -> None:
+    def __init__(self, lm: Transformer, rows: int, max_len: int, capture: bool, padded: bool = False,
+                 rowwise: bool = False) -> None:
         self.size = lm.config.block_size
         self.cache: StaticKVCache = lm.new_static_cache(rows, max_len)
         if padded:  # rows of several prompts (`generate_blocks_batch`): the mask hides their padding
             self.cache.padded()
         device = self.cache.keys.device
         self.ids = torch.zeros((rows, 2 * self.size), dtype=torch.long, device=device)
-        self.positions = torch.arange(2 * self.size, device=device)
+        self.positions = torch.arange(2 * self.size, device=device)  # [rows, 2 * size] where `rowwise`
+        if rowwise:
+            self.positions = self.positions.repeat(rows, 1)
         self.only = slice(self.size, 2 * self.size)
         self.graph: torch.cuda.CUDAGraph | None = None
         self.weights: list[LayerWeights] | None = None  # the fused weights a captured graph reads (`_capture`)
@@ -100,8 +104,18 @@ class BlockStepper:
         self.graph.replay()
         return self.logits[:rows]
 
+    def step_rows(self, lm: Transformer, ids: Tensor, positions: Tensor) -> Tensor:
+        """Logits of each row's block (`rowwise` steppers): `ids` [rows, 2 * size] the windows of the rows' blocks
+        before and their blocks, at `positions` (same shape, on the device). Replayed as `step` is."""
+        self.ids.copy_(ids)
+        self.positions.copy_(positions)
+        if self.graph is None or self.logits is None:
+            return lm.static_forward(self.ids, self.positions, self.cache, self.only)
+        self.graph.replay()
+        return self.logits
 
-_STEPPERS: weakref.WeakKeyDictionary[Transformer, OrderedDict[tuple[int, int, bool, bool], BlockStepper]] = (
+
+_STEPPERS: weakref.WeakKeyDictionary[Transformer, OrderedDict[tuple[int, int, bool, bool, bool], BlockStepper]] = (
     weakref.WeakKeyDictionary())
 _STEPPERS_LOCK = threading.Lock()
 
@@ -114,19 +128,19 @@ def cache_length(lm: Transformer, total: int) -> int:
 
 
 @contextmanager
-def block_stepper(lm: Transformer, rows: int, total: int, capture: bool,
-                  padded: bool = False) -> Iterator[BlockStepper]:
+def block_stepper(lm: Transformer, rows: int, total: int, capture: bool, padded: bool = False,
+                  rowwise: bool = False) -> Iterator[BlockStepper]:
     """The stepper for `rows` rows of `total` positions (made, and captured, the first time), held for
     one generation; `padded`: rows of several prompts, whose padding its mask hides (rows rounded up to a power
-    of two)."""
-    key = (1 << (rows - 1).bit_length() if padded else rows, cache_length(lm, total), capture, padded)
+    of two); `rowwise`: positions per row."""
+    key = (1 << (rows - 1).bit_length() if padded else rows, cache_length(lm, total), capture, padded, rowwise)
     with _STEPPERS_LOCK:
         kept = _STEPPERS.setdefault(lm, OrderedDict())
         stepper = kept.get(key)
         if stepper is not None:
             kept.move_to_end(key)
     if stepper is None:
-        stepper = BlockStepper(lm, key[0], key[1], capture, padded)
+        stepper = BlockStepper(lm, key[0], key[1], capture, padded, rowwise)
         with _STEPPERS_LOCK:
             kept[key] = stepper
             while len(kept) > 1 and sum(s.bytes for s in kept.values()) > KEPT_BYTES:

@@ -24,8 +24,8 @@ so a lone stream is its solo fill exactly, in any dtype (the editor's fills are 
 share a step differ from their solo fills only by the rounding of padded calls, and sample the same tokens
 with greedy and seeded sampling in fp32 (each stream samples from its own generator, with the shape its solo
 fill has). Only the embedded transformer takes a start position below zero; other models batch whole
-(`supports`), except block-diffusion checkpoints, whose fills join between blocks (`block_scheduler`: prompts
-padded by whole blocks).
+(`supports`), except block-diffusion checkpoints, whose fills join at the next step too (`block_scheduler`:
+each row at its own block and positions).
 """
 
 from __future__ import annotations

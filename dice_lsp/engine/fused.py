@@ -130,20 +130,25 @@ def apply_rotary(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
 class StepTables:
     """What every layer of one static call shares."""
 
-    mask: Tensor  # [T, keys] ([rows, 1, T, keys]: padded rows) additive: 0 where the query may see the key, else -inf
-    rope: Tensor | tuple[Tensor, Tensor]  # [rows * T, dim, dim] rotations, or cos/sin [T, 1, dim]
+    mask: Tensor  # [T, keys] ([rows, 1, T, keys]: padded rows, positions per row) additive: 0 where the query
+    # may see the key, else -inf
+    rope: Tensor | tuple[Tensor, Tensor]  # [rows * T, dim, dim] rotations, or cos/sin [T, 1, dim] ([rows, T, 1, dim])
     fused_norms: bool = False  # RMSNorms as `F.rms_norm` (CUDA: one kernel instead of eight)
-    heads: tuple[Tensor, Tensor] | None = None  # cos/sin [T, dim] where `step_kernels.norm_rotate` rotates instead
+    heads: tuple[Tensor, Tensor] | None = None  # cos/sin [T or rows * T, dim] where `step_kernels.norm_rotate`
+    # rotates instead
 
     @classmethod
     def make(cls, allowed: Tensor, cos: Tensor, sin: Tensor, rows: int, fused_norms: bool = False) -> StepTables:
-        """From the boolean mask and the cos/sin tables ([T, dim], the model's dtype) of a call."""
+        """From the boolean mask and the cos/sin tables ([T, dim], or [rows, T, dim] where each row has its own
+        positions; the model's dtype) of a call."""
         mask = torch.zeros(allowed.shape, dtype=cos.dtype, device=cos.device).masked_fill_(~allowed, float("-inf"))
+        per_token = (cos.reshape(-1, cos.shape[-1]), sin.reshape(-1, sin.shape[-1]))  # [T or rows * T, dim]
         if step_kernels.elementwise_usable(cos):  # one Triton kernel normalises and rotates the q|k heads
-            return cls(mask, (cos[:, None, :], sin[:, None, :]), fused_norms, (cos, sin))
-        if rows * cos.shape[0] <= ROPE_MATRIX_ROWS:
-            return cls(mask, rotation_matrices(cos, sin).repeat(rows, 1, 1), fused_norms)
-        return cls(mask, (cos[:, None, :], sin[:, None, :]), fused_norms)
+            return cls(mask, (cos.unsqueeze(-2), sin.unsqueeze(-2)), fused_norms, per_token)
+        if rows * cos.shape[-2] <= ROPE_MATRIX_ROWS:
+            matrices = rotation_matrices(*per_token)
+            return cls(mask, matrices if cos.dim() == 3 else matrices.repeat(rows, 1, 1), fused_norms)
+        return cls(mask, (cos.unsqueeze(-2), sin.unsqueeze(-2)), fused_norms)
 
     def rotate(self, x: Tensor) -> Tensor:
         """Rotary embedding of `x` ([rows, T, heads, dim], contiguous) at the call's positions."""

@@ -154,6 +154,20 @@ class Denoiser:
         x[:, lo:hi] = torch.where(chosen, tokens, x[:, lo:hi])
         self.record(x, lo, hi, chosen, confidence)
 
+    def commit_rows(self, x: Tensor, columns: Tensor, logits: Tensor, steps: Tensor) -> None:
+        """`commit` where each row denoises its own block (`rowwise.RowwiseBatch`): `columns` [rows, size] are the
+        columns of each row's block in `x`, `logits` theirs, `steps` [rows, 1] the calls each row's block has had."""
+        window = x.gather(1, columns)
+        masked = window == self.mask_id
+        self.count_call()
+        tokens, confidence = self.sample(logits)
+        chosen = self.choose(tokens, confidence, masked, self.cfg.steps - steps, self.cfg.min_steps - steps)
+        x.scatter_(1, columns, torch.where(chosen, tokens, window))
+        if self.logp is None or self.logp.shape != x.shape:
+            self.logp = torch.full(x.shape, math.nan, device=x.device)
+        scores = torch.where(chosen, confidence.float().clamp_min(1e-30).log(), self.logp.gather(1, columns))
+        self.logp.scatter_(1, columns, scores)
+
 
 @torch.inference_mode()
 def fill_in_place(lm: DiffusionLM, x: Tensor, lo: int, hi: int, denoiser: Denoiser,
@@ -270,9 +284,6 @@ class _RecomputedBlocks:
     def logits_of(self, lo: int, hi: int) -> Callable[[Tensor], Tensor]:
         return partial(_window_logits, self.lm, lo, hi, self.valid)
 
-    def prefill(self, rows: Tensor, owners: Tensor, ids: Tensor, valid: Tensor | None) -> None:
-        """Nothing to hold: every step recomputes every key."""
-
 
 class _CachedBlocks:
     """Logits of the block being denoised, attending to the cache of finished blocks.
@@ -282,9 +293,8 @@ class _CachedBlocks:
     extra model call.
     """
 
-    def __init__(self, lm: DiffusionLM, rows: int, valid: Tensor | None = None) -> None:
+    def __init__(self, lm: DiffusionLM, valid: Tensor | None = None) -> None:
         self.lm = lm
-        self.rows = rows
         self.cache = lm.new_cache()
         self.cached = 0
         self.valid = valid  # [rows, columns]: rows padded to one layout (`BlockBatch`)
@@ -298,23 +308,6 @@ class _CachedBlocks:
                       valid_keys=None if self.valid is None else self.valid[:, :hi])
         self.cached = lo
         return out
-
-    def prefill(self, rows: Tensor, owners: Tensor, ids: Tensor, valid: Tensor | None) -> None:
-        """Keys of `ids` ([prompts, upto]: columns 0..upto) into the cache's `rows`, row i taking prompt `owners[i]`'s;
-        the cache holds columns 0..upto (an empty one is made so, its other rows' keys zeros)."""
-        keys, upto = self.lm.new_cache(), ids.shape[1]
-        assert self.cached in (0, upto), (self.cached, upto)
-        self.lm(ids, 0, keys, keep=upto, only=slice(upto - 1, upto), valid_keys=valid)
-        for layer, (k, v) in enumerate(zip(keys.keys, keys.values, strict=True)):
-            assert k is not None and v is not None
-            if self.cache.keys[layer] is None:
-                self.cache.keys[layer] = k.new_zeros((self.rows, *k.shape[1:]))
-                self.cache.values[layer] = v.new_zeros((self.rows, *v.shape[1:]))
-            mine_k, mine_v = self.cache.keys[layer], self.cache.values[layer]
-            assert mine_k is not None and mine_v is not None
-            mine_k[rows] = k[owners]
-            mine_v[rows] = v[owners]
-        self.cached = upto
 
 
 class _StaticBlocks:
@@ -343,19 +336,6 @@ class _StaticBlocks:
             return self.stepper.first(self.lm, ids, hi, cached)
         return self.stepper.step(self.lm, ids, lo)
 
-    def prefill(self, rows: Tensor, owners: Tensor, ids: Tensor, valid: Tensor | None) -> None:
-        """Keys of `ids` ([prompts, upto]: columns 0..upto) into the static cache's `rows`, row i taking prompt
-        `owners[i]`'s: one uncaptured static call of the prompts alone, into a cache of their own."""
-        upto, cache = ids.shape[1], self.stepper.cache
-        own = self.lm.new_static_cache(ids.shape[0], upto)
-        if valid is not None:
-            own.padded()
-            own.valid.copy_(valid)  # type: ignore[union-attr]
-        self.lm.static_forward(ids, torch.arange(upto, device=ids.device), own, slice(upto - 1, upto))
-        cache.keys[:, rows, :, :upto] = own.keys[:, owners]
-        cache.values[:, rows, :, :upto] = own.values[:, owners]
-        self.cached = upto  # the next call is a window step: no first call over every row
-
 
 _BlockPath = _RecomputedBlocks | _CachedBlocks | _StaticBlocks
 
@@ -369,7 +349,7 @@ def _block_logits(lm: DiffusionLM, path: BlockStep | Literal["recompute"], rows:
     if path == "recompute":
         yield _RecomputedBlocks(lm, valid)
     elif path == "dynamic":
-        yield _CachedBlocks(lm, rows, valid)
+        yield _CachedBlocks(lm, valid)
     else:
         assert isinstance(lm, Transformer)  # _block_path checked it
         with block_stepper(lm, rows, total, capture=path == "graph", padded=valid is not None) as stepper:
@@ -445,38 +425,25 @@ class BlockRows:
 
     rows: Rows  # its rows: a slice where they are contiguous (a view: no index sent to the device), else indices
     indices: list[int]  # the same, on the host (read between blocks without waiting for the device)
-    pad: int  # columns of padding before its prompt (whole blocks)
     start: int  # its first generated column
-    end: int  # the column its generation ends at: its prompt and region, rounded up to whole blocks
+    end: int  # the column its generation ends at: its padding, prompt and region, rounded up to whole blocks
     region: int
     draft: bool  # a draft: every block of its region denoised, no stop
-    joined_at: int  # the batch's model calls when it joined
-    cancel: CancelCheck | None = None
     ids: Tensor | None = None  # [candidates, n] once done: its columns start..where it finished
-    logp: Tensor | None = None  # their log-probabilities (NaN: not sampled)
-    model_calls: int = 0  # the model calls it took part in
-    error: BaseException | None = None  # set instead when it left cancelled
 
 
 class BlockBatch:
-    """Block-diffusion requests decoded block by block in one batch; requests join between blocks.
+    """Block-diffusion requests decoded block by block in one batch, every row's block at one column.
 
-    Every row of the batch decodes the block at one column (`column`) per denoising call, so rows are placed
-    with their first decoded block (the one their prompt's tail shares) at the column where they join: a
-    request that joins later is left-padded by more whole blocks (`block_layout` places the first ones). Padding
-    is never attended by real tokens; a joining request's prompt blocks before the block the next call runs
-    with it are computed apart (one call for the requests placed at that boundary, over padding and prompt; with
-    `prefill`, the first requests' too) and put in the batch's cache rows (`_prefill`); the block before the
-    current one rides along with the next call, as for every row. A request is
-    done at the first block where all its rows have produced a stop token (or at its region's end; drafts:
-    every block to their region's end), and its rows are free for the next request. A batch has `capacity`
-    rows and `length` columns, fixed when it is made (the static step's cache and graph are that shape);
-    a request fits if rows are free, its prompt ends before the current column's block, and its generation
-    ends within `length`.
+    Rows are left-padded by whole blocks (`block_layout`) so that every request's first decoded block (the one
+    its prompt's tail shares) lies at one column; padding is never attended by real tokens. A request is done at
+    the first block where all its rows have produced a stop token (or at its region's end; drafts: every block to
+    their region's end). A batch has `capacity` rows and `length` columns, fixed when it is made (the static
+    step's cache and graph are that shape). Fills that join a running batch at any step: `rowwise.RowwiseBatch`.
     """
 
     def __init__(self, lm: DiffusionLM, denoiser: Denoiser, stop_ids: set[int], capacity: int, length: int,
-                 path: BlockStep | Literal["recompute"], padded: bool, prefill: bool = False) -> None:
+                 path: BlockStep | Literal["recompute"], padded: bool) -> None:
         if length > lm.config.max_position_embeddings:
             raise DiceError(f"prompt and region ({length} tokens) exceed the model window")
         self.lm, self.denoiser, self.size = lm, denoiser, lm.config.block_size
@@ -490,9 +457,6 @@ class BlockBatch:
         self.free = list(range(capacity))
         self.requests: list[BlockRows] = []
         self.column: int | None = None  # the block the next call decodes (set by the first request placed)
-        self.started = False  # whether a block has run (joiners' prompt keys are then computed apart)
-        self.prefill = prefill  # every request's prompt keys computed apart, the first too (no first call)
-        self._joining: list[tuple[BlockRows, Tensor]] = []  # placed, prompt keys to compute: request, its ids
         self.planned: list[list[int]] | None = None  # per row, masks per block: the static paths' calls, planned
         if path in ("static", "graph") and denoiser.cfg.strategy == "low_confidence":
             self.planned = [[0] * (length // self.size) for _ in range(capacity)]
@@ -503,36 +467,19 @@ class BlockBatch:
     def busy(self) -> bool:
         return bool(self.requests)
 
-    def fits(self, prompt: int, rows: int, region: int, within: bool = False) -> bool:
-        """Whether a request of `prompt` tokens, `rows` rows and `region` new tokens can join now; `within`: and
-        end no later than the requests already here (it does not make the batch run longer)."""
-        pad = self._pad(prompt, rows, region)
-        if pad is None:
-            return False
-        end = pad + -(-(prompt + region) // self.size) * self.size
-        return not within or not self.requests or end <= max(request.end for request in self.requests)
-
-    def _pad(self, prompt: int, rows: int, region: int, pad: int | None = None) -> int | None:
-        """The padding a request gets here (given: checked), or None where it does not fit."""
-        first = (prompt // self.size) * self.size  # its first decoded block, alone
-        if pad is None:
-            pad = 0 if self.column is None else self.column - first
-        fits = (rows <= len(self.free) and pad >= 0 and (self.column is None or pad + first == self.column)
-                and pad + -(-(prompt + region) // self.size) * self.size <= self.length
-                and (pad == 0 or self.keys.valid is not None))
-        return pad if fits else None
-
     @torch.inference_mode()
-    def place(self, prompt: list[int], count: int, region: int, pad: int | None = None,
-              initial: Tensor | None = None, cancel: CancelCheck | None = None) -> BlockRows:
-        """Add a request's `count` rows: its prompt after `pad` columns (None: where the current column puts it),
-        masks after; `initial` ([count, region] ids, some masks): a draft, every block of it denoised."""
+    def place(self, prompt: list[int], count: int, region: int, pad: int,
+              initial: Tensor | None = None) -> BlockRows:
+        """Add a request's `count` rows before the first block runs: its prompt after `pad` columns (whole blocks,
+        `block_layout`), masks after; `initial` ([count, region] ids, some masks): a draft, every block of it
+        denoised."""
         size, mask = self.size, self.denoiser.mask_id
-        placed = self._pad(len(prompt), count, region, pad)
-        if placed is None:
-            raise DiceError("the request does not fit the running block batch")
-        pad, self.column = placed, placed + (len(prompt) // size) * size
+        column = pad + (len(prompt) // size) * size
         start, end = pad + len(prompt), pad + -(-(len(prompt) + region) // size) * size
+        if count > len(self.free) or end > self.length or (pad and self.keys.valid is None) \
+                or self.column not in (None, column):
+            raise DiceError("the request does not fit the block batch")
+        self.column = column
         host = torch.full((count, self.length), mask, dtype=torch.long)
         host[:, :pad] = 0  # padding: never attended, never denoised
         host[:, pad:start] = torch.tensor(prompt, dtype=torch.long)
@@ -544,84 +491,46 @@ class BlockBatch:
         rows: Rows = slice(taken[0], taken[0] + count) if contiguous else torch.tensor(taken, device=device)
         self.x[rows] = host.to(device)
         self.new[rows] = torch.arange(self.length, device=device)[None, :] >= start
-        self.stopped[rows] = False
         valid = self.keys.valid
         if valid is not None:
             valid[rows, :self.length] = torch.arange(self.length, device=device)[None, :] >= pad
-        if self.denoiser.logp is not None:
-            self.denoiser.logp[rows] = math.nan
         if self.planned is not None:
             counts = (host == mask).view(count, -1, size).sum(dim=2).tolist()
             for row, blocks in zip(taken, counts, strict=True):
                 self.planned[row] = blocks
-        held = self.column - size
-        request = BlockRows(rows, taken, pad, start, end, region, initial is not None, self.denoiser.model_calls,
-                            cancel)
+        request = BlockRows(rows, taken, start, end, region, initial is not None)
         self.requests.append(request)
-        if (self.started or self.prefill) and held > pad:  # its prompt's blocks before the one the next call runs
-            self._joining.append((request, host[0, :held]))
         return request
-
-    def _prefill(self) -> None:
-        """The prompt keys of the requests placed since the last block (those whose prompt has blocks before the
-        one the next call runs with them), in one call for all of them: each prompt once (one row: its padding
-        and prompt blocks, padding masked), its keys put in each of its rows."""
-        joining = [(request, ids) for request, ids in self._joining if request in self.requests]  # not cancelled
-        self._joining = []
-        if not joining:
-            return
-        device = self.x.device
-        ids = torch.stack([row for _, row in joining]).to(device)
-        valid = None
-        if any(request.pad for request, _ in joining):
-            columns = torch.arange(ids.shape[1])[None, :]
-            valid = (columns >= torch.tensor([request.pad for request, _ in joining])[:, None]).to(device)
-        rows = torch.tensor([row for request, _ in joining for row in request.indices], device=device)
-        owners = torch.tensor([i for i, (request, _) in enumerate(joining) for _ in request.indices], device=device)
-        self.keys.prefill(rows, owners, ids, valid)
 
     @torch.inference_mode()
     def run_block(self) -> list[BlockRows]:
-        """Denoise the block at `column` in every row; the requests that left (done, or cancelled before it)."""
-        left = [request for request in self.requests if request.cancel is not None and request.cancel()]
-        for request in left:
-            request.error = Cancelled(f"cancelled after {self.denoiser.model_calls - request.joined_at} model calls")
-            self._release(request)
+        """Denoise the block at `column` in every row; the requests that are done."""
         if self.column is None or not self.requests:
-            return left
-        self._prefill()
+            return []
         lo = self.column
         hi = lo + self.size
         calls = None if self.planned is None else planned_calls([row[lo // self.size] for row in self.planned],
                                                                 self.denoiser.cfg.steps)
         self.denoiser.denoise(self.x, lo, hi, self.keys.logits_of(lo, hi), calls)
-        self.started, self.column = True, hi
+        self.column = hi
         fills = [request for request in self.requests if not request.draft]
         stopped: list[bool] = []
         if fills:
             hits = torch.isin(self.x[:, lo:hi], self.stops) & self.new[:, lo:hi]
             self.stopped |= hits.any(dim=1)
             stopped = self.stopped.tolist()  # one wait per block
+        left = []
         for request in list(self.requests):
             if hi >= request.end or (not request.draft and all(stopped[row] for row in request.indices)):
                 stop = request.start + request.region if request.draft else hi
-                request.ids = self.x[request.rows, request.start:stop].clone()  # its rows are reused
-                logp = self.denoiser.logp
-                request.logp = None if logp is None else logp[request.rows, request.start:stop].clone()
-                self._release(request)
+                request.ids = self.x[request.rows, request.start:stop].clone()
+                self.requests.remove(request)
+                self.x[request.rows] = 0  # no masks left: its rows are not denoised on for the others
+                if self.planned is not None:
+                    for row in request.indices:
+                        self.planned[row] = [0] * (self.length // self.size)
                 left.append(request)
         return left
-
-    def _release(self, request: BlockRows) -> None:
-        """The request leaves: its rows hold no masks (nothing to denoise) and are free for another."""
-        request.model_calls = self.denoiser.model_calls - request.joined_at
-        self.requests.remove(request)
-        self.x[request.rows] = 0
-        self.new[request.rows] = False
-        if self.planned is not None:
-            for row in request.indices:
-                self.planned[row] = [0] * (self.length // self.size)
-        self.free += request.indices
 
     def close(self) -> None:
         """Give back the static step's stepper (its cache and graph) to the next generation."""

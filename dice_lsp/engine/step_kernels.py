@@ -291,14 +291,15 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, heads_per_program: 
 
 def norm_rotate(qkv: Tensor, heads: int, table: Tensor, cos: Tensor, sin: Tensor, eps: float) -> Tensor:
     """The first `heads` heads of `qkv` ([rows, T, all heads, dim], contiguous), each RMS-normalised, weighed by
-    its row of `table` ([heads, dim]) and rotated by `cos`/`sin` ([T, dim]): [rows, T, heads, dim]."""
+    its row of `table` ([heads, dim]) and rotated by `cos`/`sin` ([T, dim], or [rows * T, dim] where each row has
+    its own positions): [rows, T, heads, dim]."""
     assert triton is not None
     rows, t, _, dim = qkv.shape
     if qkv.stride(3) != 1 or qkv.stride(2) != dim or qkv.stride(0) != t * qkv.stride(1):
         qkv = qkv.contiguous()
     out = torch.empty((rows, t, heads, dim), dtype=qkv.dtype, device=qkv.device)
     _norm_rotate[(rows * t,)](qkv, table.contiguous(), cos.contiguous(), sin.contiguous(), out,
-                              qkv.stride(1), out.stride(1), heads, t, eps,
+                              qkv.stride(1), out.stride(1), heads, cos.shape[0], eps,
                               BLOCK_H=triton.next_power_of_2(heads), HALF=dim // 2)
     return out
 

@@ -58,9 +58,10 @@ class RMSNorm(nn.Module):
 
 
 def rotary(positions: Tensor, head_dim: int, theta: float) -> tuple[Tensor, Tensor]:
-    """cos/sin tables for the given absolute positions, shape [T, head_dim]."""
+    """cos/sin tables for the given absolute positions ([T], or [rows, T] where each row has its own), shape
+    [T, head_dim] ([rows, T, head_dim])."""
     inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, device=positions.device).float() / head_dim))
-    freqs = positions.float()[:, None] * inv_freq[None, :]
+    freqs = positions.float()[..., None] * inv_freq
     emb = torch.cat((freqs, freqs), dim=-1)
     return emb.cos(), emb.sin()
 
@@ -167,15 +168,29 @@ class StaticKVCache:
             self.valid[:valid.shape[0], :valid.shape[1]].copy_(valid)
 
     def extend(self, layer: int, k: Tensor, v: Tensor, keep: int) -> tuple[Tensor, Tensor]:
-        """Write `k`/`v` ([rows, heads, T, dim]) at `self.positions`; the whole buffer is attended over."""
-        self.keys[layer].index_copy_(2, self.positions, k)
-        self.values[layer].index_copy_(2, self.positions, v)
+        """Write `k`/`v` ([rows, heads, T, dim]) at `self.positions` (each row at its own where they are [rows,
+        T]); the whole buffer is attended over."""
+        if self.positions.dim() == 2:
+            at = self.positions[:, None, :, None].expand_as(k)
+            self.keys[layer].scatter_(2, at, k)
+            self.values[layer].scatter_(2, at, v)
+        else:
+            self.keys[layer].index_copy_(2, self.positions, k)
+            self.values[layer].index_copy_(2, self.positions, v)
         return self.keys[layer], self.values[layer]
 
     def mask(self) -> Tensor:
         """[T, max_len] bool: the query at each of `self.positions` sees the key blocks up to its own; with
-        padded rows [rows, 1, T, max_len], a real query never sees padding (as `Attention.forward`)."""
-        allowed = self.key_blocks[None, :] <= (self.positions // self.block_size)[:, None]
+        padded rows or positions per row ([rows, T]), [rows, 1, T, max_len], and a real query never sees
+        padding (as `Attention.forward`)."""
+        blocks = self.positions // self.block_size
+        if self.positions.dim() == 2:
+            allowed = self.key_blocks[None, None, :] <= blocks[:, :, None]
+            if self.valid is None:
+                return allowed[:, None]
+            queries = self.valid.gather(1, self.positions)
+            return (allowed & (self.valid[:, None, :] | ~queries[:, :, None]))[:, None]
+        allowed = self.key_blocks[None, :] <= blocks[:, None]
         if self.valid is None:
             return allowed
         queries = self.valid.index_select(1, self.positions)
@@ -419,8 +434,9 @@ class Transformer(nn.Module):
 
     @torch.no_grad()
     def static_forward(self, ids: Tensor, positions: Tensor, cache: StepCache, only: slice | Tensor) -> Tensor:
-        """Logits of the columns `only` of `ids` ([rows, T]) placed at `positions` ([T] long, on the device);
-        `only` as a tensor of column indices (on the device) lets a replayed call pick other columns.
+        """Logits of the columns `only` of `ids` ([rows, T]) placed at `positions` ([T] long, on the device; [rows,
+        T]: each row at its own, a block cache's rows at different blocks); `only` as a tensor of column indices
+        (on the device) lets a replayed call pick other columns.
 
         Static shapes: everything here depends on the shapes of `ids` and `cache` alone (no host value of
         the positions), so one call can be captured as a CUDA graph and replayed with new ids/positions
@@ -444,9 +460,10 @@ class Transformer(nn.Module):
         cos, sin = (t.to(dtype) for t in rotary(positions, self.config.head_dim, self.config.rope_theta))
         fused_norms = _fuses_norms(ids.device)
         x = self.model.embed_tokens(ids)
-        if fused is None:  # int8 layers: the layers' own forward
+        if fused is None:  # int8 layers: the layers' own forward (q and k are [rows, heads, T, dim] there)
+            rope = (cos, sin) if positions.dim() == 1 else (cos[:, None], sin[:, None])
             for i, layer in enumerate(self.model.layers):
-                x = layer(x, (cos, sin), cache.mask(), cache, i, 0, None)
+                x = layer(x, rope, cache.mask(), cache, i, 0, None)
         else:
             tables = StepTables.make(cache.mask(), cos, sin, ids.shape[0], fused_norms)
             for i, (layer, weights) in enumerate(zip(self.model.layers, fused, strict=True)):

@@ -287,8 +287,8 @@ def _supports(model: LoadedModel, request: FillRequest) -> bool:
 
 
 def _scheduler(model: LoadedModel, key: object, max_rows: int, peak: int) -> FillScheduler | BlockScheduler:
-    """In-place fills join between denoising steps (`continuous`), block-diffusion fills between blocks
-    (`block_scheduler`). A block batch gets spare rows for joiners as many as the last block run held at once
+    """In-place fills join between denoising steps (`continuous`), block-diffusion fills too, each row at its own
+    block (`block_scheduler`). A block batch gets spare rows for joiners as many as the last block run held at once
     (`peak`, up to `JOIN_ROWS`): a lone editor's fills run in a batch of their own rows (a 16-row step cost a lone
     fill ~20% on the H100), a busy server's have room to join."""
     from dice_lsp.engine.block_scheduler import JOIN_ROWS, BlockScheduler

@@ -37,7 +37,7 @@ import torch
 from lsp_latency import fill_requests
 from static_step_replay import build
 
-from dice_lsp.engine import FillRequest, FillResult, batch_key, fill, fill_batch
+from dice_lsp.engine import FillRequest, FillResult, fill, fill_batch
 from dice_lsp.engine.block_scheduler import BlockScheduler
 from dice_lsp.engine.checkpoint import EMBEDDED_MODEL
 from dice_lsp.engine.model import LoadedModel
@@ -88,7 +88,7 @@ def whole_batches(model: LoadedModel, requests: list[FillRequest], arrivals: lis
 
 def scheduled(model: LoadedModel, requests: list[FillRequest]) -> list[FillResult]:
     """The fills admitted together to the block scheduler and stepped until all have left."""
-    scheduler = BlockScheduler(model, batch_key(model, requests[0]), capacity=len(requests))
+    scheduler = BlockScheduler(model, capacity=len(requests))
     fills = [scheduler.admit(request) for request in requests]
     while scheduler.busy:
         scheduler.step()
@@ -97,7 +97,7 @@ def scheduled(model: LoadedModel, requests: list[FillRequest]) -> list[FillResul
 
 def joined(model: LoadedModel, requests: list[FillRequest], arrivals: list[float]) -> list[float]:
     """Each fill's answer time (s from the start): fills join the running batch at the next step."""
-    scheduler = BlockScheduler(model, batch_key(model, requests[0]))
+    scheduler = BlockScheduler(model)
     started, admitted, answered = time.perf_counter(), 0, [0.0] * len(requests)
     index: dict[int, int] = {}
     while admitted < len(requests) or scheduler.busy:

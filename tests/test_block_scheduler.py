@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from dice_lsp.engine import Draft, FillRequest, FillResult, SamplerConfig, batch_key, block_graph, fill, load_model
+from dice_lsp.engine import Draft, FillRequest, FillResult, SamplerConfig, block_graph, fill, load_model
 from dice_lsp.engine.block_scheduler import BlockScheduler
 from dice_lsp.engine.model import LoadedModel
 from dice_lsp.engine.rowwise import RowwiseBatch
@@ -60,7 +60,7 @@ def test_fills_admitted_between_steps_join_at_the_next_step_with_their_solo_text
     a different number of calls on each row's block)."""
     first, *later = [_request(0, 24, sampler=sampler), _request(9, 12, 2, sampler), _request(30, 16, sampler=sampler),
                      _request(3, 8, sampler=sampler)]
-    scheduler = BlockScheduler(sdar, batch_key(sdar, first), capacity=8)
+    scheduler = BlockScheduler(sdar, capacity=8)
     fills = [scheduler.admit(first)]
     left = scheduler.step()  # the batch starts with the first fill alone
     assert scheduler.batch is not None and not left
@@ -89,15 +89,14 @@ def test_requests_take_rows_that_others_left_and_get_their_solo_tokens(sdar: Loa
              (ids[:21], 1, 20)]
     alone = [generate_blocks(sdar.lm, prompt, count, region, Denoiser(GREEDY, sdar.special, sdar.device), stops,
                              step="dynamic") for prompt, count, region in specs]
-    batch = RowwiseBatch(_lm(sdar), Denoiser(GREEDY, sdar.special, sdar.device), stops, capacity=4, length=96,
-                         capture=False)
+    batch = RowwiseBatch(_lm(sdar), sdar.special, capacity=4, length=96, capture=False, stop_ids=stops)
     placed, queue, reused = {}, list(range(len(specs))), False
     try:
         while queue or batch.busy:
             while queue and batch.fits(len(specs[queue[0]][0]), specs[queue[0]][1], specs[queue[0]][2]):
                 i = queue.pop(0)
                 free = set(batch.free)
-                placed[i] = batch.place(*specs[i])
+                placed[i] = batch.place(*specs[i], GREEDY)
                 reused |= bool(set(placed[i].rows) & free) and i >= 2
             batch.step()
     finally:
@@ -119,12 +118,11 @@ def test_a_draft_skips_its_blocks_without_masks_and_gets_its_solo_tokens(sdar: L
     draft[1, 9:11] = sdar.special.mask_id  # block 2 only
     solo = generate_blocks(sdar.lm, prompt, 2, 24, Denoiser(GREEDY, sdar.special, sdar.device), set(),
                            initial=draft, step="dynamic")
-    batch = RowwiseBatch(_lm(sdar), Denoiser(GREEDY, sdar.special, sdar.device), set(), capacity=4, length=64,
-                         capture=False)
+    batch = RowwiseBatch(_lm(sdar), sdar.special, capacity=4, length=64, capture=False, stop_ids=set())
     try:
-        other = batch.place(prompt[:11], 1, 12)  # a fill beside it
+        other = batch.place(prompt[:11], 1, 12, GREEDY)  # a fill beside it
         batch.step()
-        placed = batch.place(prompt, 2, 24, initial=draft)
+        placed = batch.place(prompt, 2, 24, GREEDY, initial=draft)
         while batch.busy:
             batch.step()
     finally:
@@ -140,7 +138,7 @@ def test_a_fill_past_the_batch_columns_waits_and_no_later_fill_passes_it(sdar: L
     monkeypatch.setattr(block_graph, "BUCKET", 4)  # columns as the first fills need (else the tiny model's window)
     short, long = _request(len(PREFIX) - 20, 8), FillRequest(PREFIX * 4, SUFFIX, max_tokens=8, sampler=GREEDY)
     later = _request(5, 8)
-    scheduler = BlockScheduler(sdar, batch_key(sdar, short), capacity=4)
+    scheduler = BlockScheduler(sdar, capacity=4)
     scheduler.admit(short)
     left = scheduler.step()
     batch = scheduler.batch
@@ -158,7 +156,7 @@ def test_a_fill_past_the_batch_columns_waits_and_no_later_fill_passes_it(sdar: L
 
 def test_a_cancelled_fill_leaves_at_the_next_step_and_the_others_keep_their_tokens(sdar: LoadedModel) -> None:
     requests = [_request(0, 16), _request(9, 16, 2), _request(5, 12)]
-    scheduler = BlockScheduler(sdar, batch_key(sdar, requests[0]), capacity=4)
+    scheduler = BlockScheduler(sdar, capacity=4)
     victim = Ticket()
     fills = [scheduler.admit(request, cancel) for request, cancel in zip(requests, [None, victim, None],
                                                                           strict=True)]
@@ -179,7 +177,7 @@ def test_drafts_join_a_running_batch_of_drafts_with_their_solo_texts(sdar: Loade
                           draft=Draft(text, noise=noise, spans=spans))
               for k, c, text, noise, spans in [(0, 1, "threadIdx.x + blockIdx.x * 4;", 0.0, ((0, 9),)),
                                                (9, 2, "blockIdx.x * 4", 0.5, ()), (17, 1, "n", 0.0, ((0, 1),))]]
-    scheduler = BlockScheduler(sdar, batch_key(sdar, drafts[0]), capacity=4)
+    scheduler = BlockScheduler(sdar, capacity=4)
     fills = [scheduler.admit(drafts[0])]
     scheduler.step()
     fills += [scheduler.admit(draft) for draft in drafts[1:]]
@@ -187,6 +185,24 @@ def test_drafts_join_a_running_batch_of_drafts_with_their_solo_texts(sdar: Loade
         scheduler.step()
     for fill_, draft in zip(fills, drafts, strict=True):
         _same(fill_.result, fill(sdar, draft))
+
+
+def test_fills_and_drafts_of_other_samplers_share_a_batch_with_their_solo_texts(sdar: LoadedModel) -> None:
+    """An editor's completion is a fill, then re-masking rounds (drafts, greedy, fewer steps): on a team server they
+    meet other editors' fills; each row is committed by its own request's sampler, in one batch."""
+    draft = FillRequest(PREFIX[:len(PREFIX) - 9], SUFFIX, max_tokens=12, sampler=SamplerConfig(steps=2),
+                        draft=Draft("threadIdx.x + blockIdx.x * 4;", spans=((0, 9),)))
+    requests = [_request(0, 24), draft, _request(5, 12, 2, SAMPLERS[1]), _request(17, 16, sampler=SAMPLERS[2])]
+    scheduler = BlockScheduler(sdar, capacity=8)
+    fills = [scheduler.admit(request) for request in requests[:2]]
+    scheduler.step()
+    fills += [scheduler.admit(request) for request in requests[2:]]
+    scheduler.step()
+    assert scheduler.batch is not None and len(scheduler.batch.denoisers) == 4
+    while scheduler.busy:
+        scheduler.step()
+    for fill_, request in zip(fills, requests, strict=True):
+        _same(fill_.result, fill(sdar, request))
 
 
 def test_the_model_host_lets_a_block_fill_queued_mid_batch_join_it(sdar_dir: Path, sdar: LoadedModel) -> None:
@@ -222,11 +238,34 @@ def test_the_model_host_lets_a_block_fill_queued_mid_batch_join_it(sdar_dir: Pat
         assert host.close(30)
 
 
+def test_the_model_host_runs_queued_fills_and_drafts_of_any_sampler_as_one_batch(sdar_dir: Path,
+                                                                                  sdar: LoadedModel) -> None:
+    """Queued behind a busy model, a fill, another editor's fill of another sampler and a re-masking round's draft
+    start as one batch (one queue key for block fills), each with its solo texts."""
+    draft = FillRequest(PREFIX[:len(PREFIX) - 9], SUFFIX, max_tokens=12, sampler=SamplerConfig(steps=2),
+                        draft=Draft("threadIdx.x + blockIdx.x * 4;", spans=((0, 9),)))
+    requests = [_request(0, 16), draft, _request(5, 12, sampler=SAMPLERS[1])]
+    alone = [fill(sdar, request) for request in requests]
+    host = ModelHost(lambda status: None, max_batch_rows=8)
+    host.load(Settings(model=str(sdar_dir), device="cpu", dtype="float32")).result()
+    try:
+        gate = threading.Event()
+        host.submit(lambda model: gate.wait(30))
+        before = host.fill_batches
+        futures = [host.fill(request, Ticket()) for request in requests]
+        gate.set()
+        for future, solo in zip(futures, alone, strict=True):
+            _same(future.result(), solo)
+        assert host.fill_batches - before == 1
+    finally:
+        assert host.close(30)
+
+
 def test_fills_admitted_together_beyond_the_free_rows_wait_for_rows_instead_of_failing(sdar: LoadedModel) -> None:
     """The host asks `fits` of each queued fill, then admits them together: each fits the free rows alone, not both
     (a 16-editor load on the team server found it); the second waits and joins when rows are free."""
     first, second, third = _request(0, 24), _request(9, 12), _request(5, 8)
-    scheduler = BlockScheduler(sdar, batch_key(sdar, first), capacity=2)
+    scheduler = BlockScheduler(sdar, capacity=2)
     fills = [scheduler.admit(first)]
     scheduler.step()
     assert scheduler.fits(second) and scheduler.fits(third)  # one free row: each alone fits
@@ -242,7 +281,7 @@ def test_a_fill_cancelled_while_it_waits_leaves_without_being_placed(sdar: Loade
     """An editor that types on cancels its completion: a fill waiting for rows leaves at the next step, never
     placed (no prompt call, no rows), and the batch's fills keep their tokens."""
     first, second = _request(0, 8), _request(9, 24)
-    scheduler = BlockScheduler(sdar, batch_key(sdar, first), capacity=1)
+    scheduler = BlockScheduler(sdar, capacity=1)
     placed = scheduler.admit(first)
     scheduler.step()
     ticket = Ticket()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from dice_lsp.engine import FillRequest, SamplerConfig, batch_key, fill, load_model
+from dice_lsp.engine import FillRequest, SamplerConfig, fill, load_model
 from dice_lsp.engine.block_graph import _STEPPERS
 from dice_lsp.engine.block_scheduler import BlockScheduler
 from dice_lsp.engine.model import LoadedModel
@@ -135,7 +135,7 @@ def test_fills_that_join_a_captured_block_batch_replay_its_uncaptured_static_ste
                 for cut, tokens, count in [(0, 24, 1), (9, 12, 2), (30, 16, 1), (3, 8, 1)]]
 
     def run(capture: bool) -> list[list[str]]:
-        scheduler = BlockScheduler(model, batch_key(model, requests[0]), capacity=8, capture=capture)
+        scheduler = BlockScheduler(model, capacity=8, capture=capture)
         fills = [scheduler.admit(requests[0])]
         scheduler.step()
         for request in requests[1:]:  # each joins the running batch at the next step

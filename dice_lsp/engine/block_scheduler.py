@@ -4,10 +4,11 @@ the next denoising step and leave at the step that finishes them.
 `fill_batch` runs the block fills that were queued together; a fill that arrives one step later would wait for
 the whole batch — for a 128-token region that is ~32 blocks of a few steps each. Here the batch is a
 `rowwise.RowwiseBatch` that outlives its first requests: before every denoising call the model host admits the
-queued fills of the same `batch_key` that fit (`fits`: free rows, an end within the batch's columns), each row
+queued block fills that fit (`fits`: free rows, an end within the batch's columns), each row
 decoding its own block at its own positions, and a fill is answered at the call that finishes it. A fill's tokens
-are its solo fill's (fp32, greedy: tests/test_block_scheduler.py); sampled rows draw from the batch's one
-generator, as in `fill_batch`.
+are its solo fill's (fp32, greedy: tests/test_block_scheduler.py). Fills and re-masking drafts of any sampler
+setting share one batch (`KEY`): each row is committed by its request's sampler; sampled rows of one setting
+draw from one generator, as in `fill_batch`.
 
 The batch has a fixed number of rows and columns (the static step's cache and CUDA graph are made for that shape):
 the first fills' rows or `capacity` (the model host: as many as its last block run held at once, up to
@@ -27,16 +28,22 @@ from dice_lsp.engine.fill_types import CancelCheck, FillRequest, FillResult, Ste
 from dice_lsp.engine.infill import BlockPrompt, batch_key, block_prompt, block_result
 from dice_lsp.engine.model import LoadedModel
 from dice_lsp.engine.rowwise import RowRequest, RowwiseBatch, row_end
-from dice_lsp.engine.sampling import Denoiser
 from dice_lsp.engine.transformer import Transformer
 from dice_lsp.errors import Cancelled, DiceError
 
+KEY = "block fills"  # the model host's queue key of every block fill and draft (`key`): one scheduler runs them all
 JOIN_ROWS = 16  # rows a batch is made with, for fills to join (at most the host's rows); see the module's docstring
 
 
 def supports(model: LoadedModel, request: FillRequest) -> bool:
     """Whether `request` can join a running block batch: a fill or draft of the native block transformer."""
     return isinstance(model.lm, Transformer) and model.attention == "block" and batch_key(model, request) is not None
+
+
+def key(model: LoadedModel, request: FillRequest) -> object:
+    """The queue key under which the model host groups `request` with others (`KEY` for block fills, whatever their
+    sampler; else `batch_key`)."""
+    return KEY if supports(model, request) else batch_key(model, request)
 
 
 @dataclass(eq=False)
@@ -52,20 +59,19 @@ class BlockFill:
 
 
 class BlockScheduler:
-    """Block fills of one `batch_key`, denoised a call at a time; see the module's docstring.
+    """Block fills and drafts, denoised a call at a time; see the module's docstring.
 
     The interface is `continuous.FillScheduler`'s (`admit`, `step`, `busy`, `rows`, `calls`, `row_steps`), plus
     `fits`: whether a queued fill can join now (the model host leaves one that cannot at the head of its queue).
     `capture`: the step as a CUDA graph (None: on a CUDA device); elsewhere the static step runs uncaptured.
     """
 
-    def __init__(self, model: LoadedModel, key: object, capacity: int = JOIN_ROWS,
-                 capture: bool | None = None) -> None:
+    def __init__(self, model: LoadedModel, capacity: int = JOIN_ROWS, capture: bool | None = None) -> None:
         if not isinstance(model.lm, Transformer) or model.attention != "block":
             raise DiceError(f"{model.name}: only the native block-diffusion transformer joins fills between steps")
         if capture and model.device.type != "cuda":
             raise DiceError(f"CUDA-graph block steps need a CUDA device, the model is on {model.device}")
-        self.model, self.lm, self.key, self.capacity = model, model.lm, key, capacity
+        self.model, self.lm, self.key, self.capacity = model, model.lm, KEY, capacity
         self.capture = model.device.type == "cuda" if capture is None else capture
         self.size = model.lm.config.block_size
         self.batch: RowwiseBatch | None = None
@@ -104,8 +110,8 @@ class BlockScheduler:
     def admit(self, request: FillRequest, cancel: CancelCheck | None = None,
               progress: StepProgress | None = None) -> BlockFill:
         """Add `request`: placed in the running batch, or waiting for room (the next batch where it never fits)."""
-        if batch_key(self.model, request) != self.key:
-            raise DiceError("only fills of the scheduler's batch key join its batch")
+        if not supports(self.model, request):
+            raise DiceError("only fills of the native block-diffusion transformer join its batch")
         prompt = self._prepare(request)
         if row_end(len(prompt.ids), prompt.region, self.size) > self.model.window - self.model.window % self.size:
             raise DiceError(f"prompt and region ({len(prompt.ids) + prompt.region} tokens) exceed the model window")
@@ -123,7 +129,7 @@ class BlockScheduler:
                 return
             self.waiting.pop(0)
             fill.rows = self.batch.place(fill.prompt.ids, fill.request.candidates, fill.prompt.region,
-                                         fill.prompt.initial, fill.cancel)
+                                         fill.request.sampler, fill.prompt.initial, fill.cancel)
             self.fills.append(fill)
 
     def _start(self) -> None:
@@ -134,8 +140,7 @@ class BlockScheduler:
         end = max(row_end(len(p.ids), p.region, self.size) for p in prompts)
         length = min(end + room, self.model.window - self.model.window % self.size)
         capacity = 1 << (max(rows, self.capacity) - 1).bit_length()
-        denoiser = Denoiser(self.waiting[0].request.sampler, self.model.special, self.model.device)
-        self.batch = RowwiseBatch(self.lm, denoiser, self.model.special.stop_ids, capacity, length, self.capture)
+        self.batch = RowwiseBatch(self.lm, self.model.special, capacity, length, self.capture)
 
     @torch.inference_mode()
     def step(self) -> list[BlockFill]:
@@ -152,14 +157,14 @@ class BlockScheduler:
         batch = self.batch
         if batch is None:
             return left
-        calls, rows = batch.denoiser.model_calls, batch.active_rows
+        calls, rows = batch.calls, batch.active_rows
         try:
             done = batch.step()
         except BaseException:
             self._close()
             raise
-        self.calls += batch.denoiser.model_calls - calls
-        self.row_steps += (batch.denoiser.model_calls - calls) * rows
+        self.calls += batch.calls - calls
+        self.row_steps += (batch.calls - calls) * rows
         owners = {id(fill.rows): fill for fill in self.fills}
         for placed in done:
             fill = owners[id(placed)]

@@ -6,11 +6,12 @@ request can join only at a block boundary, placed (left-padded) at the batch's c
 own current block: one denoising call runs, for every row, the window of the block before its block and the
 block itself (`block_graph.BlockStepper` made `rowwise`: [rows, 2 * size] ids at each row's own positions, keys
 written at each row's own columns of the static cache, each row's block-causal mask its own), then commits
-each row's block by its own step count (`Denoiser.commit_rows`). A row whose block has no masks left moves to
+each row's block by its own step count and its own request's sampler (`Denoiser.commit_rows`, one denoiser per
+sampler setting: fills and re-masking drafts of any sampler share a batch). A row whose block has no masks left moves to
 its next block with masks; a row that produced a stop token in a finished block, or passed its region's end, is
 finished; a request leaves when all its rows are. So rows are independent sequences at their own positions,
 as they are alone: in fp32 a request's tokens are its solo `generate_blocks`'s (greedy; sampled rows draw from
-the batch's one generator), whatever it shares the batch with and whenever it joins.
+one generator per sampler setting), whatever it shares the batch with and whenever it joins.
 
 Keys a row's window does not write come from a call apart, one per step for every row that needs it (`_prefill`):
 a joining request's prompt before its first block (computed once, copied into each of its rows), and a draft
@@ -35,7 +36,9 @@ from torch import Tensor
 
 from dice_lsp.engine.block_graph import block_stepper, cache_length
 from dice_lsp.engine.fill_types import CancelCheck
+from dice_lsp.engine.sampler_config import SamplerConfig
 from dice_lsp.engine.sampling import Denoiser
+from dice_lsp.engine.tokenizer import SpecialTokens
 from dice_lsp.engine.transformer import Transformer
 from dice_lsp.errors import Cancelled, DiceError
 
@@ -51,6 +54,7 @@ class RowRequest:
     """One request's rows in a `RowwiseBatch`, and its generated ids once it is done."""
 
     rows: list[int]
+    sampler: SamplerConfig
     pad: int  # columns of padding before its prompt (a block where the prompt is shorter than one, else none)
     start: int  # its first generated column
     end: int  # its prompt and region, rounded up to whole blocks
@@ -77,11 +81,11 @@ class _Row:
 class RowwiseBatch:
     """Block-diffusion requests whose rows each decode their own block; see the module's docstring."""
 
-    def __init__(self, lm: Transformer, denoiser: Denoiser, stop_ids: set[int], capacity: int, length: int,
-                 capture: bool) -> None:
+    def __init__(self, lm: Transformer, special: SpecialTokens, capacity: int, length: int, capture: bool,
+                 stop_ids: set[int] | None = None) -> None:
         if lm.config.attention != "block":
             raise DiceError("only block-diffusion models decode a block per row")
-        self.lm, self.denoiser, self.size = lm, denoiser, lm.config.block_size
+        self.lm, self.special, self.size = lm, special, lm.config.block_size
         self.length = cache_length(lm, length)
         if length > self.length:
             raise DiceError(f"prompt and region ({length} tokens) exceed the model window")
@@ -89,10 +93,13 @@ class RowwiseBatch:
         self.stepper = self._held.enter_context(block_stepper(lm, capacity, self.length, capture, padded=True,
                                                               rowwise=True))
         self.capacity = self.stepper.cache.rows
-        device = denoiser.banned.device
+        device = self.stepper.cache.keys.device
         self.x = torch.zeros((self.capacity, self.length), dtype=torch.long, device=device)  # free rows: no masks
         self.new = torch.zeros((self.capacity, self.length), dtype=torch.bool, device=device)  # generated columns
-        self.stops = torch.tensor(sorted(stop_ids), device=device)
+        self.logp = torch.full((self.capacity, self.length), math.nan, device=device)  # committed tokens' scores
+        self.stops = torch.tensor(sorted(special.stop_ids if stop_ids is None else stop_ids), device=device)
+        self.denoisers: dict[SamplerConfig, Denoiser] = {}  # one per sampler setting of the requests placed
+        self.calls = 0  # model calls made
         valid = self.stepper.cache.valid
         assert valid is not None
         self.valid: Tensor = valid.fill_(True)
@@ -116,13 +123,15 @@ class RowwiseBatch:
         return rows <= len(self.free) and row_end(prompt, region, self.size) <= self.length
 
     @torch.inference_mode()
-    def place(self, prompt: list[int], count: int, region: int, initial: Tensor | None = None,
-              cancel: CancelCheck | None = None) -> RowRequest:
-        """Add a request's `count` rows; they join at the next step. `initial` ([count, region] ids, some masks):
-        a draft, every block of it with masks denoised."""
+    def place(self, prompt: list[int], count: int, region: int, sampler: SamplerConfig,
+              initial: Tensor | None = None, cancel: CancelCheck | None = None) -> RowRequest:
+        """Add a request's `count` rows, denoised as `sampler` says; they join at the next step. `initial`
+        ([count, region] ids, some masks): a draft, every block of it with masks denoised."""
         if not self.fits(len(prompt), count, region):
             raise DiceError("the request does not fit the running block batch")
-        size, mask = self.size, self.denoiser.mask_id
+        if sampler not in self.denoisers:
+            self.denoisers[sampler] = Denoiser(sampler, self.special, self.x.device)
+        size, mask = self.size, self.special.mask_id
         pad = size if len(prompt) < size else 0
         start, end = pad + len(prompt), row_end(len(prompt), region, size)
         host = torch.zeros((count, self.length), dtype=torch.long)  # after its end: zeros, never denoised
@@ -137,9 +146,8 @@ class RowwiseBatch:
         columns = torch.arange(self.length, device=device)[None, :]
         self.new[index] = columns >= start
         self.valid[index] = columns >= pad
-        if self.denoiser.logp is not None:
-            self.denoiser.logp[index] = math.nan
-        request = RowRequest(taken, pad, start, end, region, initial is not None, self.denoiser.model_calls, cancel)
+        self.logp[index] = math.nan
+        request = RowRequest(taken, sampler, pad, start, end, region, initial is not None, self.calls, cancel)
         self.requests.append(request)
         first = (start // size) * size
         masked = (host[:, first:end] == mask).view(count, -1, size).any(dim=2).tolist()
@@ -189,12 +197,11 @@ class RowwiseBatch:
         """One denoising call for every row; the requests that left (done, or cancelled before it)."""
         left = [request for request in self.requests if request.cancel is not None and request.cancel()]
         for request in left:
-            request.error = Cancelled(f"cancelled after {self.denoiser.model_calls - request.joined_at} model calls")
+            request.error = Cancelled(f"cancelled after {self.calls - request.joined_at} model calls")
             self._release(request)
         left += self._finished()
         if not self.requests:
             return left
-        self.denoiser.raise_if_cancelled()
         self._prefill()
         size, device = self.size, self.x.device
         at = [size] * self.capacity  # free rows: any column (they hold no masks)
@@ -206,9 +213,17 @@ class RowwiseBatch:
         window = column[:, None] + self.offsets
         logits = self.stepper.step_rows(self.lm, self.x.gather(1, window), window)
         block = window[:, size:]
-        self.denoiser.commit_rows(self.x, block, logits, steps[:, None])
+        self.calls += 1
+        groups: dict[SamplerConfig, list[int]] = {}
+        for row, state in self.rows.items():
+            if state.stop is None:
+                groups.setdefault(state.request.sampler, []).append(row)
+        for sampler, rows in groups.items():  # each sampler setting's rows committed its way
+            index = torch.tensor(rows, device=device)
+            self.denoisers[sampler].commit_rows(self.x, index, block[index], logits[index], steps[index, None],
+                                                self.logp)
         tokens = self.x.gather(1, block)
-        done = ~(tokens == self.denoiser.mask_id).any(dim=1)
+        done = ~(tokens == self.special.mask_id).any(dim=1)
         hit = (torch.isin(tokens, self.stops) & self.new.gather(1, block)).any(dim=1)
         flags = torch.stack((done, hit)).tolist()  # the one wait per step
         for row, state in self.rows.items():
@@ -232,20 +247,18 @@ class RowwiseBatch:
             stop = request.start + request.region if request.draft else max(stops)
             index = torch.tensor(request.rows, device=self.x.device)
             ids = self.x[index, request.start:stop].clone()  # its rows are reused
-            logp = self.denoiser.logp
-            scores = None if logp is None else logp[index, request.start:stop].clone()
+            scores = self.logp[index, request.start:stop].clone()
             for i, row_stop in enumerate(stops):  # a row finished before the others: past its stop token
                 if row_stop < stop and not request.draft:
                     ids[i, row_stop - request.start:] = self.stops[0]
-                    if scores is not None:
-                        scores[i, row_stop - request.start:] = math.nan
+                    scores[i, row_stop - request.start:] = math.nan
             request.ids, request.logp = ids, scores
             self._release(request)
         return done
 
     def _release(self, request: RowRequest) -> None:
         """The request leaves: its rows hold no masks (nothing to denoise) and are free for another."""
-        request.model_calls = self.denoiser.model_calls - request.joined_at
+        request.model_calls = self.calls - request.joined_at
         self.requests.remove(request)
         self.x[torch.tensor(request.rows, device=self.x.device)] = 0
         for row in request.rows:

@@ -154,19 +154,19 @@ class Denoiser:
         x[:, lo:hi] = torch.where(chosen, tokens, x[:, lo:hi])
         self.record(x, lo, hi, chosen, confidence)
 
-    def commit_rows(self, x: Tensor, columns: Tensor, logits: Tensor, steps: Tensor) -> None:
-        """`commit` where each row denoises its own block (`rowwise.RowwiseBatch`): `columns` [rows, size] are the
-        columns of each row's block in `x`, `logits` theirs, `steps` [rows, 1] the calls each row's block has had."""
-        window = x.gather(1, columns)
+    def commit_rows(self, x: Tensor, rows: Tensor, columns: Tensor, logits: Tensor, steps: Tensor,
+                    logp: Tensor) -> None:
+        """`commit` where each row denoises its own block (`rowwise.RowwiseBatch`): `rows` [n] of `x`, `columns`
+        [n, size] the columns of each one's block, `logits` theirs, `steps` [n, 1] the calls each block has had;
+        the committed tokens' log-probabilities go to `logp` (shaped as `x`)."""
+        at = (rows[:, None], columns)
+        window = x[at]
         masked = window == self.mask_id
         self.count_call()
         tokens, confidence = self.sample(logits)
         chosen = self.choose(tokens, confidence, masked, self.cfg.steps - steps, self.cfg.min_steps - steps)
-        x.scatter_(1, columns, torch.where(chosen, tokens, window))
-        if self.logp is None or self.logp.shape != x.shape:
-            self.logp = torch.full(x.shape, math.nan, device=x.device)
-        scores = torch.where(chosen, confidence.float().clamp_min(1e-30).log(), self.logp.gather(1, columns))
-        self.logp.scatter_(1, columns, scores)
+        x[at] = torch.where(chosen, tokens, window)
+        logp[at] = torch.where(chosen, confidence.float().clamp_min(1e-30).log(), logp[at])
 
 
 @torch.inference_mode()

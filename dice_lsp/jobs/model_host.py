@@ -130,7 +130,7 @@ class ModelHost:
     def fill(self, request: FillRequest, ticket: Ticket) -> Future[FillResult]:
         """Fill `request`, batched with the other queued fills of its shape; `ticket` cancels it."""
         model = self._model
-        key = engine.batch_key(model, request) if model is not None else None
+        key = _key(model, request) if model is not None else None
         rows = engine.batch_rows(model, request) if model is not None else request.rows
         return self._enqueue(_Job(Future(), fill=request, ticket=ticket, key=key, rows=rows))
 
@@ -286,6 +286,13 @@ def _supports(model: LoadedModel, request: FillRequest) -> bool:
     return continuous.supports(model, request) or block_scheduler.supports(model, request)
 
 
+def _key(model: LoadedModel, request: FillRequest) -> object:
+    """The queue key of a fill: fills with equal keys share a batch (`block_scheduler.key`)."""
+    from dice_lsp.engine import block_scheduler
+
+    return block_scheduler.key(model, request)
+
+
 def _scheduler(model: LoadedModel, key: object, max_rows: int, peak: int) -> FillScheduler | BlockScheduler:
     """In-place fills join between denoising steps (`continuous`), block-diffusion fills too, each row at its own
     block (`block_scheduler`). A block batch gets spare rows for joiners as many as the last block run held at once
@@ -295,5 +302,5 @@ def _scheduler(model: LoadedModel, key: object, max_rows: int, peak: int) -> Fil
     from dice_lsp.engine.continuous import FillScheduler
 
     if model.attention == "block":
-        return BlockScheduler(model, key, min(max_rows, JOIN_ROWS, peak))
+        return BlockScheduler(model, min(max_rows, JOIN_ROWS, peak))
     return FillScheduler(model, key)

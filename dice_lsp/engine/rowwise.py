@@ -104,6 +104,9 @@ class RowwiseBatch:
         assert valid is not None
         self.valid: Tensor = valid.fill_(True)
         self.offsets = torch.arange(2 * self.size, device=device) - self.size  # a window around a block's column
+        self.every = torch.arange(self.capacity, device=device)
+        # each row's block column and calls, sent once per step (pinned on CUDA: the copy does not wait for the device)
+        self.host = torch.zeros((2, self.capacity), dtype=torch.long, pin_memory=device.type == "cuda")
         self.rows: dict[int, _Row] = {}
         self.free = list(range(self.capacity))
         self.requests: list[RowRequest] = []
@@ -208,8 +211,8 @@ class RowwiseBatch:
         calls = [0] * self.capacity
         for row, state in self.rows.items():  # finished rows: their last block (no masks: nothing changes)
             at[row], calls[row] = (state.blocks[0], state.calls) if state.stop is None else (state.stop - size, 0)
-        host = torch.tensor([at, calls])
-        column, steps = host.to(device).unbind(0)
+        self.host.copy_(torch.tensor([at, calls]))  # the last step's copy is done: its flags were read
+        column, steps = self.host.to(device, non_blocking=True).unbind(0)
         window = column[:, None] + self.offsets
         logits = self.stepper.step_rows(self.lm, self.x.gather(1, window), window)
         block = window[:, size:]
@@ -218,10 +221,13 @@ class RowwiseBatch:
         for row, state in self.rows.items():
             if state.stop is None:
                 groups.setdefault(state.request.sampler, []).append(row)
-        for sampler, rows in groups.items():  # each sampler setting's rows committed its way
-            index = torch.tensor(rows, device=device)
-            self.denoisers[sampler].commit_rows(self.x, index, block[index], logits[index], steps[index, None],
-                                                self.logp)
+        if len(groups) == 1:  # one sampler setting: every row (free and finished rows have no masks to commit)
+            self.denoisers[next(iter(groups))].commit_rows(self.x, self.every, block, logits, steps[:, None], self.logp)
+        else:
+            for sampler, rows in groups.items():  # each sampler setting's rows committed its way
+                index = torch.tensor(rows, device=device)
+                self.denoisers[sampler].commit_rows(self.x, index, block[index], logits[index], steps[index, None],
+                                                    self.logp)
         tokens = self.x.gather(1, block)
         done = ~(tokens == self.special.mask_id).any(dim=1)
         hit = (torch.isin(tokens, self.stops) & self.new.gather(1, block)).any(dim=1)

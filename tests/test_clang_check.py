@@ -485,6 +485,37 @@ def test_a_completion_does_not_wait_for_a_build_queued_behind_another_file_s(mon
     assert preambles.get(front, [], [], "second", wait=20.0, behind=False) == clang.Built(None)
 
 
+def test_completions_in_a_file_wait_for_one_preamble_build_at_most_the_bound_in_all(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first completion after a file opened waits for its preamble's build; when the build outlasts that wait
+    (CUB's takes ~10 s on 2 cores), the next completion in the file does not wait for it again (it is judged
+    without clang at once, not after another second), and once the build is done a completion reads it."""
+    import threading
+    import time
+
+    from dice_lsp.toolchain import clang
+
+    release = threading.Event()
+
+    def build(self: clang.Preambles, key: str, front: clang.FrontEnd, flags: list[str], readable: list[Path],
+              preamble: str) -> clang.Built:
+        release.wait(30)
+        return clang.Built(None)
+
+    preambles, front = _fake_builds(monkeypatch, build)
+    started = time.monotonic()
+    assert preambles.get(front, [], [], "slow", wait=0.5, behind=False) is None  # the first completion waits
+    assert time.monotonic() - started >= 0.45
+    started = time.monotonic()
+    assert preambles.get(front, [], [], "slow", wait=0.5, behind=False) is None  # the next does not, again
+    assert time.monotonic() - started < 0.2
+    release.set()
+    deadline = time.monotonic() + 30
+    while preambles.get(front, [], [], "slow") is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert preambles.get(front, [], [], "slow", wait=0.5, behind=False) == clang.Built(None)
+
+
 def test_a_check_that_waited_for_its_preamble_runs_within_what_is_left_of_the_cold_bound(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """A completion right after the file opened waits for its preamble's build; the run that follows gets what is

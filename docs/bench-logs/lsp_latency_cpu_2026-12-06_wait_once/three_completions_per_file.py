@@ -1,28 +1,44 @@
-import asyncio, sys, time, json, random
-sys.path.insert(0, "/work/main/bench")
-from lsp_latency import start, _file_holes, open_doc, inline_params, HELDOUT
+"""Three completions in a row in each held-out file that includes CUB or Thrust, over a real `dice-lsp` (scratch
+driver of the nineteenth session's measurement; run from the repository root: python docs/bench-logs/...)."""
+
+import asyncio
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
+from lsp_latency import HELDOUT, _file_holes, inline_params, open_doc, start
 from lsprotocol import types
-async def main():
-    files = [json.loads(l)["text"] for l in HELDOUT.read_text().splitlines()]
-    files = [t for t in files if "cub/" in t or "thrust/" in t][:8]
+
+
+async def main() -> None:
+    files = [json.loads(line)["text"] for line in HELDOUT.read_text().splitlines()]
+    files = [text for text in files if "cub/" in text or "thrust/" in text][:8]
     rng = random.Random(1)
     client = await start({"device": "cpu", "diagnostics": False})
     out = []
     for i, text in enumerate(files):
         cases = _file_holes(text, rng)
-        if len(cases) < 3: continue
-        a, b, c = rng.sample(cases, 3)
+        if len(cases) < 3:
+            continue
         uri = f"file:///bench/cub{i}.cu"
-        open_doc(client, uri, a[0])
         times = []
-        for n, (t, line, ch, _) in enumerate((a, b, c)):
-            if n:
+        for n, (edited, line, character, _) in enumerate(rng.sample(cases, 3)):
+            if n == 0:
+                open_doc(client, uri, edited)
+            else:
                 client.text_document_did_change(types.DidChangeTextDocumentParams(
-                    types.VersionedTextDocumentIdentifier(uri=uri, version=n + 1), [types.TextDocumentContentChangeWholeDocument(text=t)]))
-            s = time.perf_counter()
-            await client.text_document_inline_completion_async(inline_params(uri, line, ch))
-            times.append(round((time.perf_counter() - s) * 1000))
+                    types.VersionedTextDocumentIdentifier(uri=uri, version=n + 1),
+                    [types.TextDocumentContentChangeWholeDocument(text=edited)]))
+            started = time.perf_counter()
+            await client.text_document_inline_completion_async(inline_params(uri, line, character))
+            times.append(round((time.perf_counter() - started) * 1000))
         out.append(times)
     print(out)
-    await client.shutdown_async(None); client.exit(None)
+    await client.shutdown_async(None)
+    client.exit(None)
+
+
 asyncio.run(main())

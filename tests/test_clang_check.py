@@ -485,11 +485,12 @@ def test_a_completion_does_not_wait_for_a_build_queued_behind_another_file_s(mon
     assert preambles.get(front, [], [], "second", wait=20.0, behind=False) == clang.Built(None)
 
 
-def test_completions_in_a_file_wait_for_one_preamble_build_at_most_the_bound_in_all(
+def test_a_completion_waits_for_its_file_s_build_only_during_the_build_s_first_seconds(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """The first completion after a file opened waits for its preamble's build; when the build outlasts that wait
-    (CUB's takes ~10 s on 2 cores), the next completion in the file does not wait for it again (it is judged
-    without clang at once, not after another second), and once the build is done a completion reads it."""
+    """The first completion after a file opened waits for what is left of its preamble build's first `wait`
+    seconds; when the build outlasts them (CUB's takes ~10 s on 2 cores), the next completion in the file does not
+    wait for it again (it is judged without clang at once, not after another second), and once the build is done
+    a completion reads it."""
     import threading
     import time
 
@@ -503,17 +504,22 @@ def test_completions_in_a_file_wait_for_one_preamble_build_at_most_the_bound_in_
         return clang.Built(None)
 
     preambles, front = _fake_builds(monkeypatch, build)
+    assert preambles.get(front, [], [], "slow") is None  # the file opened: its build starts
+    time.sleep(0.3)  # the completion's fill
     started = time.monotonic()
-    assert preambles.get(front, [], [], "slow", wait=0.5, behind=False) is None  # the first completion waits
-    assert time.monotonic() - started >= 0.45
+    assert preambles.get(front, [], [], "slow", wait=0.8, behind=False) is None  # waits for what is left
+    assert 0.3 <= time.monotonic() - started < 0.7
     started = time.monotonic()
-    assert preambles.get(front, [], [], "slow", wait=0.5, behind=False) is None  # the next does not, again
+    assert preambles.get(front, [], [], "slow", wait=0.8, behind=False) is None  # the next does not, again
     assert time.monotonic() - started < 0.2
+    started = time.monotonic()
+    assert preambles.get(front, [], [], "slow", wait=0.5) is None  # a command still waits
+    assert time.monotonic() - started >= 0.45
     release.set()
     deadline = time.monotonic() + 30
     while preambles.get(front, [], [], "slow") is None and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert preambles.get(front, [], [], "slow", wait=0.5, behind=False) == clang.Built(None)
+    assert preambles.get(front, [], [], "slow", wait=0.8, behind=False) == clang.Built(None)
 
 
 def test_a_check_that_waited_for_its_preamble_runs_within_what_is_left_of_the_cold_bound(

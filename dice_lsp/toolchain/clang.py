@@ -355,18 +355,18 @@ class Preambles:
         self.waiting: dict[str, tuple[Future[Built], FrontEnd, list[str], list[Path], str]] = {}
         self.builder: threading.Thread | None = None
         self.building: str | None = None  # the key whose build runs now
+        self.building_since = 0.0  # when it started (`time.monotonic`)
         self.slow_runs: dict[str, int] = {}  # checks in a row that outlasted their time, per file key (`slow`)
-        self.waited: dict[str, float] = {}  # seconds editors' completions have waited for each build (`get`)
         self.lock = threading.Lock()
 
     def get(self, front: FrontEnd, flags: list[str], readable: list[Path], preamble: str,
             wait: float = 0.0, behind: bool = True) -> Built | None:
         """The preamble's build if it is done, waiting at most `wait` seconds for it (its build is queued, first in
         line); None when it is not done by then. `behind` False (an editor's completion): no wait while another
-        file's build runs (this one starts after it: a build is seconds, a completion's wait is not), and the
-        completions in a file wait for one build at most `wait` seconds in all: the first completion after the
-        file opened waits for its build, and when that was not enough (CUB's takes ~10 s on 2 cores) the next
-        ones do not wait for it again; they read the preamble once it is there. A build that failed gives
+        file's build runs (this one starts after it: a build is seconds, a completion's wait is not), and a wait
+        only during the build's first `wait` seconds: a build that has run that long is a slow one (CUB's takes
+        ~10 s on 2 cores), so the completion right after the file opened waits for what is left of it, and the
+        next ones do not wait again; they read the preamble once it is there. A build that failed gives
         `Built(None)`: read the file whole this time (the next asker builds again)."""
         key = _key(front, flags, readable, preamble)
         with self.lock:
@@ -379,15 +379,12 @@ class Preambles:
                     self.builder.start()
             self.built.move_to_end(key)
             future = self.built[key]
-            if not behind:
-                queued = key in self.waiting and self.building not in (None, key)
-                wait = 0.0 if queued else max(0.0, wait - self.waited.get(key, 0.0))
-        asked = time.monotonic()
+            if not behind and key in self.waiting and self.building not in (None, key):
+                wait = 0.0
+            elif not behind and self.building == key:
+                wait = max(0.0, min(wait, self.building_since + wait - time.monotonic()))
         with contextlib.suppress(TimeoutError):
             future.exception(timeout=wait)
-        if not behind and wait > 0:
-            with self.lock:
-                self.waited[key] = self.waited.get(key, 0.0) + time.monotonic() - asked
         if not future.done():
             return None
         return future.result() if future.exception() is None else Built(None)
@@ -403,7 +400,7 @@ class Preambles:
                     self.builder = None
                     return
                 future, front, flags, readable, preamble = self.waiting.pop(latest)
-                self.building = latest
+                self.building, self.building_since = latest, time.monotonic()
             try:
                 self._settle(latest, future, front, flags, readable, preamble)
             finally:
@@ -477,8 +474,7 @@ class Preambles:
     def _trim(self) -> None:
         """Drop the least recently asked-for entries past `kept` (lock held)."""
         while len(self.built) > self.kept:
-            key, dropped = self.built.popitem(last=False)
-            self.waited.pop(key, None)
+            _, dropped = self.built.popitem(last=False)
             dropped.add_done_callback(_remove_built)
 
     def slow(self, key: str) -> None:

@@ -58,7 +58,8 @@ NAMES = ("clang++", *(f"clang++-{version}" for version in range(22, 13, -1)))
 CHECK_TIMEOUT_S = 10.0  # one front-end run (a stuck one is killed; the check then cannot tell)
 # A run before the file's preamble is precompiled reads every header it includes: ~0.2 s for a kernel file that
 # includes the runtime, ~0.8 s to seconds for one that includes Thrust, CUB or ATen (2-core machine). A completion
-# waits at most the larger of these for the preamble's build, or for such a run where the file has no preamble
+# waits at most the larger of these for the preamble's build (and only during the build's first such seconds:
+# `Preambles.get`), or for such a run where the file has no preamble
 # (the factor scales with how fast this machine read the self-test kernel's headers; ~0.43 s on 2 cores): a
 # completion must stay within ~0.8 s with its fill (~0.2-0.35 s) and its other checks. Past it clang has no
 # verdict on this completion; the next one in the file uses the preamble, and a file without one gets no more

@@ -209,18 +209,19 @@ class RowwiseBatch:
         size, device = self.size, self.x.device
         at = [size] * self.capacity  # free rows: any column (they hold no masks)
         calls = [0] * self.capacity
+        groups: dict[SamplerConfig, list[int]] = {}  # the rows with a block to denoise, by their sampler setting
         for row, state in self.rows.items():  # finished rows: their last block (no masks: nothing changes)
-            at[row], calls[row] = (state.blocks[0], state.calls) if state.stop is None else (state.stop - size, 0)
+            if state.stop is None:
+                at[row], calls[row] = state.blocks[0], state.calls
+                groups.setdefault(state.request.sampler, []).append(row)
+            else:
+                at[row] = state.stop - size
         self.host.copy_(torch.tensor([at, calls]))  # the last step's copy is done: its flags were read
         column, steps = self.host.to(device, non_blocking=True).unbind(0)
         window = column[:, None] + self.offsets
         logits = self.stepper.step_rows(self.lm, self.x.gather(1, window), window)
         block = window[:, size:]
         self.calls += 1
-        groups: dict[SamplerConfig, list[int]] = {}
-        for row, state in self.rows.items():
-            if state.stop is None:
-                groups.setdefault(state.request.sampler, []).append(row)
         if len(groups) == 1:  # one sampler setting: every row (free and finished rows have no masks to commit)
             self.denoisers[next(iter(groups))].commit_rows(self.x, self.every, block, logits, steps[:, None], self.logp)
         else:

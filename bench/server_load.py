@@ -6,7 +6,8 @@ Starts `dice-lsp serve` twice, with batching (`--max-batch-rows 32`) and without
 both kept up, and drives one at a time for a bounded time with 1 client or N clients, each sending one
 completion after another (the next as soon as the last returns, as an editor whose user keeps typing
 would). Phases run in the order A1 B1 AN BN BN AN B1 A1 and each row pools its two phases, so a drift
-of the machine (clocks warming up, caches) weighs on both servers alike. The requests are the
+of the machine (clocks warming up, caches) weighs on both servers alike; before them each server answers 5 s of
+1 editor and 5 s of N, untimed (steady state: shapes and graphs made once per server). The requests are the
 held-out kernels with 1-3 lines removed and the cursor on the emptied line (bench/lsp_latency.py's holes),
 with the editor's default settings. Prints throughput, p50/p95 round trip and the rows the batched
 server's fill scheduler ran per model call (from its status: fills join a running batch between
@@ -115,8 +116,9 @@ def main() -> None:
     n = args.clients
     order = [("batched", 1), ("unbatched", 1), ("batched", n), ("unbatched", n)]
     try:
-        for _, url in servers.values():
-            asyncio.run(run_clients(url, cases, 2, 5.0, settings))  # warm-up: model loaded, first-call costs paid
+        for _, url in servers.values():  # warm-up: model loaded, first-call costs paid at both batch sizes (the
+            for clients in (1, n):  # batched server's step shapes and CUDA graphs are made per rows and columns)
+                asyncio.run(run_clients(url, cases, clients, 5.0, settings))
         for label, clients in [*order, *reversed(order)]:
             phase = asyncio.run(run_clients(servers[label][1], cases, clients, args.seconds, settings))
             phases.setdefault((label, clients), []).append(phase)

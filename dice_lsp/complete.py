@@ -556,13 +556,19 @@ WARM_UP_TEXT = ("__global__ void scale(float* x, float a, int n) {\n"
                 "}\n")
 
 
-def warm_up(model: LoadedModel, settings: Settings) -> None:
+def warm_up(model: LoadedModel, settings: Settings, filler: Filler | None = None) -> None:
     """Complete a small kernel once and drop the result: the first completion of a process otherwise also pays
     for the one-time work on its path (compiling the checks' tree-sitter queries, decoding the header-name
-    index, the first calls' kernel setup; ~200 ms on 2 cores). A model that cannot complete it is logged and
-    left to fail on the real request, where its error is reported."""
+    index, the first calls' kernel setup and CUDA graphs; ~200 ms on 2 cores). `filler`: the path the
+    process's fills take (a batching team server's step scheduler), the engine's own fill by default. A model
+    that cannot complete it is logged and left to fail on the real request, where its error is reported."""
     try:
-        complete_at(model, WARM_UP_TEXT, Position(2, 4), settings)
+        if filler is None:
+            complete_at(model, WARM_UP_TEXT, Position(2, 4), settings)
+            return
+        prepared = prepare(model.tokenizer, model.window, WARM_UP_TEXT, Position(2, 4), settings)
+        if prepared is not None:
+            prepared.completion(filler(prepared.request), filler, None, WARM_UP_TEXT)
     except Exception as exc:  # a warm-up is never an error of its own
         LOG.debug("no warm-up completion: %s", exc)
 

@@ -293,3 +293,16 @@ def test_a_fill_cancelled_while_it_waits_leaves_without_being_placed(sdar: Loade
     while scheduler.busy:
         scheduler.step()
     _same(placed.result, fill(sdar, first))
+
+
+@pytest.mark.parametrize(("max_rows", "rowwise"), [(8, True), (1, False)], ids=["batching", "unbatched"])
+def test_a_host_warms_up_on_the_path_its_fills_take(sdar_dir: Path, max_rows: int, rowwise: bool) -> None:
+    """A batching host's load completes its warm-up kernel through the step scheduler (the rowwise batch's stepper
+    is made then, not in the first editor's completion); a host of one row warms up the solo path it runs."""
+    host = ModelHost(lambda status: None, max_batch_rows=max_rows)
+    host.load(Settings(model=str(sdar_dir), device="cpu", dtype="float32")).result()
+    try:
+        kept = block_graph._STEPPERS.get(_lm(host.model()), {})
+        assert any(key[-1] for key in kept) is rowwise  # key: rows, columns, capture, padded, rowwise
+    finally:
+        assert host.close(30)

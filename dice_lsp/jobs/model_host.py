@@ -106,12 +106,34 @@ class ModelHost:
                 return
             from dice_lsp.complete import warm_up
 
-            warm_up(model, settings)
+            warm_up(model, settings, self._stepwise_filler(model))
             self._model, self._error = model, None
             dtype = "int8" if model.int8 else str(model.dtype)
             self._set_status(ModelStatus.ready(model.name, str(model.device), dtype))
 
         return self._enqueue(_Job(Future(), run=work))
+
+    def _stepwise_filler(self, model: LoadedModel) -> Callable[[FillRequest], FillResult] | None:
+        """For the warm-up of a batching host: a fill run through the step scheduler its fills take, on this
+        thread (its shapes, kernels and CUDA graphs are made then, not in the first editor's completion: a
+        lone editor of a batching SDAR-8B server answered 11-14% slower than of an unbatched one, mostly in its
+        first seconds); None where fills run whole."""
+        if self._max_rows <= 1:
+            return None
+
+        def fill(request: FillRequest) -> FillResult:
+            if not _supports(model, request):
+                return engine.fill(model, request)
+            scheduler = _scheduler(model, _key(model, request), self._max_rows, 1)
+            admitted = scheduler.admit(request)
+            while scheduler.busy:
+                scheduler.step()
+            if admitted.error is not None:
+                raise admitted.error
+            assert admitted.result is not None
+            return admitted.result
+
+        return fill
 
     def ticket(self, key: str) -> Ticket:
         """A new ticket for `key` (a document); the previous one for it is cancelled."""

@@ -562,13 +562,16 @@ def warm_up(model: LoadedModel, settings: Settings, filler: Filler | None = None
     index, the first calls' kernel setup and CUDA graphs; ~200 ms on 2 cores). `filler`: the path the
     process's fills take (a batching team server's step scheduler), the engine's own fill by default. A model
     that cannot complete it is logged and left to fail on the real request, where its error is reported."""
+    def alone(request: FillRequest) -> FillResult:
+        from dice_lsp.engine import fill
+
+        return fill(model, request)
+
     try:
-        if filler is None:
-            complete_at(model, WARM_UP_TEXT, Position(2, 4), settings)
-            return
         prepared = prepare(model.tokenizer, model.window, WARM_UP_TEXT, Position(2, 4), settings)
         if prepared is not None:
-            prepared.completion(filler(prepared.request), filler, None, WARM_UP_TEXT)
+            run = filler or alone
+            prepared.completion(run(prepared.request), run, None, WARM_UP_TEXT)
     except Exception as exc:  # a warm-up is never an error of its own
         LOG.debug("no warm-up completion: %s", exc)
 

@@ -74,7 +74,7 @@ def answer(model: LoadedModel, _prompt: str, max_tokens: int, count: int, sample
 # `dice_lsp.engine.fill` / `.answer`, looked up at the call.
 engine.fill = fill  # type: ignore[attr-defined]
 engine.answer = answer  # type: ignore[attr-defined]
-complete.warm_up = lambda model, settings: None
+complete.warm_up = lambda model, settings, filler=None: None
 
 if __name__ == "__main__":
     sys.exit(cli.main(sys.argv[1:]))

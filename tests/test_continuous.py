@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from dice_lsp.engine import FillRequest, LoadedModel, SamplerConfig, batch_key, fill, load_model
+from dice_lsp.engine import Draft, FillRequest, LoadedModel, SamplerConfig, batch_key, fill, load_model
 from dice_lsp.engine.continuous import FillScheduler, Stream, supports
 from dice_lsp.errors import Cancelled, DiceError
 
@@ -109,10 +109,36 @@ def test_counters_count_calls_and_the_rows_they_carried(model: LoadedModel) -> N
     assert scheduler.rows == 4
 
 
+def test_fills_of_other_region_sizes_and_samplers_share_a_scheduler_with_their_solo_tokens(
+        model: LoadedModel) -> None:
+    """One scheduler takes the editor's fills whatever their canvases and samplers (a 24- and a 32-token line hole
+    decode with different step counts): each runs beside the others from the step after it joins, its tokens its
+    solo fill's; a call carries only rows of one sampler and window shape."""
+    asked = [FillRequest(PREFIX, SUFFIX, max_tokens=10, sampler=SAMPLERS["greedy"]),
+             FillRequest("int x = ", "", max_tokens=16, sampler=SAMPLERS["threshold"], candidates=2),
+             FillRequest(PREFIX * 2, "}\n", max_tokens=12, sampler=SAMPLERS["blocks"], lengths=(6, 12)),
+             FillRequest("#include <cuda.h>\n" + PREFIX, SUFFIX, max_tokens=10, sampler=SAMPLERS["seeded"]),
+             FillRequest(PREFIX, SUFFIX * 2, max_tokens=16, sampler=SAMPLERS["greedy-no-cache"]),
+             FillRequest(PREFIX * 2, SUFFIX, max_tokens=10, sampler=SAMPLERS["greedy"])]  # the first's shape
+    alone = [fill(model, request) for request in asked]
+    scheduler = FillScheduler(model)
+    streams = [scheduler.admit(asked[0]), scheduler.admit(asked[1])]
+    scheduler.step()
+    streams += [scheduler.admit(request) for request in asked[2:]]  # join after one step
+    left = run_out(scheduler)
+    assert sorted(map(id, left)) == sorted(map(id, streams))
+    for stream, solo in zip(streams, alone, strict=True):
+        assert stream.result is not None
+        assert (stream.result.texts, stream.result.canvases, stream.result.model_calls) == \
+            (solo.texts, solo.canvases, solo.model_calls)
+        assert stream.result.scores == pytest.approx(solo.scores, abs=1e-4)
+    assert scheduler.calls < sum(solo.model_calls for solo in alone)  # the first and the last shared calls
+
+
 def test_only_batchable_in_place_fills_join(model: LoadedModel, sdar_dir: Path) -> None:
-    scheduler = FillScheduler(model, batch_key(model, FillRequest(PREFIX, SUFFIX, max_tokens=10)))
-    with pytest.raises(DiceError, match="batch key"):
-        scheduler.admit(FillRequest(PREFIX, SUFFIX, max_tokens=16))
+    scheduler = FillScheduler(model)
+    with pytest.raises(DiceError, match="only in-place fills"):
+        scheduler.admit(FillRequest(PREFIX, SUFFIX, max_tokens=10, draft=Draft("threadIdx.x;", spans=((0, 9),))))
     sdar = load_model(sdar_dir, device="cpu", dtype="float32")
     assert supports(model, FillRequest(PREFIX, SUFFIX)) and not supports(sdar, FillRequest(PREFIX, SUFFIX))
     with pytest.raises(DiceError, match="only the embedded"):

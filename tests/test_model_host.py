@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from dice_lsp.engine import FillRequest, FillResult, LoadedModel, SamplerConfig, fill
+from dice_lsp.engine import Draft, FillRequest, FillResult, LoadedModel, SamplerConfig, fill
 from dice_lsp.errors import Cancelled
 from dice_lsp.jobs.model_host import ModelHost, Ticket
 from dice_lsp.settings import Settings
@@ -109,6 +109,34 @@ def test_a_cancelled_fill_leaves_without_disturbing_the_others(host: ModelHost) 
     assert host.fill_steps - steps_before == 4  # one context call for all three, then windows alone
 
 
+def test_a_draft_and_a_fill_of_another_size_queued_mid_run_do_not_wait_for_it_to_drain(host: ModelHost) -> None:
+    """While A runs, a re-masking round's draft (it runs alone) and a fill of another canvas and sampler are queued:
+    the draft is answered between A's steps and the fill joins A's run, both before A is done, each with its solo
+    texts (before, the draft and the other shape waited for the run to drain)."""
+    long = FillRequest(PREFIX, SUFFIX, max_tokens=10, sampler=SamplerConfig(steps=10))
+    draft = FillRequest(PREFIX, SUFFIX, max_tokens=10, sampler=GREEDY,
+                        draft=Draft("blockIdx.x * 4", spans=((0, 8),)))
+    other = FillRequest("int x = ", "", max_tokens=16, sampler=SamplerConfig(steps=2))
+    alone = [solo(host, request) for request in (long, draft, other)]
+    order: list[str] = []
+    queued: list[Future[FillResult]] = []
+
+    def at(check: int) -> None:
+        if check == 2:
+            queued.append(host.fill(draft, Ticket()))
+            queued.append(host.fill(other, Ticket()))
+            queued[0].add_done_callback(lambda _: order.append("draft"))
+            queued[1].add_done_callback(lambda _: order.append("other"))
+
+    before = host.fill_batches
+    first = host.fill(long, Hook(at))
+    first.add_done_callback(lambda _: order.append("long"))
+    first.result()
+    assert [future.result().texts for future in (first, *queued)] == [result.texts for result in alone]
+    assert order == ["draft", "other", "long"]
+    assert host.fill_batches - before == 2  # the run, and the draft alone inside it
+
+
 def test_a_model_job_is_not_overtaken_by_fills_queued_after_it(host: ModelHost) -> None:
     order: list[str] = []
     queued: list[Future[object]] = []
@@ -150,13 +178,13 @@ def test_a_loaded_model_completes_a_kernel_once_before_it_is_ready(native_dir: P
 
     statuses: list[str] = []
     warmed: list[tuple[str, str]] = []
-    real = complete.complete_at
+    real = complete.prepare
 
-    def recorded(model: LoadedModel, text: str, *args: object, **kwargs: object) -> object:
+    def recorded(tokenizer: object, window: int, text: str, *args: object, **kwargs: object) -> object:
         warmed.append((text, statuses[-1]))
-        return real(model, text, *args, **kwargs)  # type: ignore[arg-type]
+        return real(tokenizer, window, text, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(complete, "complete_at", recorded)
+    monkeypatch.setattr(complete, "prepare", recorded)
     host = ModelHost(lambda status: statuses.append(status.state))
     try:
         host.load(Settings(model=str(native_dir), device="cpu", dtype="float32")).result()
@@ -165,7 +193,7 @@ def test_a_loaded_model_completes_a_kernel_once_before_it_is_ready(native_dir: P
         def broken(*args: object, **kwargs: object) -> object:
             raise RuntimeError("no kernels for this shape")
 
-        monkeypatch.setattr(complete, "complete_at", broken)
+        monkeypatch.setattr(complete, "prepare", broken)
         host.load(Settings(model=str(native_dir), device="cpu", dtype="float32")).result()
         assert statuses[-1] == "ready" and host.model() is not None
     finally:

@@ -7,14 +7,16 @@ runs one model call for every stream whose window has the same shape, commits ea
 through its own denoiser, and lets finished streams leave. Streams are admitted between steps (the
 caller decides when, and how many rows fit), as LLM servers do for autoregressive decoding.
 
-What rows must share to run in one call: the `batch_key` (bidirectional in-place fill, region size,
-sampler) and, within a step, the window's shape — its offset in the region and its width (they differ
-only with `block_length`, between streams at different blocks) — and the kind of call: a stream's first
-step in a window computes its context (the whole sequence, as a solo fill's first call does: the
-"prefill"); with the context cache, later steps run the window alone over those cached keys. So a step
-runs one call for the streams that prefill (left-padded to one length, as `fill_batch` pads) and one for
-the streams in their window, keys padded to one length and masked: a step that admits streams costs
-two calls, the others one.
+One scheduler takes every in-place fill of the embedded transformer (`KEY`, the model host's queue key for
+them all), whatever its region size and sampler: a step runs one call per group of streams that can share it —
+the same sampler, the same window shape (its offset in the region and its width: they differ with the region's
+size, and with `block_length` between streams at different blocks) and the same kind of call: a stream's first
+step in a window computes its context (the whole sequence, as a solo fill's first call does: the "prefill");
+with the context cache, later steps run the window alone over those cached keys. So a step runs one call for
+the streams that prefill (left-padded to one length, as `fill_batch` pads) and one for the streams in their
+window, keys padded to one length and masked, per sampler and window shape. Fills of another shape or sampler
+thus run beside the batch, a call each per step, instead of waiting for it to drain (a head-of-line wait that
+made the batching team server 12% slower than an unbatched one at 8 editors on an H200).
 
 Positions: a call has one start position, but streams' regions start at different columns (their
 prefixes differ). Rotary attention sees only position differences, so every stream is placed with its
@@ -45,6 +47,7 @@ from dice_lsp.engine.infill import (
     region_of,
 )
 from dice_lsp.engine.model import LoadedModel
+from dice_lsp.engine.sampler_config import SamplerConfig
 from dice_lsp.engine.sampling import Denoiser, _ContextCache
 from dice_lsp.engine.transformer import KVCache, Transformer
 from dice_lsp.engine.window_graph import window_logits
@@ -72,6 +75,9 @@ def _commit_greedy(group: list[Stream], width: int, logits: Tensor) -> None:
         stream.denoiser.record(stream.x, lo, lo + width, chosen[rows], confidence[rows])
         stream.step += 1
         row += stream.rows
+
+
+KEY = "in-place fills"  # the model host's queue key of every fill a `FillScheduler` takes (`supports`)
 
 
 def supports(model: LoadedModel, request: FillRequest) -> bool:
@@ -108,21 +114,24 @@ class Stream:
 
     @property
     def shape(self) -> tuple[int, int]:
-        """What streams must share to denoise in one call: the window's offset in the region, its width."""
+        """The window's offset in the region and its width (streams of one call share them)."""
         return self.start - self.lo, self.width
 
 
-class FillScheduler:
-    """Streams of one `batch_key`, denoised a step at a time; see the module's docstring."""
+Group = tuple[bool, SamplerConfig, int, int]  # what the streams of one call share: a first step?, sampler, shape
 
-    def __init__(self, model: LoadedModel, key: object) -> None:
+
+class FillScheduler:
+    """In-place fills of the embedded transformer, denoised a step at a time; see the module's docstring."""
+
+    def __init__(self, model: LoadedModel, key: object = KEY) -> None:
         if not isinstance(model.lm, Transformer) or model.attention != "bidirectional":
             raise DiceError(f"{model.name}: only the embedded (bidirectional) transformer fills step by step")
         self.model, self.lm, self.key = model, model.lm, key
         self.streams: list[Stream] = []
         self.calls = self.row_steps = 0  # model calls made, and the rows they carried (rows per call: the gain)
         self._left: list[Stream] = []  # streams that left outside a step (nothing to denoise)
-        self._joined: dict[tuple[int, int], tuple[tuple[KVCache, ...], KVCache, Tensor | None]] = {}
+        self._joined: dict[Group, tuple[tuple[KVCache, ...], KVCache, Tensor | None]] = {}
 
     @property
     def rows(self) -> int:
@@ -140,8 +149,8 @@ class FillScheduler:
     def admit(self, request: FillRequest, cancel: CancelCheck | None = None,
               progress: StepProgress | None = None) -> Stream:
         """Add `request` as a stream; it takes its first step with the next `step`."""
-        if batch_key(self.model, request) != self.key:
-            raise DiceError("only fills of the scheduler's batch key join its batch")
+        if not supports(self.model, request):
+            raise DiceError("only in-place fills join a fill scheduler (a draft or another model's fill runs alone)")
         region = region_of(self.model, request)
         prefix, suffix, overlap = in_place_context(self.model, request, region)
         rows, _ = in_place_rows(self.model, request, region, prefix, suffix, 0, len(prefix) + region + len(suffix))
@@ -168,13 +177,15 @@ class FillScheduler:
                 stream.error = Cancelled(f"cancelled after {stream.denoiser.model_calls} model calls")
                 self.streams.remove(stream)
                 left.append(stream)
-        groups: dict[tuple[bool, int, int], list[Stream]] = {}
+        groups: dict[Group, list[Stream]] = {}
         for stream in self.streams:
             fresh = stream.cache is None  # its window's first step (every step without the context cache)
-            groups.setdefault((fresh, *stream.shape), []).append(stream)
-        for (fresh, offset, width), group in groups.items():
+            groups.setdefault((fresh, stream.denoiser.cfg, *stream.shape), []).append(stream)
+        self._joined = {key: joined for key, joined in self._joined.items() if key in groups}  # none of a past group
+        for key, group in groups.items():
+            fresh, _, offset, width = key
             if not fresh:
-                logits = self._window_call(group, offset, width)
+                logits = self._window_call(group, key)
             elif group[0].denoiser.cfg.context_cache:
                 logits = self._prefill(group, offset, width)
             else:
@@ -272,17 +283,19 @@ class FillScheduler:
             row += stream.rows
         return logits
 
-    def _window_call(self, group: list[Stream], offset: int, width: int) -> Tensor:
+    def _window_call(self, group: list[Stream], key: Group) -> Tensor:
         """A later step with the context cache: the windows alone, over each stream's context keys."""
+        _, _, offset, width = key
         ids = torch.cat([stream.x[:, stream.start:stream.start + width] for stream in group])
-        cache, valid = self._join(group, offset, width)
+        cache, valid = self._join(group, key)
         return window_logits(self.lm, ids, offset, cache, valid)
 
-    def _join(self, group: list[Stream], offset: int, width: int) -> tuple[KVCache, Tensor | None]:
+    def _join(self, group: list[Stream], key: Group) -> tuple[KVCache, Tensor | None]:
         """The group's context keys as one cache, padded to one length (and which keys are real); built
         again only when the group's streams or their windows change."""
+        width = key[3]
         members = tuple(stream.cache for stream in group if stream.cache is not None)
-        known = self._joined.get((offset, width))
+        known = self._joined.get(key)
         if known is not None and len(known[0]) == len(members) and all(
                 a is b for a, b in zip(known[0], members, strict=True)):
             return known[1], known[2]
@@ -310,5 +323,5 @@ class FillScheduler:
                 real[length:longest] = False
                 rows.append(real.expand(stream.rows, -1))
             valid = torch.cat(rows)
-        self._joined[offset, width] = (members, joined, valid)
+        self._joined[key] = (members, joined, valid)
         return joined, valid

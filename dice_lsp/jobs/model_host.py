@@ -5,19 +5,20 @@ for the same document cancels the older ticket, and the denoising loop checks it
 so stale work stops within one step. Loading and generations share the thread, so a completion asked
 for while the model loads simply waits for it.
 
-Fills are scheduled a denoising step at a time (`engine.continuous`): the oldest queued fill starts a
-run at once (a lone request never waits), and between steps every queued fill with the run's
-`batch_key` joins it (up to `max_batch_rows` rows), from the head of the queue up to the first job of
-another kind, so a model job or another shape waits only for the run to drain, never for fills queued
-after it. A fill leaves, and is answered, at the step that finishes it; a cancelled ticket's rows leave
-at the next step, the others' tokens untouched. Before, a batch ran whole and a fill that came one step
-late waited for all of it, so editors answered together came back together: with 8 editors batching was
-only at par with none (1.0x, 0.87x without a wait for fills being prepared). That wait (up to 50 ms while
-a request announced a fill it was preparing) is gone: a late fill now costs one step's delay, not a
-batch's. A block-diffusion checkpoint's fills (SDAR/DICE) are scheduled the same way a block at a time
-(`engine.block_scheduler`: joiners placed at the batch's current block, prompts padded by whole blocks), and
-a queued fill that does not fit the running batch's shape (`fits`) waits at the head of the queue. Fills of
-other models batch the queued fills whole (`fill_batch`); a host of one row runs every fill alone (`fill`).
+Fills are scheduled a denoising step at a time (`engine.continuous`): the oldest queued fill starts a run at
+once (a lone request never waits), and between steps every queued fill the run's scheduler takes joins it (up to
+`max_batch_rows` rows; one queue key for them all, whatever their region sizes and samplers), from the head of
+the queue up to the first job of another kind. A fill that runs alone (a re-masking round's draft of an in-place
+fill) at the head of the queue is run between two steps; a model job waits for the run to drain, never for fills
+queued after it. A fill leaves, and is answered, at the step that finishes it; a cancelled ticket's rows leave
+at the next step, the others' tokens untouched. Before, a batch ran whole and a fill that came one step late
+waited for all of it, so editors answered together came back together: with 8 editors batching was only at par
+with none (1.0x, 0.87x without a wait for fills being prepared). That wait (up to 50 ms while a request
+announced a fill it was preparing) is gone: a late fill now costs one step's delay, not a batch's. A
+block-diffusion checkpoint's fills and drafts (SDAR/DICE) join the same way (`engine.block_scheduler`: each row
+at its own block and positions), and a queued fill that does not fit the running batch's rows and columns
+(`fits`) waits at the head of the queue. Fills of other models batch the queued
+fills whole (`fill_batch`); a host of one row runs every fill alone (`fill`).
 """
 
 from __future__ import annotations
@@ -198,6 +199,13 @@ class ModelHost:
             rows += taken[-1].rows
         return taken
 
+    def _take_lone(self) -> list[_Job]:
+        """The fill at the head of the queue when it runs alone (no batch key: a draft of an in-place fill), for a
+        step-wise run to answer between its steps (lock held)."""
+        if self._queue and self._queue[0].fill is not None and self._queue[0].key is None:
+            return [self._queue.popleft()]
+        return []
+
     def _serve(self) -> None:
         while (batch := self._next()) is not None:
             jobs = [job for job in batch if job.future.set_running_or_notify_cancel()]
@@ -208,17 +216,21 @@ class ModelHost:
                     and _supports(self._model, first.fill):
                 self._run_stepwise(self._model, jobs)
                 continue
-            try:
-                results = self._work(jobs)
-            except BaseException as exc:  # every waiter learns why; the thread goes on
-                for job in jobs:
-                    job.future.set_exception(exc)
-                continue
-            for job, result in zip(jobs, results, strict=True):
-                if job.ticket():  # cancelled while its batch ran on for the others
-                    job.future.set_exception(Cancelled("cancelled"))
-                else:
-                    job.future.set_result(result)
+            self._answer(jobs)
+
+    def _answer(self, jobs: list[_Job]) -> None:
+        """Run `jobs` (one model job, or fills of one batch) and hand each its result or the error."""
+        try:
+            results = self._work(jobs)
+        except BaseException as exc:  # every waiter learns why; the thread goes on
+            for job in jobs:
+                job.future.set_exception(exc)
+            return
+        for job, result in zip(jobs, results, strict=True):
+            if job.ticket():  # cancelled while its batch ran on for the others
+                job.future.set_exception(Cancelled("cancelled"))
+            else:
+                job.future.set_result(result)
 
     def _run_stepwise(self, model: LoadedModel, jobs: list[_Job]) -> None:
         """Run fills step by step until none is left, admitting the queued fills of their key between steps."""
@@ -255,6 +267,10 @@ class ModelHost:
                     job.future.set_result(stream.result)
             with self._lock:
                 taken = [] if self._closed else self._take_fills(scheduler.key, scheduler.rows, scheduler.fits)
+                lone = [] if self._closed or taken else self._take_lone()
+            for job in lone:  # a re-masking round's draft, say: run between steps, not after the batch drains
+                if job.future.set_running_or_notify_cancel():
+                    self._answer([job])
             jobs = [job for job in taken if job.future.set_running_or_notify_cancel()]
 
     def _work(self, jobs: list[_Job]) -> list[Any]:
@@ -309,9 +325,13 @@ def _supports(model: LoadedModel, request: FillRequest) -> bool:
 
 
 def _key(model: LoadedModel, request: FillRequest) -> object:
-    """The queue key of a fill: fills with equal keys share a batch (`block_scheduler.key`)."""
-    from dice_lsp.engine import block_scheduler
+    """The queue key of a fill: fills with equal keys share a batch. One key for every fill a step scheduler takes
+    (`block_scheduler.KEY`, `continuous.KEY`: whatever their sizes and samplers, they join the running batch);
+    else `batch_key` (None: the fill runs alone)."""
+    from dice_lsp.engine import block_scheduler, continuous
 
+    if continuous.supports(model, request):
+        return continuous.KEY
     return block_scheduler.key(model, request)
 
 
@@ -325,4 +345,4 @@ def _scheduler(model: LoadedModel, key: object, max_rows: int, peak: int) -> Fil
 
     if model.attention == "block":
         return BlockScheduler(model, min(max_rows, JOIN_ROWS, peak))
-    return FillScheduler(model, key)
+    return FillScheduler(model)

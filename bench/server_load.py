@@ -140,6 +140,11 @@ def main() -> None:
           f"batched vs unbatched at {n} clients: "
           f"{by['batched', n]['throughput_rps'] / by['unbatched', n]['throughput_rps']:.2f}x throughput, "
           f"p95 {by['unbatched', n]['p95_ms'] / by['batched', n]['p95_ms']:.2f}x lower")
+    unbatched = by["unbatched", n]
+    if unbatched["model_ms"] and unbatched["total_ms"]:
+        share = unbatched["model_ms"] / unbatched["total_ms"]
+        print(f"unbatched at {n} clients: the model (queue and denoising) is {100 * share:.0f}% of a completion's "
+              f"server time; a model that took no time would make it at most {1 / (1 - share):.2f}x shorter")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
 

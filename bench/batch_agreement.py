@@ -32,7 +32,7 @@ def requests_of(model: LoadedModel, count: int) -> list[FillRequest]:
 
 def stepwise(model: LoadedModel, chunk: list[FillRequest]) -> list[list[str]]:
     """The chunk's fills through the step scheduler, the i-th request joining before step i."""
-    scheduler = FillScheduler(model, batch_key(model, chunk[0]))
+    scheduler = FillScheduler(model)
     streams: list[Stream] = []
     while len(streams) < len(chunk) or scheduler.busy:
         if len(streams) < len(chunk):

@@ -87,7 +87,7 @@ def main() -> None:
             rows.append((f"solo fill, {label}", phase, n / len(requests)))
         rows.append((f"solo fill, {label}", "**eager in all**", eager / len(requests)))
     window_graph.PATH = "static"
-    scheduler = FillScheduler(model, batch_key(model, requests[0]))
+    scheduler = FillScheduler(model)
     pending = [r for r in requests if batch_key(model, r) == scheduler.key]
     counter.calls.clear()
     steps = 0

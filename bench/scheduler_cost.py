@@ -45,7 +45,7 @@ def timed(model: LoadedModel, work: Callable[[], object]) -> float:
 
 def scheduled(model: LoadedModel, requests: list[FillRequest]) -> tuple[int, int]:
     """Run `requests` together through one scheduler to the end; its model calls and the rows they carried."""
-    scheduler = FillScheduler(model, batch_key(model, requests[0]))
+    scheduler = FillScheduler(model)
     for request in requests:
         scheduler.admit(request)
     while scheduler.busy:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from dice_lsp.engine import Draft, FillRequest, LoadedModel, SamplerConfig, batch_key, fill, load_model
+from dice_lsp.engine import Draft, FillRequest, LoadedModel, SamplerConfig, fill, load_model
 from dice_lsp.engine.continuous import FillScheduler, Stream, supports
 from dice_lsp.errors import Cancelled, DiceError
 
@@ -46,7 +46,7 @@ def run_out(scheduler: FillScheduler) -> list[Stream]:
 def test_fills_that_join_mid_way_get_their_solo_tokens(model: LoadedModel, name: str) -> None:
     asked = requests(SAMPLERS[name])
     alone = [fill(model, request) for request in asked]
-    scheduler = FillScheduler(model, batch_key(model, asked[0]))
+    scheduler = FillScheduler(model)
     streams = [scheduler.admit(asked[0])]
     scheduler.step()
     streams += [scheduler.admit(asked[1]), scheduler.admit(asked[2])]  # join after one step
@@ -65,7 +65,7 @@ def test_fills_that_join_mid_way_get_their_solo_tokens(model: LoadedModel, name:
 
 def test_a_fill_finished_early_leaves_while_the_batch_runs_on(model: LoadedModel) -> None:
     asked = requests(SamplerConfig(steps=4))
-    scheduler = FillScheduler(model, batch_key(model, asked[0]))
+    scheduler = FillScheduler(model)
     first = scheduler.admit(asked[0])
     scheduler.step()
     scheduler.step()
@@ -83,7 +83,7 @@ def test_a_cancelled_fill_leaves_at_the_next_step_and_the_others_keep_their_toke
     asked = requests(sampler)
     alone = [fill(model, request) for request in asked]
     cancelled = [False]
-    scheduler = FillScheduler(model, batch_key(model, asked[0]))
+    scheduler = FillScheduler(model)
     streams = [scheduler.admit(asked[0]), scheduler.admit(asked[1], lambda: cancelled[0]), scheduler.admit(asked[2])]
     scheduler.step()
     cancelled[0] = True
@@ -96,7 +96,7 @@ def test_a_cancelled_fill_leaves_at_the_next_step_and_the_others_keep_their_toke
 
 def test_counters_count_calls_and_the_rows_they_carried(model: LoadedModel) -> None:
     asked = requests(SamplerConfig(steps=4))
-    scheduler = FillScheduler(model, batch_key(model, asked[0]))
+    scheduler = FillScheduler(model)
     scheduler.admit(asked[0])  # 1 row
     scheduler.step()
     assert (scheduler.calls, scheduler.row_steps) == (1, 1)
@@ -143,7 +143,7 @@ def test_only_batchable_in_place_fills_join(model: LoadedModel, sdar_dir: Path) 
     sdar = load_model(sdar_dir, device="cpu", dtype="float32")
     assert supports(model, FillRequest(PREFIX, SUFFIX)) and not supports(sdar, FillRequest(PREFIX, SUFFIX))
     with pytest.raises(DiceError, match="only the embedded"):
-        FillScheduler(sdar, None)
+        FillScheduler(sdar)
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "int8"])
@@ -153,7 +153,7 @@ def test_a_lone_stream_is_its_solo_fill_in_every_dtype(native_dir: Path, dtype: 
     exactly the fills the suite measures (`fill`), also where rounding differs with the positions."""
     rounded = load_model(native_dir, device="cpu", dtype=dtype)
     for request in requests(SAMPLERS[name]):
-        scheduler = FillScheduler(rounded, batch_key(rounded, request))
+        scheduler = FillScheduler(rounded)
         stream = scheduler.admit(request)
         run_out(scheduler)
         assert stream.result is not None and stream.result.texts == fill(rounded, request).texts

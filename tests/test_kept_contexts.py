@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from dice_lsp.engine import Draft, FillRequest, LoadedModel, SamplerConfig, batch_key, contexts, fill, load_model
+from dice_lsp.engine import Draft, FillRequest, LoadedModel, SamplerConfig, contexts, fill, load_model
 from dice_lsp.engine.continuous import FillScheduler
 from dice_lsp.engine.transformer import KVCache, Transformer
 
@@ -49,7 +49,7 @@ def round_of(request: FillRequest, text: str = DRAFT) -> FillRequest:
 
 def scheduled(model: LoadedModel, request: FillRequest) -> None:
     """The fill as the language server's model host runs it (a stream: region at position 0)."""
-    scheduler = FillScheduler(model, batch_key(model, request))
+    scheduler = FillScheduler(model)
     scheduler.admit(request)
     while scheduler.busy:
         scheduler.step()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from dice_lsp.engine import FillRequest, LoadedModel, SamplerConfig, batch_key, fill, load_model, window_graph
+from dice_lsp.engine import FillRequest, LoadedModel, SamplerConfig, fill, load_model, window_graph
 from dice_lsp.engine.continuous import FillScheduler
 
 PREFIX = "__global__ void add(const float* a, float* c, int n) {\n    int i = "
@@ -27,7 +27,7 @@ def requests(sampler: SamplerConfig) -> list[FillRequest]:
 
 def scheduled(model: LoadedModel, asked: list[FillRequest]) -> list[list[str]]:
     """The texts of `asked` filled by one scheduler, the later ones joining after a step."""
-    scheduler = FillScheduler(model, batch_key(model, asked[0]))
+    scheduler = FillScheduler(model)
     streams = [scheduler.admit(asked[0])]
     scheduler.step()
     streams += [scheduler.admit(request) for request in asked[1:]]

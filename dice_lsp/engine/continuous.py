@@ -124,10 +124,10 @@ Group = tuple[bool, SamplerConfig, int, int]  # what the streams of one call sha
 class FillScheduler:
     """In-place fills of the embedded transformer, denoised a step at a time; see the module's docstring."""
 
-    def __init__(self, model: LoadedModel, key: object = KEY) -> None:
+    def __init__(self, model: LoadedModel) -> None:
         if not isinstance(model.lm, Transformer) or model.attention != "bidirectional":
             raise DiceError(f"{model.name}: only the embedded (bidirectional) transformer fills step by step")
-        self.model, self.lm, self.key = model, model.lm, key
+        self.model, self.lm, self.key = model, model.lm, KEY  # key: the model host's queue key of its fills
         self.streams: list[Stream] = []
         self.calls = self.row_steps = 0  # model calls made, and the rows they carried (rows per call: the gain)
         self._left: list[Stream] = []  # streams that left outside a step (nothing to denoise)

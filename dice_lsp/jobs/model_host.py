@@ -17,8 +17,8 @@ with none (1.0x, 0.87x without a wait for fills being prepared). That wait (up t
 announced a fill it was preparing) is gone: a late fill now costs one step's delay, not a batch's. A
 block-diffusion checkpoint's fills and drafts (SDAR/DICE) join the same way (`engine.block_scheduler`: each row
 at its own block and positions), and a queued fill that does not fit the running batch's rows and columns
-(`fits`) waits at the head of the queue. Fills of other models batch the queued
-fills whole (`fill_batch`); a host of one row runs every fill alone (`fill`).
+(`fits`) waits at the head of the queue. Fills of other models batch the queued fills whole (`fill_batch`); a
+host of one row runs every fill alone (`fill`).
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ class ModelHost:
         def fill(request: FillRequest) -> FillResult:
             if not _supports(model, request):
                 return engine.fill(model, request)
-            scheduler = _scheduler(model, _key(model, request), self._max_rows, 1)
+            scheduler = _scheduler(model, self._max_rows, 1)
             admitted = scheduler.admit(request)
             while scheduler.busy:
                 scheduler.step()
@@ -234,7 +234,7 @@ class ModelHost:
 
     def _run_stepwise(self, model: LoadedModel, jobs: list[_Job]) -> None:
         """Run fills step by step until none is left, admitting the queued fills of their key between steps."""
-        scheduler = _scheduler(model, jobs[0].key, self._max_rows, self._block_peak)
+        scheduler = _scheduler(model, self._max_rows, self._block_peak)
         self.fill_batches += 1
         owners: dict[Stream | BlockFill, _Job] = {}
         while True:
@@ -335,7 +335,7 @@ def _key(model: LoadedModel, request: FillRequest) -> object:
     return block_scheduler.key(model, request)
 
 
-def _scheduler(model: LoadedModel, key: object, max_rows: int, peak: int) -> FillScheduler | BlockScheduler:
+def _scheduler(model: LoadedModel, max_rows: int, peak: int) -> FillScheduler | BlockScheduler:
     """In-place fills join between denoising steps (`continuous`), block-diffusion fills too, each row at its own
     block (`block_scheduler`). A block batch gets spare rows for joiners as many as the last block run held at once
     (`peak`, up to `JOIN_ROWS`): a lone editor's fills run in a batch of their own rows (a 16-row step cost a lone

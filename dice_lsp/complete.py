@@ -562,18 +562,24 @@ def warm_up(model: LoadedModel, settings: Settings, filler: Filler | None = None
     index, the first calls' kernel setup and CUDA graphs; ~200 ms on 2 cores). `filler`: the path the
     process's fills take (a batching team server's step scheduler), the engine's own fill by default. A model
     that cannot complete it is logged and left to fail on the real request, where its error is reported."""
-    def alone(request: FillRequest) -> FillResult:
-        from dice_lsp.engine import fill
-
-        return fill(model, request)
-
     try:
         prepared = prepare(model.tokenizer, model.window, WARM_UP_TEXT, Position(2, 4), settings)
         if prepared is not None:
-            run = filler or alone
+            run = filler or engine_filler(model)
             prepared.completion(run(prepared.request), run, None, WARM_UP_TEXT)
     except Exception as exc:  # a warm-up is never an error of its own
         LOG.debug("no warm-up completion: %s", exc)
+
+
+def engine_filler(model: LoadedModel, cancel: CancelCheck | None = None,
+                  progress: StepProgress | None = None) -> Filler:
+    """The engine's own fill of `model` in this thread (`cancel` checked and `progress` told between steps)."""
+    def filler(request: FillRequest) -> FillResult:
+        from dice_lsp.engine import fill
+
+        return fill(model, request, cancel, progress)
+
+    return filler
 
 
 def no_completion(position: Position, started: float) -> Completion:
@@ -589,10 +595,5 @@ def complete_at(model: LoadedModel, text: str, position: Position, settings: Set
     prepared = prepare(model.tokenizer, model.window, text, position, settings, selection)
     if prepared is None:
         return no_completion(position, started)
-
-    def filler(request: FillRequest) -> FillResult:
-        from dice_lsp.engine import fill
-
-        return fill(model, request, cancel, progress)
-
+    filler = engine_filler(model, cancel, progress)
     return prepared.completion(filler(prepared.request), filler, compiler, lf_text(text)[0], front_end=front_end)

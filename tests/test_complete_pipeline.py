@@ -261,3 +261,24 @@ def test_fills_the_clean_up_drops_are_withheld_with_the_reason(prepared: Prepare
     assert completion.texts == []
     assert completion.withheld == "no fill was left after clean-up (2 written: comments only, repeats or no code)"
     assert prepared.completion(result(("<|pad|><|pad|>", -0.1), ("  ", -0.2))).withheld is None  # wrote nothing
+
+
+BRANCHES = ("__global__ void clip(const float* x, float* y, int n) {{\n"
+            "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+            "    {head} {{\n"
+            "        y[i] = x[i];\n"
+            "    \n"
+            "        y[i] = 0.0f;\n"
+            "    }}\n"
+            "}}\n")
+
+
+@pytest.mark.parametrize(("head", "shown"), [("if (x[i] > 0.0f)", True), ("for (; i < n; i += n)", False)])
+def test_an_else_where_the_cursor_stepped_out_of_the_block_is_shown_only_after_an_if(head: str, shown: bool) -> None:
+    # the cursor sits dedented between two lines of the block: `} else {` is what the layout asks for; the
+    # parse check then decides whether the block it closes can take an `else`
+    found = prepare(Tokenizer(EMBEDDED_MODEL), 512, BRANCHES.format(head=head), Position(4, 4), Settings())
+    assert found is not None and found.context.hole.kind == "line"
+    completion = found.completion(result(("} else {", -0.1)))
+    assert completion.texts == (["} else {"] if shown else [])
+    assert completion.withheld == (None if shown else "no fill passed the checks (1 tried; the best does not parse)")

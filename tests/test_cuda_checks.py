@@ -340,6 +340,49 @@ def test_a_half_typed_declaration_must_be_finished_as_the_code_after_it_uses_it(
     assert context.check(fill).names is (not missing)
 
 
+HALF_TYPED_LINES = {
+    # a loop header typed up to its condition takes the next lines into it; the functions after the kernel
+    # then read as part of recovery's error, so nothing after the hole is seen as declared
+    "for": ("__global__ void k(float* out, int n) {\n"
+            "    for (int iter = 0; ‸\n"
+            "        const int row = iter * 2;\n"
+            "        float v = out[row];\n"
+            "        out[row] = helper(v);\n"
+            "    }\n"
+            "}\n"
+            "__device__ float helper(float x) { return x; }\n"),
+    # a qualifier typed alone makes the next line's declaration its own
+    "shared": ("__global__ void k(float* out) {\n"
+               "    __shared__ ‸\n"
+               "    __shared__ float s_max;\n"
+               "    s_max = out[0]; s_tid = 0;\n"
+               "    out[s_tid] = s_max;\n"
+               "}\n"),
+    # the deleted rest of the line declared `v`, which the line below needs
+    "declaration": ("__global__ void k(float* out, int n) {\n"
+                    "    float ‸\n"
+                    "    out[0] = v;\n"
+                    "}\n"),
+}
+
+
+@pytest.mark.parametrize(("case", "fill", "missing"), [
+    ("for", "iter < n; ++iter) {", []),  # `iter` is the typed header's; `row`, `v`, `helper` are declared after
+    ("shared", "int s_tid;", []),
+    ("shared", "float s_sum;", ["s_tid"]),
+    ("declaration", "v = 0.f;", []),
+    ("declaration", "w = 0.f;", ["v"]),
+])
+def test_a_half_typed_line_that_reads_as_one_with_the_next_demands_only_what_the_deleted_text_declared(
+        case: str, fill: str, missing: list[str]) -> None:
+    document = HALF_TYPED_LINES[case]
+    at = document.index("‸")
+    text = document.replace("‸", "")
+    context = CheckContext(text, at, at)
+    assert context.undeclared(fill) == missing
+    assert context.check(fill).names is (not missing)
+
+
 def test_names_a_macro_or_the_file_declares_are_not_demanded() -> None:
     text = ("#define LOOP(i, n) for (int i = 0; i < n; ++i)\n"
             "__global__ void k(float* out, int n) {\n    \n    LOOP(j, n) out[j] = 0.f;\n}\n")

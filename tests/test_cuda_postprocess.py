@@ -33,6 +33,11 @@ DOCUMENTS = {  # `‸` is the cursor; each gives a real hole
     "column 0": KERNEL + "    int i = 0;\n‸    \n    c[i] = 1;\n}\n",
     "end of block": KERNEL + "    if (n) {\n        c[0] = 1;\n        ‸\n    }\n}\n",
     "unclosed if": KERNEL + "    if (n) {\n        ‸\n    c[1] = 2;\n",
+    "dedented": KERNEL + "    if (n) {\n        c[0] = 1;\n    ‸\n        c[0] = 2;\n    }\n}\n",
+    "dedented tabs": "__global__ void k(float* c, int n) {\n\tif (n) {\n\t\tc[0] = 1;\n\t‸\n\t\tc[0] = 2;\n\t}\n}\n",
+    "dedented before close": KERNEL + "    if (n) {\n        c[0] = 1;\n    ‸\n    }\n}\n",
+    "dedented pragma": KERNEL + "    if (n) {\n        c[0] = 1;\n    ‸\n#pragma unroll\n"
+                       "        for (;;) {}\n    }\n}\n",
     "marker call": KERNEL + "    c[0] = f(/*@fill*/);‸\n}\n",
     "marker condition": KERNEL + "    if (/*@fill*/)‸\n        c[0] = 1;\n}\n",
     "body": KERNEL + "    ‸",
@@ -346,6 +351,16 @@ DROP_BLOCK_CLOSER = [
     ("empty", "c[i] = '}';", "c[i] = '}';"),
     ("unclosed if", "c[0] = 1;\n    }", "c[0] = 1;\n    }"),  # the document leaves the `if` open
     ("body", "c[0] = 1;\n}", "c[0] = 1;\n}"),  # a body's own '}'
+    # the cursor stepped out of the `if`'s block, code below still in one: the layout of an else branch
+    ("dedented", "} else {", "} else {"),
+    ("dedented", "} else if (n > 1) {", "} else if (n > 1) {"),
+    ("dedented tabs", "} else {", "} else {"),
+    ("dedented", "}", None),  # closes the block and opens none: the code below would end the kernel
+    ("dedented", "} else c[0] = 3;", None),
+    ("dedented", "} if (n > 1) {", None),  # only `else` reopens what it closed
+    ("dedented", "} elsewhere(n) {", None),
+    ("dedented before close", "} else {", None),  # the line below is the block's own '}': not dedented
+    ("dedented pragma", "} else {", "} else {"),  # a directive at column 0 is not the line below
 ]
 
 DROP_NEIGHBOUR_REPEAT = [

@@ -993,6 +993,8 @@ class CheckContext:
         function = self._enclosing
         if function is None:  # no function, or tree-sitter's recovery hides declarations: too unsure
             return self._typed_declaration()
+        if self._typed_line_breaks(function):
+            return self._needed_without_typed_line()
         scopes = self._scopes
         needed = set()
         stack = [function]
@@ -1009,6 +1011,35 @@ class CheckContext:
                     needed.add(name)
             stack.extend(node.children)
         return frozenset(needed)
+
+    def _typed_line_breaks(self, function: Node) -> bool:
+        """Whether text typed before the cursor goes with an error in or around the function (inside it, only on
+        the hole's line, as `_enclosing` allows; around it, recovery's ERROR node that holds the rest of the
+        file), or reads as one statement with the next line: a half-typed `for (size_t iter = 0; ` takes the
+        next lines into its header, `__shared__ ` makes the next line's declaration its own, and the
+        declarations there and the functions after it are no longer seen as such."""
+        line_start = self._base_data.rfind(b"\n", 0, self._hole) + 1
+        if not self._base_data[line_start:self._hole].strip():
+            return False
+        if any(e.start < function.end_byte and function.start_byte < e.end for e in self._base_errors):
+            return True
+        line_end = len(self._base_data) if (at := self._base_data.find(b"\n", self._hole)) < 0 else at
+        node = self._base_tree.root_node.descendant_for_byte_range(self._hole, self._hole)
+        while node is not None and node != function:  # the typed text and the next line read as one statement
+            if line_start <= node.start_byte < self._hole < node.end_byte and line_end < node.end_byte - 1:
+                return True
+            node = node.parent
+        return False
+
+    def _needed_without_typed_line(self) -> frozenset[str]:
+        """`_needed` as the base with the hole's typed text blanked out sees it (same bytes: offsets hold), less
+        the names that text writes (the loop variable the typed header declares is not the fill's to declare)."""
+        line_start = self._base_data.rfind(b"\n", 0, self._hole) + 1
+        typed = set(re.findall(rb"[A-Za-z_]\w*", self._base_data[line_start:self._hole]))
+        blanked = (self._prefix[:line_start] + b" " * (self._hole - line_start)).decode("utf-8", "replace")
+        other = CheckContext(blanked + self._suffix.decode("utf-8", "replace"), len(blanked), len(blanked),
+                             self.headers, self.local_headers)
+        return frozenset(name for name in other._needed if name.encode() not in typed)
 
     def _typed_declaration(self) -> frozenset[str]:
         """Where a half-typed line merges with the next in tree-sitter's eyes (`const size_t num_bl` before

@@ -603,6 +603,25 @@ def test_a_statement_that_does_nothing_does_not_pass(fill: str, ok: bool) -> Non
         assert CheckContext(VOID_KERNEL, at, at).error_spans(fill)  # re-masking denoises the statement again
 
 
+@pytest.mark.parametrize(("fill", "ok"), [
+    ("for (int i = 0; i < n; i) out[i] = 0.f;", False),  # the loop never moves on by itself
+    ("for (int i = 0; i < n; i + 1) out[i] = 0.f;", False),
+    ("for (int i = 0; i < n; (i)) out[i] = 0.f;", False),
+    ("for (int i = 0; i < n; out[i]) out[i] = 0.f;", False),
+    ("for (int i = 0; i < n; i++) out[i] = 0.f;", True),
+    ("for (int i = 0; i < n; i += 4) out[i] = 0.f;", True),
+    ("for (int i = 0, j = n; i < j; ++i, --j) out[i] = out[j];", True),
+    ("for (int i = 0; i < n; ++i, out) out[i] = 0.f;", True),  # one part moves the loop on
+    ("for (int i = 0; i < n;) out[i++] = 0.f;", True),  # no update: the body moves it
+])
+def test_a_loop_update_that_does_nothing_does_not_pass(fill: str, ok: bool) -> None:
+    at = VOID_KERNEL.index("    \n") + 4
+    assert parses(VOID_KERNEL, at, at, fill) is ok
+    if not ok:  # re-masking denoises the update alone again
+        spans = CheckContext(VOID_KERNEL, at, at).error_spans(fill)
+        assert spans and all(fill[lo:hi] in ("i", "i + 1", "(i)", "out[i]") for lo, hi in spans), spans
+
+
 def test_a_mid_line_fill_is_judged_with_the_statement_it_finishes() -> None:
     text = "__global__ void k(float* out, int n) {\n    out[n] = \n}\n"
     at = text.index("= ") + 2

@@ -65,6 +65,7 @@ DOCUMENTS = {  # `‸` is the cursor; each gives a real hole
     "marker repeat": KERNEL + "    c[0] = f(a[0]);\n    c[0] = /*@fill*/;‸\n}\n",
     "marker sync": KERNEL + "    __syncthreads();\n    /*@fill*/‸\n    c[0] = 1;\n}\n",
     "marker body": KERNEL[:-1] + " /*@fill*/‸ }\n",
+    "marker in if": KERNEL + "    if (n) {\n        c[0] = 1;\n        /*@fill*/‸\n    }\n}\n",
     "typed if": KERNEL + "    if (‸\n    c[0] = 1;\n}\n",
     "typed prefix": KERNEL + "    float _storage_x = 0.f;\n    _st‸\n    c[0] = _storage_x;\n}\n",
     "typed word": KERNEL + "    float2 _storage;\n    _storage‸\n    c[0] = _storage.x;\n}\n",
@@ -361,6 +362,12 @@ DROP_BLOCK_CLOSER = [
     ("dedented", "} elsewhere(n) {", None),
     ("dedented before close", "} else {", None),  # the line below is the block's own '}': not dedented
     ("dedented pragma", "} else {", "} else {"),  # a directive at column 0 is not the line below
+    # lines asked for explicitly may end the block and start the next, not end it alone
+    ("marker in if", "c[1] = 2;\n    } else {\n        c[1] = 3;", "c[1] = 2;\n    } else {\n        c[1] = 3;"),
+    ("marker in if", "c[1] = 2;\n    }\n    if (n > 1) {\n        c[2] = 3;",
+     "c[1] = 2;\n    }\n    if (n > 1) {\n        c[2] = 3;"),
+    ("marker in if", "c[1] = 2;\n    }", None),
+    ("marker in if", "} c[1] = 0;", None),
 ]
 
 DROP_NEIGHBOUR_REPEAT = [

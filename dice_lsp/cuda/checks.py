@@ -337,6 +337,17 @@ def _without_effect(expression: Node) -> bool:
     return expression.type in _NO_EFFECT and (operator is None or operator.type not in ("<<", ">>"))
 
 
+def _loop_update_doing_nothing(expression: Node) -> bool:
+    """Whether an expression is a `for` header's update and has no effect (`for (i = 0; i < n; i)`, `...; i + 1)`):
+    the loop never moves on by itself, and no one writes it so."""
+    loop = expression.parent
+    if loop is None or loop.type != "for_statement":
+        return False
+    update = loop.child_by_field_name("update")
+    return update is not None and update.start_byte == expression.start_byte and (
+        update.end_byte == expression.end_byte) and _without_effect(expression)
+
+
 def _initialised_with_itself(declarator: Node) -> bool:
     """Whether an `init_declarator` reads the variable it declares in its own initialiser (`int n = n * 2;`):
     an uninitialised read, never meant (`sizeof`/`decltype` of it are fine)."""
@@ -541,23 +552,26 @@ _ILL_FORMED: dict[str, tuple[Callable[[Node], bool], ...]] = {
     "update_expression": (_updates_a_value,),
     "expression_statement": (_does_nothing,),
     "init_declarator": (_initialised_with_itself, _assigns_in_initialiser, _array_from_value),
-    "assignment_expression": (_assigns_itself,),
-    "binary_expression": (_same_operands,),
+    "assignment_expression": (_assigns_itself, _loop_update_doing_nothing),
+    "binary_expression": (_same_operands, _loop_update_doing_nothing),
     "array_declarator": (_zero_length_local,),
     "declaration": (_constant_without_value, _fraction_into_integer),
-    "subscript_expression": (_literal_indexed,),
+    "subscript_expression": (_literal_indexed, _loop_update_doing_nothing),
     "call_expression": (_format_mismatch,),
     "primitive_type": (_type_alone,),
     "dependent_type": (_type_alone,),
 }
+for _kind in (_NO_EFFECT | {"comma_expression", "parenthesized_expression"}) - {
+        "binary_expression", "subscript_expression"}:
+    _ILL_FORMED[_kind] = (*_ILL_FORMED.get(_kind, ()), _loop_update_doing_nothing)
 
 
 def _ill_formed(root: Node, first: int, last: int) -> list[tuple[int, int]]:
     """Byte spans of constructs in the fill that tree-sitter accepts and no C++ compiler does (a literal suffix
     no code may define, a typed structured binding, `++` on a value, an array from a value, a constant or
     `auto` without a value, a number indexed by a number, a type alone); and, compiling at most with a
-    warning but never what a user is writing, a statement that does nothing, a variable initialised with
-    itself or with an assignment, an assignment of a variable to itself, an operator between an operand
+    warning but never what a user is writing, a statement or a loop update that does nothing, a variable
+    initialised with itself or with an assignment, an assignment of a variable to itself, an operator between an operand
     and itself (`tid >= tid`, `0 == 0`), a zero-length local array, a
     fraction into an integer, a printf format that does not match its values (`_ILL_FORMED`: one small
     predicate each)."""

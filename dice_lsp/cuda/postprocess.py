@@ -25,7 +25,8 @@ it. The order (`FILTERS`) matters:
 8. `drop_block_closer`: a fill that closes the block the hole is in (`} else {`, `} if (i < n) {` on an
    empty line: they parse, and move the code after the hole into another block) is dropped, judged on
    what 6 and 7 left of it (a `c[i] = 0; } else {` may be cut back to its good first statement) —
-   except `} else {` where the cursor sits dedented between two lines of a deeper block.
+   except where it opens another before it ends: in a region marked or selected, or `} else {` where the
+   cursor sits dedented between two lines of a deeper block.
 9. `drop_neighbour_repeat`: last, so the fill judged is the one the editor would show.
 
 Brackets and ';' are counted by a plain scan (`_marks`) that skips comments, literals and preprocessor
@@ -609,17 +610,20 @@ def drop_block_closer(fill: str, ctx: FillContext) -> str | None:
     (`unclosed`: a block the user has not closed yet is the fill's to close). A body hole's own '}' is
     placed by `balance_braces`.
 
-    One exception: where the cursor sits dedented between two lines of a deeper block (the user has
-    stepped out of an `if`'s block with code below still indented), `} else {` and `} else if (...) {`
-    are what the layout asks for: a '}' followed by `else` may close the block when the fill opens
-    another before it ends (the parse check then judges whether the block was an `if`'s)."""
+    Where a fill may close the block and open another before it ends (the code after it then still
+    lands in a block at the hole's depth, and the parse check judges the structure):
+    - a region the user marked or selected: several lines asked for explicitly may end one block and
+      start the next (`x = 0;\n    } else {\n        y = 1;`, `}\n    if (ok) {`);
+    - on a line hole, `} else {` and `} else if (...) {` where the cursor sits dedented between two
+      lines of a deeper block: the user has stepped out of an `if`'s block with code below still in it."""
     if ctx.hole.close_brace:
         return fill
     limit = -max(0, ctx.unclosed)
+    explicit = ctx.hole.kind in ("marker", "selection")
     depth = 0
     for offset, brace in braces(fill):
         depth += 1 if brace == "{" else -1
-        if depth < limit and not (_ELSE_AFTER.match(fill, offset + 1) and ctx.dedented):
+        if depth < limit and not (explicit or (_ELSE_AFTER.match(fill, offset + 1) and ctx.dedented)):
             return None
     return fill if depth >= limit else None
 

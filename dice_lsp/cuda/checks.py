@@ -552,18 +552,17 @@ _ILL_FORMED: dict[str, tuple[Callable[[Node], bool], ...]] = {
     "update_expression": (_updates_a_value,),
     "expression_statement": (_does_nothing,),
     "init_declarator": (_initialised_with_itself, _assigns_in_initialiser, _array_from_value),
-    "assignment_expression": (_assigns_itself, _loop_update_doing_nothing),
-    "binary_expression": (_same_operands, _loop_update_doing_nothing),
+    "assignment_expression": (_assigns_itself,),
+    "binary_expression": (_same_operands,),
     "array_declarator": (_zero_length_local,),
     "declaration": (_constant_without_value, _fraction_into_integer),
-    "subscript_expression": (_literal_indexed, _loop_update_doing_nothing),
+    "subscript_expression": (_literal_indexed,),
     "call_expression": (_format_mismatch,),
     "primitive_type": (_type_alone,),
     "dependent_type": (_type_alone,),
 }
-for _kind in (_NO_EFFECT | {"comma_expression", "parenthesized_expression"}) - {
-        "binary_expression", "subscript_expression"}:
-    _ILL_FORMED[_kind] = (*_ILL_FORMED.get(_kind, ()), _loop_update_doing_nothing)
+for _kind in _NO_EFFECT | {"assignment_expression", "comma_expression", "parenthesized_expression"}:
+    _ILL_FORMED[_kind] = (*_ILL_FORMED.get(_kind, ()), _loop_update_doing_nothing)  # any may be a loop's update
 
 
 def _ill_formed(root: Node, first: int, last: int) -> list[tuple[int, int]]:
@@ -571,10 +570,9 @@ def _ill_formed(root: Node, first: int, last: int) -> list[tuple[int, int]]:
     no code may define, a typed structured binding, `++` on a value, an array from a value, a constant or
     `auto` without a value, a number indexed by a number, a type alone); and, compiling at most with a
     warning but never what a user is writing, a statement or a loop update that does nothing, a variable
-    initialised with itself or with an assignment, an assignment of a variable to itself, an operator between an operand
-    and itself (`tid >= tid`, `0 == 0`), a zero-length local array, a
-    fraction into an integer, a printf format that does not match its values (`_ILL_FORMED`: one small
-    predicate each)."""
+    initialised with itself or with an assignment, an assignment of a variable to itself, an operator between
+    an operand and itself (`tid >= tid`, `0 == 0`), a zero-length local array, a fraction into an integer, a
+    printf format that does not match its values (`_ILL_FORMED`: one small predicate each)."""
     spans: list[tuple[int, int]] = []
     for node in _overlapping(root, first, last):  # on a mid-line fill, `1.` before it and `x` from it count
         if any(bad(node) for bad in _ILL_FORMED.get(node.type, ())):

@@ -613,7 +613,7 @@ def drop_block_closer(fill: str, ctx: FillContext) -> str | None:
     Where a fill may close the block and open another before it ends (the code after it then still
     lands in a block at the hole's depth, and the parse check judges the structure):
     - a region the user marked or selected: several lines asked for explicitly may end one block and
-      start the next (`x = 0;\n    } else {\n        y = 1;`, `}\n    if (ok) {`);
+      start the next (`x = 0;` / `} else {` / `y = 1;` on three lines, or `}` / `if (ok) {`);
     - on a line hole, `} else {` and `} else if (...) {` where the cursor sits dedented between two
       lines of a deeper block: the user has stepped out of an `if`'s block with code below still in it."""
     if ctx.hole.close_brace:

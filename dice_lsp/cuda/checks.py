@@ -1044,20 +1044,25 @@ class CheckContext:
         return False
 
     def _needed_without_typed_line(self) -> frozenset[str]:
-        """`_needed` as the base with the hole's typed text blanked out sees it (same bytes: offsets hold), less
-        the names that text writes (the loop variable the typed header declares is not the fill's to declare)."""
+        """`_needed` as the base with the hole's typed text blanked out sees it, less the names that text writes
+        (the loop variable the typed header declares is not the fill's to declare)."""
         line_start = self._base_data.rfind(b"\n", 0, self._hole) + 1
         typed = set(re.findall(rb"[A-Za-z_]\w*", self._base_data[line_start:self._hole]))
+        return frozenset(name for name in self._typed_line_blanked._needed if name.encode() not in typed)
+
+    @cached_property
+    def _typed_line_blanked(self) -> CheckContext:
+        """The checks of the base with the text typed on the hole's line blanked out (same bytes: offsets hold)."""
+        line_start = self._base_data.rfind(b"\n", 0, self._hole) + 1
         blanked = (self._prefix[:line_start] + b" " * (self._hole - line_start)).decode("utf-8", "replace")
-        other = CheckContext(blanked + self._suffix.decode("utf-8", "replace"), len(blanked), len(blanked),
-                             self.headers, self.local_headers)
-        return frozenset(name for name in other._needed if name.encode() not in typed)
+        return CheckContext(blanked + self._suffix.decode("utf-8", "replace"), len(blanked), len(blanked),
+                            self.headers, self.local_headers)
 
     def _typed_declaration(self) -> frozenset[str]:
         """Where a half-typed line merges with the next in tree-sitter's eyes (`const size_t num_bl` before
         `const size_t grid = ...`), the function does not parse apart from the hole's line and `_needed` cannot
         tell. Then: the names the code after the hole needs, as the base with that line's typed text blanked out
-        sees them (same bytes: offsets hold), that the word typed before the cursor is the start of
+        sees them (`_typed_line_blanked`), that the word typed before the cursor is the start of
         (`num_blocks`): the user is typing their declaration, so the fill must finish it (`_size = 0;`, which
         declares `num_bl_size`, does not)."""
         line_start = self._base_data.rfind(b"\n", 0, self._hole) + 1
@@ -1065,11 +1070,7 @@ class CheckContext:
         if typed is None:
             return frozenset()
         word = typed.group().decode("ascii")
-        blanked = self._prefix[:line_start] + b" " * (self._hole - line_start)
-        start = len(blanked.decode("utf-8", "replace"))
-        other = CheckContext(blanked.decode("utf-8", "replace") + self._suffix.decode("utf-8", "replace"), start,
-                             start, self.headers, self.local_headers)
-        return frozenset(name for name in other._needed if name.startswith(word) and name != word)
+        return frozenset(name for name in self._typed_line_blanked._needed if name.startswith(word) and name != word)
 
     @cached_property
     def _block_names(self) -> frozenset[str]:

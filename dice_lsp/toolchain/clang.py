@@ -32,14 +32,12 @@ half-line fills, clang finds an error in every fill nvcc rejects and in 1 of 207
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import hashlib
 import logging
 import re
 import shutil
 import subprocess
-import tempfile
 import threading
 import time
 from collections import OrderedDict
@@ -52,6 +50,7 @@ from dice_lsp.errors import DiceError
 from dice_lsp.lifetime import Stopped
 from dice_lsp.sandbox import run_tool
 from dice_lsp.toolchain.flags import CompileFlags
+from dice_lsp.toolchain.scratch import process_folder, run_folder
 
 LOG = logging.getLogger("dice_lsp.clang")
 NAMES = ("clang++", *(f"clang++-{version}" for version in range(22, 13, -1)))
@@ -178,8 +177,7 @@ def _stubs(clang: Path, cuda: Path) -> Path:
     resource = subprocess.run([str(clang), "-print-resource-dir"], capture_output=True, text=True, timeout=30,
                               check=False).stdout.strip()
     wrapper = Path(resource) / "include" / "__clang_cuda_runtime_wrapper.h"
-    folder = Path(tempfile.mkdtemp(prefix="dice-clang-stubs-"))
-    atexit.register(shutil.rmtree, folder, True)
+    folder = process_folder("clang-stubs")
     names = _WRAPPER_INCLUDE.findall(wrapper.read_text(errors="replace")) if wrapper.is_file() else []
     for name in names:
         if not (cuda / "include" / name).exists() and not (wrapper.parent / name).exists():
@@ -192,7 +190,7 @@ def _self_test(candidate: FrontEnd) -> tuple[str | None, float]:
     """None when `candidate` reads the self-test kernel cleanly, else its first error; and the seconds it took."""
     started = time.perf_counter()
     try:
-        with tempfile.TemporaryDirectory(prefix="dice-clang-") as scratch:
+        with run_folder("clang") as scratch:
             (Path(scratch) / SOURCE).write_text(_SELF_TEST)
             output = _run(candidate, ["-fsyntax-only", "-std=c++17", SOURCE], Path(scratch), list(candidate.readable))
     except (OSError, subprocess.SubprocessError) as exc:
@@ -349,8 +347,7 @@ class Preambles:
     builds (CUB's takes ~10 s of a core) would otherwise all run beside the model and its completions."""
 
     def __init__(self, kept: int = PREAMBLES_KEPT) -> None:
-        self.folder = Path(tempfile.mkdtemp(prefix="dice-clang-pch-"))
-        atexit.register(shutil.rmtree, self.folder, True)
+        self.folder = process_folder("clang-pch")
         self.kept = kept
         self.built: OrderedDict[str, Future[Built]] = OrderedDict()  # least recently asked for first
         self.waiting: dict[str, tuple[Future[Built], FrontEnd, list[str], list[Path], str]] = {}
@@ -633,7 +630,7 @@ def front_errors(front: FrontEnd, text: str, folder: Path | None, flags: Compile
     # short so is not held against the file (`Preambles.slow`)
     waited_for_build = waited > 0.05  # (a build already done answers in microseconds)
     allowed = min(bound, max(front.cold_timeout - waited, AFTER_WAIT_S)) if waited_for_build else bound
-    with tempfile.TemporaryDirectory(prefix="dice-clang-") as scratch:
+    with run_folder("clang") as scratch:
         (Path(scratch) / SOURCE).write_text(body)
         try:
             output = _run(front, ["-fsyntax-only", *options, *_stand_in_options(stubs), *pch_options,

@@ -10,7 +10,6 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,7 @@ from pathlib import Path
 from dice_lsp.errors import DiceError
 from dice_lsp.sandbox import run_tool
 from dice_lsp.toolchain.flags import DEFAULT_FLAGS, CompileFlags
+from dice_lsp.toolchain.scratch import run_folder
 
 
 def find_nvcc(configured: str | None = None) -> Path:
@@ -131,7 +131,7 @@ def compile_source(source: str, flags: CompileFlags = DEFAULT_FLAGS, folder: Pat
     `lifetime.Stopped` when `cancel` is set (nvcc killed) or dice-lsp shuts down.
     """
     try:
-        folder_made = tempfile.TemporaryDirectory(prefix="dice-nvcc-", ignore_cleanup_errors=True)
+        folder_made = run_folder("nvcc")
     except OSError as exc:  # the temporary folder is full, read-only or gone
         return _unwritable(exc)
     with folder_made as scratch:

@@ -168,6 +168,50 @@ def test_a_variable_must_be_in_scope(fill: str) -> None:
     assert context(document).unknown_names(fill) == expected, why
 
 
+BRANCHES = """__global__ void norm(const float* in, float* out, int n, bool wide) {
+    if (wide) {
+        int threads = 256;
+        for (int col = threadIdx.x; col < n; col += threads) {
+            float val = in[col];
+            out[col] = val * val;
+        }
+    } else {
+        ‸
+        int threads = 64;
+        out[threadIdx.x] = in[threadIdx.x] * threads;
+    }
+}
+"""
+GLOBAL_TOO = "__device__ int threads;\n" + BRANCHES
+
+
+@pytest.mark.parametrize(("document", "fill", "expected", "why"), [
+    (BRANCHES, "out[0] = threads;", [(9, "threads")], "declared in the closed branch, and in this one only below"),
+    (BRANCHES, "out[0] = val;", [(9, "val")], "a closed loop's local"),
+    (BRANCHES, "out[col] = 0.f;", [(4, "col")], "a closed loop's variable"),
+    (BRANCHES, "out[0] = in[n - 1];", [], "parameters stay in scope"),
+    (BRANCHES, "for (int col = 0; col < n; ++col) out[col] = 0.f;", [], "declaring it again is fine"),
+    (GLOBAL_TOO, "out[0] = threads;", [], "a global of that name is in scope"),
+])
+def test_a_variable_of_a_block_closed_before_the_hole_is_out_of_scope(document: str, fill: str,
+                                                                       expected: list[tuple[int, str]],
+                                                                       why: str) -> None:
+    assert context(document).unknown_names(fill) == expected, why
+
+
+def test_a_declaration_below_provides_a_name_only_to_the_code_in_its_scope_after_it() -> None:
+    """The line `float val = ...;` deleted in the first branch: the second branch's own `val` does not provide the
+    name that the first branch's code below the hole uses."""
+    text = BRANCHES.replace("        ‸\n", "        float val = in[threadIdx.x];\n").replace(
+        "            float val = in[col];", "            ‸")
+    at = text.index("‸")
+    text = text.replace("‸", "")
+    context_ = CheckContext(text, at, at)
+    assert context_.undeclared("out[col] = 0.f;") == ["val"]
+    assert context_.undeclared("float val = in[col];") == []
+    assert context_.check("out[col] = 0.f;").names is False
+
+
 def test_a_namespace_in_use_brings_its_names() -> None:
     assert context("using namespace std;\n" + KERNEL).unknown_names("acc += size;") == []
 

@@ -47,14 +47,17 @@ A name used as a variable (`_local_like`: not called, not qualified, not all-cap
 name the document declares only as a local or parameter of another function (another kernel's `tid`), or
 of this function after the hole, does not resolve unless it is also written outside functions or in this
 function before the hole; and from the headers only their globals count (a name declared inside a namespace,
-`std::size`, needs a `using namespace`). Block scopes within the function are not tracked (lenient).
+`std::size`, needs a `using namespace`). Within the function, a variable declared before the hole only in
+blocks that closed before it (the other branch's `threads`, a finished loop's `col`) is out of scope too,
+unless the name is also written outside those blocks; other block scopes are not tracked (lenient).
 And the other way round (`undeclared`): a name the code after the hole uses like a local variable (not
 called, not qualified, not all-caps, not a macro's argument, not ending in `_`) that nothing in scope there
 provides was declared by the deleted code: the fill must declare it (`int tid = ...` before `out[tid] = ...`);
 and where a half-typed line merges with the next in tree-sitter's eyes, such a name that the word typed before
 the cursor is the start of (`const size_t num_bl` before uses of `num_blocks`): the fill must finish it.
-In scope: written outside functions or in this function before the hole (code, not comments or strings),
-declared in this function after the hole, a function's name, written in another function that does not
+In scope: written outside functions or in this function before the hole (code, not comments or strings; not
+a variable of a block closed before the hole), declared in this function after the hole before the use and in a
+scope that holds it (another branch's own `val` is not), a function's name, written in another function that does not
 declare it (a global from a header the document does not show), or from the headers; another kernel's own
 `idx` is not. Only where the enclosing function parses apart from the hole's line (tree-sitter's recovery
 hides declarations otherwise). On the dev split's true text this rejects 1 of 300 line, 9 of 300 mid-line
@@ -720,9 +723,11 @@ def _overlapping(root: Node, low: int, high: int) -> Iterator[Node]:
 @dataclass(frozen=True)
 class _Scopes:
     """The document's names as seen from a hole in a function (byte ranges of comments and strings skipped):
-    `visible`: written outside functions or in this function before the hole; `elsewhere`: written in other
-    functions; `declared_elsewhere`: declared by other functions (locals, parameters); `declared_after`:
-    declared in this function at or after the hole; `members`: data members of classes the hole is not in,
+    `visible`: written outside functions or in this function before the hole, less the variables this function
+    declares before the hole only in blocks closed by then (`_closed_before`); `elsewhere`: written in other
+    functions; `declared_elsewhere`: declared by other functions (locals, parameters) or, only, in those closed
+    blocks; `declared_after`: declared in this function at or after the hole, with where (`later`: name, byte
+    of the declaration, byte range of its scope); `members`: data members of classes the hole is not in,
     written nowhere else as code outside functions."""
 
     visible: frozenset[str]
@@ -730,6 +735,32 @@ class _Scopes:
     declared_elsewhere: frozenset[str]
     declared_after: frozenset[str]
     members: frozenset[str] = frozenset()
+    later: tuple[tuple[str, int, int, int], ...] = ()
+
+    def declared_for(self, name: str, at: int) -> bool:
+        """Whether a declaration after the hole provides `name` to the code at byte `at`: it comes before it, in
+        a scope that holds it (the `val` another branch declares for itself is not this one's)."""
+        return any(n == name and start < at and lo <= at < hi for n, start, lo, hi in self.later)
+
+
+# scopes of the variables a block declares (C++'s block scope; a range-for, an if's or a loop's declaration)
+_BLOCKS = frozenset({"compound_statement", "for_statement", "for_range_loop", "if_statement", "while_statement",
+                     "switch_statement", "catch_clause", "lambda_expression", "function_definition"})
+# declaring nodes whose names are held to their block (macros, types and the rest count function-wide)
+_SCOPED = frozenset({"declaration", "init_declarator", "parameter_declaration", "optional_parameter_declaration",
+                     "variadic_parameter_declaration", "for_range_loop", "condition_clause",
+                     "lambda_capture_specifier"})
+
+
+def _block_of(node: Node, function: Node, blocks_hold: bool = True) -> tuple[int, int]:
+    """The byte range where the variables `node` declares are in scope (the function's, for other names, and where
+    tree-sitter's recovery runs through the function beyond the hole's line: its blocks may not be the code's)."""
+    if node.type not in _SCOPED or not blocks_hold:
+        return function.start_byte, function.end_byte
+    block = node if node.type == "for_range_loop" else node.parent
+    while block is not None and block.type not in _BLOCKS:
+        block = block.parent
+    return (block.start_byte, block.end_byte) if block is not None else (function.start_byte, function.end_byte)
 
 
 def _words_outside(data: bytes, skipped: list[tuple[int, int]]) -> set[str]:
@@ -998,7 +1029,8 @@ class CheckContext:
         there provides: the deleted code declared them, so a fill must (`int tid = ...` before `out[tid] = ...`).
 
         Provided: a name written outside functions or in this function before the hole (code, not comments or
-        strings), declared in this function after the hole, written in another function without being declared
+        strings; not a variable of a block closed by then), declared in this function after the hole before the
+        use and in a scope that holds it, written in another function without being declared
         there (a global from a header the document does not show), a global of the headers (any of their names
         after a `using namespace`), a name of the local headers. A
         name another function declares for itself (its `idx`) provides nothing here."""
@@ -1016,8 +1048,9 @@ class CheckContext:
                 continue
             if node.type == "identifier" and node.start_byte >= self._hole and _local_like(node):
                 name = (node.text or b"").decode("utf-8", "replace")
-                if not (name in scopes.visible or name in scopes.declared_after or name in self.headers.globals
-                        or (self._uses_namespace and name in self.headers) or name in BUILTINS
+                if not (name in scopes.visible or scopes.declared_for(name, node.start_byte)
+                        or name in self.headers.globals or (self._uses_namespace and name in self.headers)
+                        or name in BUILTINS
                         or name in self._local_names
                         or (name in scopes.elsewhere and name not in scopes.declared_elsewhere)):
                     needed.add(name)
@@ -1165,6 +1198,13 @@ class CheckContext:
         elsewhere = _words_outside(data, [*gaps, *prose_ranges])
         declared_elsewhere: set[str] = set()
         declared_after: set[str] = set()
+        later: list[tuple[str, int, int, int]] = []
+        closed: dict[str, list[tuple[int, int]]] = {}  # declared before the hole in a block closed by then
+        open_before: set[str] = set()  # declared before the hole in a scope that holds it
+        line_start = data.rfind(b"\n", 0, self._hole) + 1
+        line_end = len(data) if (at_end := data.find(b"\n", self._hole)) < 0 else at_end
+        blocks_hold = not any(e.start < enclosing.end_byte and enclosing.start_byte < e.end and not (
+            line_start <= e.start and e.end <= line_end + 1) for e in self._base_errors)  # else: function-wide
         starts = [lo for lo, _ in others]  # sorted, not overlapping
         for node in QueryCursor(_query(_DECLARING_QUERY)).captures(root).get("d", []):
             names = {(n.text or b"").decode("utf-8", "replace") for n in _declared_by(node)}
@@ -1175,8 +1215,24 @@ class CheckContext:
                 declared_elsewhere |= names
             elif after[0] <= node.start_byte < after[1]:
                 declared_after |= names
+                lo, hi = _block_of(node, enclosing, blocks_hold)
+                later.extend((name, node.start_byte, lo, hi) for name in names)
+            elif enclosing.start_byte <= node.start_byte < self._hole:
+                lo, hi = _block_of(node, enclosing, blocks_hold)
+                for name in names:
+                    if hi <= self._hole:
+                        closed.setdefault(name, []).append((lo, hi))
+                    else:
+                        open_before.add(name)
+        closed_only = set(closed) - open_before
+        if closed_only:  # such a name is no longer in scope, unless it is also written outside those blocks
+            blocks = [block for name in closed_only for block in closed[name]]
+            closed_only -= _words_outside(data, [*others, after, *prose_ranges, *blocks])
+            visible -= closed_only
+            declared_elsewhere |= closed_only
         return _Scopes(frozenset(visible), frozenset(elsewhere), frozenset(declared_elsewhere),
-                       frozenset(declared_after), self._members(functions, [*others, after, *prose_ranges]))
+                       frozenset(declared_after), self._members(functions, [*others, after, *prose_ranges]),
+                       tuple(later))
 
     def _members(self, functions: list[tuple[int, int]], skipped: list[tuple[int, int]]) -> frozenset[str]:
         """Data members of classes the hole is not in, that no code outside those classes and outside functions

@@ -666,6 +666,21 @@ def test_a_loop_update_that_does_nothing_does_not_pass(fill: str, ok: bool) -> N
         assert spans and all(fill[lo:hi] in ("i", "i + 1", "(i)", "out[i]") for lo, hi in spans), spans
 
 
+@pytest.mark.parametrize(("fill", "ok"), [
+    ("if (n == 0);", False),  # the statement after it runs either way
+    ("if (n <= 0) ;", False),
+    ("if (n == 0) return;", True),
+    ("if (n == 0); else out[0] = 0.f;", True),  # odd, but the else does something
+    ("while (n == 0);", True),  # a loop may spin on purpose
+    ("if (n == 0) {}", True),  # an empty block is where the user writes next
+])
+def test_an_if_with_an_empty_body_does_not_pass(fill: str, ok: bool) -> None:
+    at = VOID_KERNEL.index("    \n") + 4
+    assert parses(VOID_KERNEL, at, at, fill) is ok
+    if not ok:  # re-masking rewrites the whole statement
+        assert CheckContext(VOID_KERNEL, at, at).error_spans(fill)
+
+
 def test_a_mid_line_fill_is_judged_with_the_statement_it_finishes() -> None:
     text = "__global__ void k(float* out, int n) {\n    out[n] = \n}\n"
     at = text.index("= ") + 2

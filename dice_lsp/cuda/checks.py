@@ -351,6 +351,14 @@ def _loop_update_doing_nothing(expression: Node) -> bool:
         update.end_byte == expression.end_byte) and _without_effect(expression)
 
 
+def _if_doing_nothing(statement: Node) -> bool:
+    """Whether an `if` has an empty statement for its body and no `else` (`if (n == 0);`): what follows runs
+    either way, and the compiler warns that the body is empty. (A loop with an empty body may spin on purpose.)"""
+    body = statement.child_by_field_name("consequence")
+    return (body is not None and body.type == "expression_statement" and body.named_child_count == 0
+            and statement.child_by_field_name("alternative") is None)
+
+
 def _initialised_with_itself(declarator: Node) -> bool:
     """Whether an `init_declarator` reads the variable it declares in its own initialiser (`int n = n * 2;`):
     an uninitialised read, never meant (`sizeof`/`decltype` of it are fine)."""
@@ -562,6 +570,7 @@ _ILL_FORMED: dict[str, tuple[Callable[[Node], bool], ...]] = {
     "subscript_expression": (_literal_indexed,),
     "call_expression": (_format_mismatch,),
     "primitive_type": (_type_alone,),
+    "if_statement": (_if_doing_nothing,),
     "dependent_type": (_type_alone,),
 }
 for _kind in _NO_EFFECT | {"assignment_expression", "comma_expression", "parenthesized_expression"}:
@@ -572,7 +581,7 @@ def _ill_formed(root: Node, first: int, last: int) -> list[tuple[int, int]]:
     """Byte spans of constructs in the fill that tree-sitter accepts and no C++ compiler does (a literal suffix
     no code may define, a typed structured binding, `++` on a value, an array from a value, a constant or
     `auto` without a value, a number indexed by a number, a type alone); and, compiling at most with a
-    warning but never what a user is writing, a statement or a loop update that does nothing, a variable
+    warning but never what a user is writing, a statement, a loop update or an `if` that does nothing, a variable
     initialised with itself or with an assignment, an assignment of a variable to itself, an operator between
     an operand and itself (`tid >= tid`, `0 == 0`), a zero-length local array, a fraction into an integer, a
     printf format that does not match its values (`_ILL_FORMED`: one small predicate each)."""

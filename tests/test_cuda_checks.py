@@ -212,6 +212,22 @@ def test_a_declaration_below_provides_a_name_only_to_the_code_in_its_scope_after
     assert context_.check("out[col] = 0.f;").names is False
 
 
+TYPEDEFS = ("typedef float real;\nnamespace Index { typedef long idx_t; }\n"
+            "__global__ void k(real* a, int n) {\n    Index::idx_t id = n;\n    ‸\n    a[id] = 0;\n}\n")
+
+
+@pytest.mark.parametrize(("fill", "expected"), [
+    ("Index::idx_t = n;", [(7, "idx_t")]),  # a declaration that lost its name: an assignment to a type
+    ("real = 0.0f;", [(0, "real")]),
+    ("real x = 0.0f;", []),
+    ("Index::idx_t j = n;", []),
+    ("id = n;", []),
+])
+def test_a_name_the_document_writes_only_as_a_type_is_not_assigned_to(fill: str,
+                                                                       expected: list[tuple[int, str]]) -> None:
+    assert context(TYPEDEFS).unknown_names(fill) == expected
+
+
 def test_a_namespace_in_use_brings_its_names() -> None:
     assert context("using namespace std;\n" + KERNEL).unknown_names("acc += size;") == []
 
@@ -408,6 +424,41 @@ HALF_TYPED_LINES = {
                     "    out[0] = v;\n"
                     "}\n"),
 }
+
+
+UNPARSED_KERNEL = """typedef float real;
+extern "C" __global__ void computeEnergy(const float* __restrict__ posq, real* __restrict__ energyBuffer
+#ifdef USE_CUTOFF
+        , const int* __restrict__ tiles
+#endif
+        PARAMETER_ARGUMENTS) {
+    real energy = 0;
+    for (int tile = 0; tile < 4; tile++) {
+        real tempEnergy = posq[tile];
+        energy += tempEnergy;
+    }
+    if (threadIdx.x < 32) {
+        real tempEn‸
+        const real scale = 1.0f;
+        energy += scale * tempEnergy;
+    }
+    energyBuffer[blockIdx.x] = energy;
+}
+"""
+
+
+@pytest.mark.parametrize(("fill", "missing"), [
+    ("actionScale = 0.0f;", ["tempEnergy"]),  # declares `tempEnactionScale`; the code below uses `tempEnergy`
+    ("ergy = 0.0f;", []),
+    ("ergy;", []),
+])
+def test_a_half_typed_declaration_in_a_function_tree_sitter_cannot_read_must_be_finished(
+        fill: str, missing: list[str]) -> None:
+    """`#ifdef`s through the parameter list (OpenMM's kernels): no function parses, so the names are judged by
+    words; the earlier loop's own `tempEnergy` (a closed block) does not provide the one below."""
+    checker = context(UNPARSED_KERNEL)
+    assert checker.undeclared(fill) == missing
+    assert checker.check(fill).names is (not missing)
 
 
 @pytest.mark.parametrize(("case", "fill", "missing"), [

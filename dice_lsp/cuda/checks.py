@@ -49,12 +49,15 @@ of this function after the hole, does not resolve unless it is also written outs
 function before the hole; and from the headers only their globals count (a name declared inside a namespace,
 `std::size`, needs a `using namespace`). Within the function, a variable declared before the hole only in
 blocks that closed before it (the other branch's `threads`, a finished loop's `col`) is out of scope too,
-unless the name is also written outside those blocks; other block scopes are not tracked (lenient).
+unless the name is also written outside those blocks; other block scopes are not tracked (lenient). A name the
+document writes only as a type (`real` of `typedef float real;`) is not assigned to (`real = 0.f;`, a
+declaration that lost its name), and a variable is no type (`(input) out[i]`).
 And the other way round (`undeclared`): a name the code after the hole uses like a local variable (not
 called, not qualified, not all-caps, not a macro's argument, not ending in `_`) that nothing in scope there
 provides was declared by the deleted code: the fill must declare it (`int tid = ...` before `out[tid] = ...`);
 and where a half-typed line merges with the next in tree-sitter's eyes, such a name that the word typed before
-the cursor is the start of (`const size_t num_bl` before uses of `num_blocks`): the fill must finish it.
+the cursor is the start of (`const size_t num_bl` before uses of `num_blocks`): the fill must finish it
+(where the function does not parse at all, `#ifdef`s through its parameter list, the same by words).
 In scope: written outside functions or in this function before the hole (code, not comments or strings; not
 a variable of a block closed before the hole), declared in this function after the hole before the use and in a
 scope that holds it (another branch's own `val` is not), a function's name, written in another function that does not
@@ -812,11 +815,56 @@ def _as_type(node: Node) -> bool:
     return parent.type == "declaration" and parent.child_by_field_name("type") == node
 
 
+_PROSE = re.compile(rb'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"', re.S)  # comments and strings, by regex
+
+
+def _column_zero_span(data: bytes, at: int) -> tuple[int, int] | None:
+    """Where braces cannot say (`#if`s through a parameter list), the definition around byte `at` as code is laid
+    out: from the last line before it that starts with a word at column 0 to the first `}` at column 0 after it."""
+    start = max((m.start() for m in re.finditer(rb"^[A-Za-z_]", data[:at], re.M)), default=None)
+    end = re.compile(rb"^\}", re.M).search(data, at)
+    return (start, end.end()) if start is not None and end is not None else None
+
+
+def _open_blocks_text(data: bytes) -> bytes:
+    """`data` (code from a definition's start) without the blocks that open and close within it: what is still
+    in scope at its end, by braces alone."""
+    opened: list[int] = []
+    closed: list[tuple[int, int]] = []
+    for match in re.finditer(rb"[{}]", data):
+        if match.group() == b"{":
+            opened.append(match.start())
+        elif opened:
+            start = opened.pop()
+            while closed and closed[-1][0] > start:  # blocks inside this one
+                closed.pop()
+            closed.append((start, match.end()))
+    kept, at = [], 0
+    for start, end in closed:
+        kept.append(data[at:start])
+        at = end
+    return b" ".join([*kept, data[at:]])
+
+
+def _assigned_to(node: Node) -> bool:
+    """An identifier that is assigned to (`x = ...`, `ns::x = ...`)."""
+    parent = node.parent
+    if node.type != "identifier" or parent is None:
+        return False
+    if parent.type == "qualified_identifier" and parent.child_by_field_name("name") == node:
+        node, parent = parent, parent.parent
+    return parent is not None and parent.type == "assignment_expression" and parent.child_by_field_name("left") == node
+
+
 _NAMESPACES = frozenset({"std", "cub", "thrust", "cooperative_groups", "nvcuda", "cutlass", "cute", "c10"})
 _NAMESPACE_DECLARATION = re.compile(rb"\bnamespace\s+[A-Za-z_]\w*")
 
 
 _TYPED_BYTES = re.compile(rb"(?<!\w)[A-Za-z_]\w*\Z")  # the word typed before the cursor
+# a declaration's head typed so far: type words (qualified, templated, pointers) and the start of the name
+_DECLARATION_HEAD = re.compile(r"\s*(?:[A-Za-z_][\w:]*(?:<[^;{}()]*>)?[\s*&]+)+[A-Za-z_]\w*")
+_NOT_A_TYPE = frozenset({"return", "case", "goto", "else", "do", "delete", "throw", "new", "sizeof", "using",
+                         "co_return", "co_yield", "co_await", "template", "typename"})
 
 
 class CheckContext:
@@ -1090,6 +1138,8 @@ class CheckContext:
         (the loop variable the typed header declares is not the fill's to declare)."""
         line_start = self._base_data.rfind(b"\n", 0, self._hole) + 1
         typed = set(re.findall(rb"[A-Za-z_]\w*", self._base_data[line_start:self._hole]))
+        if self._typed_line_blanked._enclosing is None:  # blanked, the function parses no better: by words
+            return self._typed_declaration()
         return frozenset(name for name in self._typed_line_blanked._needed if name.encode() not in typed)
 
     @cached_property
@@ -1112,7 +1162,36 @@ class CheckContext:
         if typed is None:
             return frozenset()
         word = typed.group().decode("ascii")
+        if self._typed_line_blanked._enclosing is None:  # no parse even without the typed text (macro-laden)
+            return self._typed_declaration_by_words(line_start, word)
         return frozenset(name for name in self._typed_line_blanked._needed if name.startswith(word) and name != word)
+
+    def _typed_declaration_by_words(self, line_start: int, word: str) -> frozenset[str]:
+        """`_typed_declaration` where the function does not parse at all (OpenMM's kernels, `#ifdef`s through
+        their parameter lists; tree-sitter cannot say what is declared where): by words. The line typed so far is
+        a declaration's head (`real tempEn`, `__shared__ real fr`), and the code after the hole, in the
+        definition that holds it, uses exactly one longer name that `word` starts, written nowhere before this
+        line and not declared where it is first written (`energy += tempEnergy;`): that is the name being typed,
+        so the fill must finish it. (Before this line, only the text of blocks still open counts: the same name
+        declared in an earlier, closed block is another variable.)"""
+        head = self._base_data[line_start:self._hole].decode("utf-8", "replace")
+        if _DECLARATION_HEAD.fullmatch(head) is None or head.split()[0] in _NOT_A_TYPE:
+            return frozenset()
+        span = top_level_span(self._base_data, self._hole) or _column_zero_span(self._base_data, self._hole)
+        if span is None:
+            return frozenset()
+        after = _PROSE.sub(b" ", self._base_data[self._hole:span[1]])
+        before = _open_blocks_text(_PROSE.sub(b" ", self._base_data[span[0]:line_start]))
+        names = {name for name in words(after) if name.startswith(word) and name != word}
+        found = [name for name in names if name not in self.headers.globals and not re.search(
+            rb"(?<!\w)" + name.encode() + rb"(?!\w)", before)]
+        if len(found) != 1:
+            return frozenset()
+        first = re.search(rb"(?<![\w.>:])" + found[0].encode() + rb"(?!\w)", after)
+        statement = after[:first.start()].rsplit(b";", 1)[-1].rsplit(b"}", 1)[-1].rsplit(b"{", 1)[-1] if first else b""
+        if first is None or _DECLARATION_HEAD.fullmatch(statement.decode("utf-8", "replace") + "x"):
+            return frozenset()  # written first in a declaration of its own: not the typed one
+        return frozenset(found)
 
     @cached_property
     def _block_names(self) -> frozenset[str]:
@@ -1302,6 +1381,16 @@ class CheckContext:
         return self._namespace_verdicts[name]
 
     @cached_property
+    def _types_only(self) -> frozenset[str]:
+        """Names the document writes only where tree-sitter reads a type (`real` of `typedef float real;`,
+        `Index::idx_t`): never a value, so never assigned to."""
+        root = self._base_tree.root_node
+        types = QueryCursor(_query("(type_identifier) @t")).captures(root).get("t", [])
+        values = QueryCursor(_query("(identifier) @v")).captures(root).get("v", [])
+        return frozenset({(t.text or b"").decode("utf-8", "replace") for t in types}
+                         - {(v.text or b"").decode("utf-8", "replace") for v in values})
+
+    @cached_property
     def _variables(self) -> frozenset[str]:
         """Names the document declares as variables or parameters outside templates' heads and never writes
         where tree-sitter reads a type (then they may be types after all)."""
@@ -1318,6 +1407,8 @@ class CheckContext:
         if _as_value(node) and self._namespace_only(name):  # `push_back(std)`: a namespace is no value
             return False
         if _as_type(node) and name in self._variables:  # `(input) out[i]`: a variable is no type
+            return False
+        if _assigned_to(node) and name in self._types_only:  # `Index::idx_t = i;`: a type is no variable
             return False
         if name in BUILTINS or name in self._local_names:
             return True

@@ -19,7 +19,10 @@ from dice_lsp.cuda.checks import (
     parses,
     unknown_names,
 )
+from dice_lsp.cuda.holes import find_hole
+from dice_lsp.cuda.postprocess import FillContext, postprocess
 from dice_lsp.errors import DiceError
+from dice_lsp.evals.suite import load_suite
 
 KERNEL = """#include <cuda_runtime.h>
 #include <cub/cub.cuh>
@@ -197,6 +200,48 @@ def test_a_variable_of_a_block_closed_before_the_hole_is_out_of_scope(document: 
                                                                        expected: list[tuple[int, str]],
                                                                        why: str) -> None:
     assert context(document).unknown_names(fill) == expected, why
+
+
+@pytest.mark.parametrize(("document", "fill"), [
+    # a loop without braces whose body is the half-typed line: its variable is in scope there
+    ("__global__ void k(int* out) {\n    for (int i = 0; i < 4; ++i)\n        out[i] ‸\n    out[0] = 1;\n}\n",
+     "= i;"),
+    ("__global__ void k(int* out, int n) {\n    int negs[4];\n    int count = 0;\n    for (int i = 0; i < 4; ++i)\n"
+     "        if (out[i] < 0)\n            negs[count++] ‸\n\n    if (count == 3) {\n        out[0] = negs[1];\n"
+     "    }\n}\n", "= i;"),
+])
+def test_names_stay_in_scope_where_the_hole_s_statement_runs_on(document: str, fill: str) -> None:
+    checker = context(document)
+    assert checker.unknown_names(fill) == []
+    assert checker.undeclared(fill) == []
+
+
+@pytest.mark.parametrize(("key", "start", "end"), [
+    ("transformer-engine-torch/0001", 4745, 4766),  # `], is_master_thread);` ends a call the lines above opened
+    ("transformer-engine-torch/0001", 4726, 4766),
+    ("onnxruntime/0023", 12145, 12150),  # `zp1);`, the last argument of a call over six lines
+])
+def test_true_lines_that_end_a_statement_the_lines_above_began_pass(key: str, start: int, end: int) -> None:
+    """Dev-split files: with the call open at the hole, tree-sitter reads the rest of the file as its arguments,
+    so its blocks say nothing there and names declared below stay provided to all the code below."""
+    text = load_suite(split="dev").files[key].text
+    document = text[:start] + text[end:]
+    hole = find_hole(document, start)
+    assert hole is not None
+    fill_context = FillContext(hole, document[:hole.start], document[hole.end:])
+    truth = postprocess(text[start:end], fill_context)
+    assert truth is not None
+    checker = CheckContext(fill_context.before + fill_context.after, hole.start, hole.start, fallback_names())
+    assert checker.check(truth).names
+
+
+def test_the_name_a_declaration_below_declares_is_not_demanded_of_the_fill() -> None:
+    """`__shared__ alignas(16)` typed above an emptied line reads with the next line's declaration as one: its
+    own name (`bytes`, where it is declared) is not needed from the fill."""
+    document = ("__global__ void k(float* out) {\n    __shared__ alignas(16)\n        float in_sh[32];\n"
+                "    __shared__ alignas(16)\n        ‸\n    constexpr int bytes = sizeof(in_sh);\n"
+                "    out[0] = bytes;\n}\n")
+    assert context(document).undeclared("float out_sh[32];") == []
 
 
 def test_a_declaration_below_provides_a_name_only_to_the_code_in_its_scope_after_it() -> None:

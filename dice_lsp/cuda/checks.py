@@ -752,12 +752,15 @@ class _Scopes:
     def declared_for(self, name: str, at: int) -> bool:
         """Whether a declaration after the hole provides `name` to the code at byte `at`: it comes before it, in
         a scope that holds it (the `val` another branch declares for itself is not this one's)."""
-        return any(n == name and start < at and lo <= at < hi for n, start, lo, hi in self.later)
+        return any(n == name and start <= at and lo <= at < hi for n, start, lo, hi in self.later)
 
 
 # scopes of the variables a block declares (C++'s block scope; a range-for, an if's or a loop's declaration)
 _BLOCKS = frozenset({"compound_statement", "for_statement", "for_range_loop", "if_statement", "while_statement",
                      "switch_statement", "catch_clause", "lambda_expression", "function_definition"})
+# nodes that hold statements: a hole inside one of them is between statements, not inside one
+_STATEMENT_HOLDERS = _BLOCKS | {"else_clause", "case_statement", "do_statement", "labeled_statement", "preproc_if",
+                                "preproc_ifdef", "preproc_else", "preproc_elif", "preproc_elifdef", "translation_unit"}
 # declaring nodes whose names are held to their block (macros, types and the rest count function-wide)
 _SCOPED = frozenset({"declaration", "init_declarator", "parameter_declaration", "optional_parameter_declaration",
                      "variadic_parameter_declaration", "for_range_loop", "condition_clause",
@@ -1292,7 +1295,8 @@ class CheckContext:
         line_start = data.rfind(b"\n", 0, self._hole) + 1
         line_end = len(data) if (at_end := data.find(b"\n", self._hole)) < 0 else at_end
         blocks_hold = not any(e.start < enclosing.end_byte and enclosing.start_byte < e.end and not (
-            line_start <= e.start and e.end <= line_end + 1) for e in self._base_errors)  # else: function-wide
+            line_start <= e.start and e.end <= line_end + 1) for e in self._base_errors) and not (
+            self._statement_runs_on(enclosing, line_end))  # else: function-wide
         starts = [lo for lo, _ in others]  # sorted, not overlapping
         for node in QueryCursor(_query(_DECLARING_QUERY)).captures(root).get("d", []):
             names = {(n.text or b"").decode("utf-8", "replace") for n in _declared_by(node)}
@@ -1303,12 +1307,12 @@ class CheckContext:
                 declared_elsewhere |= names
             elif after[0] <= node.start_byte < after[1]:
                 declared_after |= names
-                lo, hi = _block_of(node, enclosing, blocks_hold)
-                later.extend((name, node.start_byte, lo, hi) for name in names)
+                lo, hi = _block_of(node, enclosing, blocks_hold)  # (else: anywhere after the hole, as before)
+                later.extend((name, node.start_byte if blocks_hold else 0, lo, hi) for name in names)
             elif enclosing.start_byte <= node.start_byte < self._hole:
                 lo, hi = _block_of(node, enclosing, blocks_hold)
                 for name in names:
-                    if hi <= self._hole:
+                    if hi <= line_start:  # (a block that ends on the hole's line may go on there)
                         closed.setdefault(name, []).append((lo, hi))
                     else:
                         open_before.add(name)
@@ -1321,6 +1325,17 @@ class CheckContext:
         return _Scopes(frozenset(visible), frozenset(elsewhere), frozenset(declared_elsewhere),
                        frozenset(declared_after), self._members(functions, [*others, after, *prose_ranges]),
                        tuple(later))
+
+    def _statement_runs_on(self, function: Node, line_end: int) -> bool:
+        """Whether the hole is inside a statement that goes on past its line (a call whose `(` the lines above
+        opened, a half-typed line read with the next): tree-sitter then reads the code below as part of it, and its
+        blocks there are not the code's."""
+        node = self._base_tree.root_node.descendant_for_byte_range(self._hole, self._hole)
+        while node is not None and node != function:
+            if node.type not in _STATEMENT_HOLDERS and node.start_byte < self._hole and node.end_byte > line_end:
+                return True
+            node = node.parent
+        return False
 
     def _members(self, functions: list[tuple[int, int]], skipped: list[tuple[int, int]]) -> frozenset[str]:
         """Data members of classes the hole is not in, that no code outside those classes and outside functions

@@ -777,6 +777,17 @@ def test_an_if_with_an_empty_body_does_not_pass(fill: str, ok: bool) -> None:
         assert CheckContext(VOID_KERNEL, at, at).error_spans(fill)
 
 
+@pytest.mark.parametrize(("fill", "ok"), [
+    ("gflags  false;", False),  # tree-sitter: a variable `false` of type `gflags`
+    ("float nullptr = 0.f;", False),
+    ("bool done = false;", True),
+    ("float this_scale = 1.f;", True),
+])
+def test_a_value_keyword_is_no_variable_name(fill: str, ok: bool) -> None:
+    at = VOID_KERNEL.index("    \n") + 4
+    assert parses(VOID_KERNEL, at, at, fill) is ok
+
+
 def test_a_mid_line_fill_is_judged_with_the_statement_it_finishes() -> None:
     text = "__global__ void k(float* out, int n) {\n    out[n] = \n}\n"
     at = text.index("= ") + 2

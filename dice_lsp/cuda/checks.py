@@ -354,6 +354,16 @@ def _loop_update_doing_nothing(expression: Node) -> bool:
         update.end_byte == expression.end_byte) and _without_effect(expression)
 
 
+_VALUE_KEYWORDS = frozenset({b"true", b"false", b"nullptr", b"this"})
+
+
+def _declares_a_keyword(declaration: Node) -> bool:
+    """Whether a declaration names a value keyword as its variable (`gflags false;`, which tree-sitter reads as a
+    variable `false` of type `gflags`): no compiler takes it. (Type keywords are left out: a macro call such as
+    `INSTANTIATE(double);` reads as declaring `double`.)"""
+    return any(name.text in _VALUE_KEYWORDS for name in _declared_by(declaration))
+
+
 def _if_doing_nothing(statement: Node) -> bool:
     """Whether an `if` has an empty statement for its body and no `else` (`if (n == 0);`): what follows runs
     either way, and the compiler warns that the body is empty. (A loop with an empty body may spin on purpose.)"""
@@ -569,7 +579,7 @@ _ILL_FORMED: dict[str, tuple[Callable[[Node], bool], ...]] = {
     "assignment_expression": (_assigns_itself,),
     "binary_expression": (_same_operands,),
     "array_declarator": (_zero_length_local,),
-    "declaration": (_constant_without_value, _fraction_into_integer),
+    "declaration": (_constant_without_value, _fraction_into_integer, _declares_a_keyword),
     "subscript_expression": (_literal_indexed,),
     "call_expression": (_format_mismatch,),
     "primitive_type": (_type_alone,),
@@ -587,6 +597,7 @@ def _ill_formed(root: Node, first: int, last: int) -> list[tuple[int, int]]:
     warning but never what a user is writing, a statement, a loop update or an `if` that does nothing, a variable
     initialised with itself or with an assignment, an assignment of a variable to itself, an operator between
     an operand and itself (`tid >= tid`, `0 == 0`), a zero-length local array, a fraction into an integer, a
+    value keyword declared as a variable (`gflags false;`), a
     printf format that does not match its values (`_ILL_FORMED`: one small predicate each)."""
     spans: list[tuple[int, int]] = []
     for node in _overlapping(root, first, last):  # on a mid-line fill, `1.` before it and `x` from it count

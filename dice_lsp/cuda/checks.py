@@ -747,7 +747,7 @@ def _overlapping(root: Node, low: int, high: int) -> Iterator[Node]:
 class _Scopes:
     """The document's names as seen from a hole in a function (byte ranges of comments and strings skipped):
     `visible`: written outside functions or in this function before the hole, less the variables this function
-    declares before the hole only in blocks closed by then (`_closed_before`); `elsewhere`: written in other
+    declares before the hole only in blocks closed by then; `elsewhere`: written in other
     functions; `declared_elsewhere`: declared by other functions (locals, parameters) or, only, in those closed
     blocks; `declared_after`: declared in this function at or after the hole, with where (`later`: name, byte
     of the declaration, byte range of its scope); `members`: data members of classes the hole is not in,
@@ -1087,12 +1087,18 @@ class CheckContext:
             function = function.parent
         if function is None:
             return None
-        line_start = self._base_data.rfind(b"\n", 0, self._hole) + 1
-        line_end = len(self._base_data) if (at := self._base_data.find(b"\n", self._hole)) < 0 else at
+        line_start, line_end = self._hole_line
         if any(function.start_byte <= e.start and e.end <= function.end_byte and not (
                 line_start <= e.start and e.end <= line_end + 1) for e in self._base_errors):
             return None
         return function
+
+    @cached_property
+    def _hole_line(self) -> tuple[int, int]:
+        """The byte range of the hole's line in the base (its start, and its end before the line break)."""
+        start = self._base_data.rfind(b"\n", 0, self._hole) + 1
+        end = self._base_data.find(b"\n", self._hole)
+        return start, len(self._base_data) if end < 0 else end
 
     @cached_property
     def _needed(self) -> frozenset[str]:
@@ -1134,12 +1140,12 @@ class CheckContext:
         file), or reads as one statement with the next line: a half-typed `for (size_t iter = 0; ` takes the
         next lines into its header, `__shared__ ` makes the next line's declaration its own, and the
         declarations there and the functions after it are no longer seen as such."""
-        line_start = self._base_data.rfind(b"\n", 0, self._hole) + 1
+        line_start = self._hole_line[0]
         if not self._base_data[line_start:self._hole].strip():
             return False
         if any(e.start < function.end_byte and function.start_byte < e.end for e in self._base_errors):
             return True
-        line_end = len(self._base_data) if (at := self._base_data.find(b"\n", self._hole)) < 0 else at
+        line_end = self._hole_line[1]
         node = self._base_tree.root_node.descendant_for_byte_range(self._hole, self._hole)
         while node is not None and node != function:  # the typed text and the next line read as one statement
             if line_start <= node.start_byte < self._hole < node.end_byte and line_end < node.end_byte - 1:
@@ -1150,16 +1156,16 @@ class CheckContext:
     def _needed_without_typed_line(self) -> frozenset[str]:
         """`_needed` as the base with the hole's typed text blanked out sees it, less the names that text writes
         (the loop variable the typed header declares is not the fill's to declare)."""
-        line_start = self._base_data.rfind(b"\n", 0, self._hole) + 1
-        typed = set(re.findall(rb"[A-Za-z_]\w*", self._base_data[line_start:self._hole]))
+        line_start = self._hole_line[0]
         if self._typed_line_blanked._enclosing is None:  # blanked, the function parses no better: by words
             return self._typed_declaration()
+        typed = set(re.findall(rb"[A-Za-z_]\w*", self._base_data[line_start:self._hole]))
         return frozenset(name for name in self._typed_line_blanked._needed if name.encode() not in typed)
 
     @cached_property
     def _typed_line_blanked(self) -> CheckContext:
         """The checks of the base with the text typed on the hole's line blanked out (same bytes: offsets hold)."""
-        line_start = self._base_data.rfind(b"\n", 0, self._hole) + 1
+        line_start = self._hole_line[0]
         blanked = (self._prefix[:line_start] + b" " * (self._hole - line_start)).decode("utf-8", "replace")
         return CheckContext(blanked + self._suffix.decode("utf-8", "replace"), len(blanked), len(blanked),
                             self.headers, self.local_headers)
@@ -1171,7 +1177,7 @@ class CheckContext:
         sees them (`_typed_line_blanked`), that the word typed before the cursor is the start of
         (`num_blocks`): the user is typing their declaration, so the fill must finish it (`_size = 0;`, which
         declares `num_bl_size`, does not)."""
-        line_start = self._base_data.rfind(b"\n", 0, self._hole) + 1
+        line_start = self._hole_line[0]
         typed = _TYPED_BYTES.search(self._base_data, line_start, self._hole)
         if typed is None:
             return frozenset()
@@ -1303,8 +1309,7 @@ class CheckContext:
         later: list[tuple[str, int, int, int]] = []
         closed: dict[str, list[tuple[int, int]]] = {}  # declared before the hole in a block closed by then
         open_before: set[str] = set()  # declared before the hole in a scope that holds it
-        line_start = data.rfind(b"\n", 0, self._hole) + 1
-        line_end = len(data) if (at_end := data.find(b"\n", self._hole)) < 0 else at_end
+        line_start, line_end = self._hole_line
         blocks_hold = not any(e.start < enclosing.end_byte and enclosing.start_byte < e.end and not (
             line_start <= e.start and e.end <= line_end + 1) for e in self._base_errors) and not (
             self._statement_runs_on(enclosing, line_end))  # else: function-wide

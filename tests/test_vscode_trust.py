@@ -32,3 +32,15 @@ def test_dice_trusted_is_untrusted_by_default_and_only_a_user_setting() -> None:
     trusted = json.loads(PACKAGE.read_text())["contributes"]["configuration"]["properties"]["dice.trusted"]
     assert trusted["default"] is False and trusted["scope"] == "application"
     assert "Workspace Trust" in trusted["description"]
+
+
+def test_the_restricted_settings_are_user_only_in_every_workspace() -> None:
+    """Scoped `machine` (`dice.trusted`: `application`), VS Code ignores their values in a workspace's or folder's
+    settings file even once the workspace is trusted: only User / Remote settings can name a program, a model
+    folder, compiler flags or a server. (`machine-overridable` or the default `window` would let a cloned
+    repository's .vscode/settings.json choose them.)"""
+    declared = json.loads(PACKAGE.read_text())["contributes"]["configuration"]["properties"]
+    for key in RESTRICTED:
+        assert declared[key].get("scope") in ("machine", "application"), key
+    user_only = {key for key, prop in declared.items() if prop.get("scope") in ("machine", "application")}
+    assert user_only == RESTRICTED, "a user-only setting is restricted in untrusted workspaces too"

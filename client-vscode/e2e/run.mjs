@@ -25,6 +25,7 @@ const userData = path.join(scratch, "user");
 const extensions = path.join(scratch, "extensions");
 mkdirSync(workspace);
 mkdirSync(path.join(userData, "User"), { recursive: true });
+mkdirSync(path.join(userData, "Machine"), { recursive: true });
 const kernel = [
   "#include <cuda_runtime.h>",
   "",
@@ -36,8 +37,12 @@ const kernel = [
   "",
 ].join("\n");
 writeFileSync(path.join(workspace, "scale.cu"), kernel);
+// dice.client.pythonPath is scoped `machine`: in code-server's window (a remote one) VS Code reads it from the
+// Remote settings (Machine/settings.json) only; User settings hold it for a local window.
+const machineSettings = { "dice.client.pythonPath": path.join(repo, ".venv", "bin", "python") };
+writeFileSync(path.join(userData, "Machine", "settings.json"), JSON.stringify(machineSettings));
 writeFileSync(path.join(userData, "User", "settings.json"), JSON.stringify({
-  "dice.client.pythonPath": path.join(repo, ".venv", "bin", "python"),
+  ...machineSettings,
   "dice.client.debounceMs": 50,
   "dice.device": "cpu",
   "dice.dtype": "float32",  // the same fill on every CPU (bf16 where the CPU has it would round differently)

@@ -1,7 +1,10 @@
 // The VS Code side of dice-lsp: starts (or connects to) the language server and adds what VS Code needs
 // around it: debounced inline completions, a status-bar item, commands, and a previewed optimize edit.
 // Workspace Trust is the server's `dice.trusted` (./trust.ts); settings reach the server only by its
-// workspace/configuration requests (a change is announced with empty settings), so that value always wins.
+// workspace/configuration requests (a change is announced with empty settings), whose answers ./trust.ts
+// rebuilds: the declared keys only, `trusted` from Workspace Trust, the user-only keys (a program, a model
+// folder, compiler flags, a server) from the user's own configuration. The extension reads its own user-only
+// `dice.client.*` keys the same way.
 import * as fs from "fs";
 import * as net from "net";
 import * as vscode from "vscode";
@@ -17,19 +20,29 @@ import { Debouncer } from "./debounce";
 import { ClientSettings, describe, Launch, launchFrom, socketAuth } from "./launch";
 import { OptimizeResult, proposal, staleReason } from "./preview";
 import { DiceStatus, statusView } from "./status";
-import { initializationOptions, trustConfiguration } from "./trust";
+import { Inspect, initializationOptions, Schema, schemaOf, trustConfiguration, userValue } from "./trust";
 
 const OPTIMIZE = "dice.optimizeKernel";
 let client: LanguageClient | undefined;
 
-function clientSettings(): ClientSettings {
-  const config = vscode.workspace.getConfiguration("dice.client");
+/** What VS Code says of a setting in each configuration (only its user and default values are used). */
+const inspectSetting: Inspect = (key) => vscode.workspace.getConfiguration().inspect(key);
+
+function text(value: unknown): string | null {
+  return typeof value === "string" ? value : null;
+}
+
+/** How to reach the server: what starts it and which server it talks to are user-only (`scope: machine`), read
+ * from the user's configuration even where VS Code would take a workspace's value. */
+function clientSettings(schema: Schema): ClientSettings {
+  const user = (key: string): unknown => userValue(schema, inspectSetting, `dice.client.${key}`);
+  const command = user("serverCommand");
   return {
-    serverCommand: config.get<string[]>("serverCommand", []),
-    pythonPath: config.get<string | null>("pythonPath", null),
-    connect: config.get<string | null>("connect", null),
-    tokenFile: config.get<string | null>("tokenFile", null),
-    debounceMs: config.get<number>("debounceMs", 150),
+    serverCommand: Array.isArray(command) && command.every((part) => typeof part === "string") ? command : [],
+    pythonPath: text(user("pythonPath")),
+    connect: text(user("connect")),
+    tokenFile: text(user("tokenFile")),
+    debounceMs: vscode.workspace.getConfiguration("dice.client").get<number>("debounceMs", 150),
   };
 }
 
@@ -51,7 +64,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   context.subscriptions.push(output, item);
   let status: DiceStatus | null = null;
   let launched: string | undefined; // how the running server was started or reached
-  const debouncer = new Debouncer(() => clientSettings().debounceMs);
+  const schema = schemaOf(context.extension.packageJSON);
+  const debouncer = new Debouncer(() => clientSettings(schema).debounceMs);
 
   const refreshStatus = (): void => {
     const editor = vscode.window.activeTextEditor;
@@ -104,7 +118,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     let auth: { authToken?: string };
     launched = undefined;
     try {
-      const settings = clientSettings();
+      const settings = clientSettings(schema);
       launch = launchFrom(settings);
       auth = socketAuth(launch, settings.tokenFile, (path) => fs.readFileSync(path, "utf8"));
       launched = describe(launch);
@@ -121,8 +135,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       outputChannel: output,
       middleware: {
         workspace: {
-          configuration: trustConfiguration(() => vscode.workspace.isTrusted),
-          // never push settings (they would carry the files' dice.trusted): the server asks for them instead
+          configuration: trustConfiguration(() => vscode.workspace.isTrusted, schema, inspectSetting),
+          // never push settings (they would be VS Code's merged ones): the server asks for them instead
           didChangeConfiguration: (_sections, next) => next(undefined),
         },
         provideInlineCompletionItems: async (document, position, context, token, next) =>
@@ -167,12 +181,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     await start();
   };
 
-  // Trusted now: the server reads its settings again (trusted, and the workspace's restricted ones); if the
-  // workspace's dice.client.* settings now start the server differently, it is started again that way.
+  // Trusted now: the server reads its settings again (trusted; the user-only ones stay the user's). The
+  // dice.client.* settings are the user's too, so the server is started again only if it is not running.
   const trustGranted = async (): Promise<void> => {
     let wanted: string | undefined;
     try {
-      wanted = describe(launchFrom(clientSettings()));
+      wanted = describe(launchFrom(clientSettings(schema)));
     } catch {
       wanted = undefined;
     }

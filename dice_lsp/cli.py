@@ -371,28 +371,28 @@ def _host_port(text: str) -> tuple[str, int]:
 
 
 def cmd_lsp(args: argparse.Namespace) -> int:
-    """Serve LSP on stdio (the default), TCP or WebSocket; logs go to stderr. Sockets: loopback only
-    unless --token-file is given, and a client is admitted by the token in its initialize request
+    """Serve LSP on stdio (the default), TCP or WebSocket; logs go to stderr. A socket always needs a token
+    (--token-file, or one made for the run in a private file that the listening line names), and beyond
+    loopback --token-file; a WebSocket upgrade from a browser page needs its origin in --allow-origin
     (dice_lsp/lsp/transport.py)."""
-    from dice_lsp.lsp.transport import serve_socket, serve_stdio
-    from dice_lsp.remote.server import TokenFile
+    from dice_lsp.lsp.transport import allowed_origins, serve_socket, serve_stdio
 
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s dice-lsp %(message)s")
     for chatty in ("pygls", "websockets"):
         logging.getLogger(chatty).setLevel(logging.WARNING)
     token_file = getattr(args, "token_file", None)
+    origins = allowed_origins(getattr(args, "allow_origin", None) or [])
     kind = "tcp" if getattr(args, "tcp", None) else "ws" if getattr(args, "ws", None) else None
-    if kind is None:
-        if token_file:
-            raise DiceError("--token-file goes with --tcp or --ws (a client on stdio started the server itself)")
-        from dice_lsp.lsp.server import server
-
-        return serve_stdio(server)
-    tokens = TokenFile(Path(token_file) if token_file else None)
-    host, port = getattr(args, kind)
+    if kind is None and token_file:
+        raise DiceError("--token-file goes with --tcp or --ws (a client on stdio started the server itself)")
+    if origins and kind != "ws":
+        raise DiceError("--allow-origin goes with --ws (only a WebSocket upgrade carries an Origin)")
     from dice_lsp.lsp.server import server
 
-    return serve_socket(server, kind, host, port, tokens)
+    if kind is None:
+        return serve_stdio(server)
+    host, port = getattr(args, kind)
+    return serve_socket(server, kind, host, port, Path(token_file) if token_file else None, origins)
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -512,7 +512,11 @@ def build_parser() -> argparse.ArgumentParser:
     transport.add_argument("--ws", type=_host_port, metavar="HOST:PORT", help="listen for WebSocket clients")
     lsp.add_argument("--token-file", help="with --tcp/--ws: file holding the token a client must send "
                      "(initializationOptions.authToken, or an Authorization: Bearer header with --ws); "
-                     "required beyond loopback")
+                     "required beyond loopback; without it a token is made for the run and its file named "
+                     "on stderr")
+    lsp.add_argument("--allow-origin", action="append", metavar="ORIGIN",
+                     help="with --ws: a browser origin (scheme://host[:port], exact) whose pages may connect; "
+                     "repeatable; an upgrade with any other Origin header is refused (403)")
     lsp.set_defaults(handler=cmd_lsp)
 
     complete = sub.add_parser("complete", help="fill the region at a cursor in a CUDA file")

@@ -1,6 +1,8 @@
-"""`dice-lsp lsp --tcp/--ws`: loopback only without a token; with one, only the client whose initialize
-carries it (or, on WebSocket, whose upgrade request has `Authorization: Bearer`) is served, and nothing
-another connection sends disturbs it.
+"""`dice-lsp lsp --tcp/--ws`: always a token (the operator's `--token-file`, or one made for the run in a
+private file that stderr names), and beyond loopback only with `--token-file`; only the client whose
+initialize carries it (or, on WebSocket, whose upgrade request has `Authorization: Bearer`) is served, and
+nothing another connection sends disturbs it. A WebSocket upgrade from a browser page (an `Origin` header)
+is refused unless `--allow-origin` names that origin.
 
 Real processes and sockets; the model never loads (no `initialized` is sent).
 """
@@ -9,14 +11,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import re
 import socket
+import stat
 import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from dice_lsp.lsp.transport import LspGate
 
 from .lsp_wire import LspProcess, SocketClient, frame, free_port, initialize, lsp_command, lsp_env
 
@@ -35,12 +43,24 @@ def write_token(folder: Path) -> Path:
     return path
 
 
-def start(folder: Path, kind: str, token: bool = True) -> tuple[LspProcess, int]:
+def start(folder: Path, kind: str, *flags: str, token: bool = True) -> tuple[LspProcess, int]:
+    """`dice-lsp lsp --KIND` on a free loopback port, with `--token-file` (TOKEN) unless not `token`."""
     port = free_port()
     tokens = ["--token-file", str(write_token(folder))] if token else []
-    lsp = LspProcess(folder, f"--{kind}", f"127.0.0.1:{port}", *tokens)
+    lsp = LspProcess(folder, f"--{kind}", f"127.0.0.1:{port}", *tokens, *flags)
     lsp.wait_listening()
     return lsp, port
+
+
+def named_token_file(lsp: LspProcess) -> Path:
+    """The token file the server's listening line names."""
+    found = re.search(r"; token in (.+) \(send it as initializationOptions\.authToken", lsp.stderr())
+    assert found is not None, f"no token file named: {lsp.stderr()}"
+    return Path(found.group(1))
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
 
 
 @pytest.fixture(scope="module")
@@ -91,20 +111,70 @@ def test_bytes_that_are_not_lsp_are_refused_and_closed(guarded: int) -> None:
         None, PARSE_ERROR, "'GET / HTTP/1.1' is not a header")
 
 
-@pytest.mark.parametrize("token", [TOKEN, None], ids=["token", "loopback-without-token"])
-def test_one_client_is_admitted_and_other_connections_cannot_disturb_it(tmp_path: Path, token: str | None) -> None:
-    lsp, port = start(tmp_path, "tcp", token is not None)
+def test_without_a_token_file_the_server_makes_one_and_requires_it(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    runtime = tmp_path / "runtime"
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    lsp, port = start(tmp_path, "tcp", token=False)
+    token_file = named_token_file(lsp)
+    try:
+        assert token_file.name == "token" and token_file.parent.parent == runtime
+        assert (mode(token_file), mode(token_file.parent)) == (0o600, 0o700)
+        assert token_file.parent.stat().st_uid == token_file.stat().st_uid == os.getuid()
+        token = token_file.read_text().strip()
+        assert re.fullmatch(r"[0-9a-f]{64}", token)
+        assert f"language server on tcp://127.0.0.1:{port}; token in {token_file} (send it as " \
+               "initializationOptions.authToken)\n" in lsp.stderr()
+
+        assert refused(port, frame(initialize(1, **HOSTILE_OPTIONS)) + frame(HOSTILE_OPEN)) == error(
+            1, REQUEST_FAILED, "unauthorized: a token is required (initializationOptions.authToken)")
+        editor = SocketClient(port)
+        try:
+            editor.send(frame(initialize(2, token=token)))
+            admitted = editor.replies.next()
+            assert admitted is not None and admitted["id"] == 2 and "result" in admitted
+        finally:
+            editor.close()
+        assert lsp.process.wait(timeout=20) == 0  # the session's end ends the server
+    finally:
+        lsp.close()
+    assert not token_file.parent.exists(), "the token's folder outlived the server"
+
+
+def test_a_made_token_lies_in_a_private_folder_that_goes_with_the_block(monkeypatch: pytest.MonkeyPatch) -> None:
+    import tempfile
+
+    from dice_lsp.lsp.transport import made_token
+
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    with made_token() as path:
+        assert path.parent.parent == Path(tempfile.gettempdir())
+        assert (mode(path), mode(path.parent)) == (0o600, 0o700)
+        assert len(path.read_text().strip()) == 64
+    assert not path.parent.exists()
+
+
+def test_a_socket_gate_without_a_token_file_cannot_be_made() -> None:
+    from dice_lsp.lsp import transport
+    from dice_lsp.remote.server import TokenFile
+
+    with pytest.raises(ValueError, match="needs a token file"):
+        transport.LspGate(TokenFile(None))
+
+
+def test_one_client_is_admitted_and_other_connections_cannot_disturb_it(tmp_path: Path) -> None:
+    lsp, port = start(tmp_path, "tcp")
     editor = SocketClient(port)
     try:
-        editor.send(frame(initialize(1, token=token)))
+        editor.send(frame(initialize(1, token=TOKEN)))
         admitted = editor.replies.next()
         assert admitted is not None and admitted["id"] == 1 and admitted["result"]["serverInfo"]["name"] == "dice-lsp"
 
-        if token is not None:
-            assert refused(port, frame(initialize(7))) == error(
-                7, REQUEST_FAILED, "unauthorized: a token is required (initializationOptions.authToken)")
+        assert refused(port, frame(initialize(7))) == error(
+            7, REQUEST_FAILED, "unauthorized: a token is required (initializationOptions.authToken)")
         socket.create_connection(("127.0.0.1", port)).close()  # pygls dropped the editor for this
-        assert refused(port, frame(initialize(8, token=token))) == error(
+        assert refused(port, frame(initialize(8, token=TOKEN))) == error(
             8, REQUEST_FAILED, "another client is using this language server (one at a time)")
 
         editor.send(b"Content-Length: 1000000000000\r\n\r\n{" + frame({"jsonrpc": "2.0", "id": 2, "method": "x/y"}))
@@ -151,6 +221,65 @@ def test_websocket_takes_the_token_as_a_bearer_header_or_in_initialize(tmp_path:
         lsp.close()
 
 
+def test_a_websocket_upgrade_from_a_browser_page_is_refused_before_any_token(tmp_path: Path) -> None:
+    from websockets.exceptions import InvalidStatus
+    from websockets.sync.client import connect
+
+    lsp, port = start(tmp_path, "ws")
+    url = f"ws://127.0.0.1:{port}"
+    try:
+        for headers in ({}, {"Authorization": f"Bearer {TOKEN}"}):  # the right token changes nothing
+            with pytest.raises(InvalidStatus) as rejected:
+                connect(url, origin="https://evil.example", additional_headers=headers, open_timeout=15)
+            assert rejected.value.response.status_code == 403
+        refusals = [line for line in lsp.stderr().splitlines() if "WebSocket upgrade" in line]
+        assert len(refusals) == 2 and all(line.endswith(": WebSocket upgrade from origin https://evil.example "
+                                                        "refused (not an --allow-origin)") for line in refusals)
+
+        with connect(url, open_timeout=15) as editor:  # no session was taken: an editor (no Origin) gets it
+            editor.send(json.dumps(initialize(1, token=TOKEN)))
+            assert json.loads(editor.recv(timeout=15))["result"]["serverInfo"]["name"] == "dice-lsp"
+        assert f"language server on ws://127.0.0.1:{port}; token in {tmp_path / 'token'} (send it as " \
+               "initializationOptions.authToken or an Authorization: Bearer header)\n" in lsp.stderr()
+    finally:
+        lsp.close()
+
+
+def test_an_allowed_origin_is_admitted_with_the_token(tmp_path: Path) -> None:
+    from websockets.exceptions import InvalidStatus
+    from websockets.sync.client import connect
+
+    lsp, port = start(tmp_path, "ws", "--allow-origin", "https://evil.example", "--allow-origin",
+                      "http://localhost:8080")
+    url = f"ws://127.0.0.1:{port}"
+    try:
+        for other in ("https://other.example", "https://evil.example:443", "http://evil.example"):
+            with pytest.raises(InvalidStatus) as rejected:
+                connect(url, origin=other, open_timeout=15)
+            assert rejected.value.response.status_code == 403
+        with connect(url, origin="https://evil.example", open_timeout=15) as page:
+            page.send(json.dumps(initialize(1)))  # allowed, yet still no session without the token
+            assert json.loads(page.recv(timeout=15)) == error(
+                1, REQUEST_FAILED, "unauthorized: a token is required (initializationOptions.authToken)")
+        with connect(url, origin="https://evil.example", open_timeout=15) as page:
+            page.send(json.dumps(initialize(2, token=TOKEN)))
+            assert json.loads(page.recv(timeout=15))["result"]["serverInfo"]["name"] == "dice-lsp"
+    finally:
+        lsp.close()
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--ws", "127.0.0.1:1", "--allow-origin", "https://evil.example/"],
+     "--allow-origin 'https://evil.example/': expected scheme://host[:port], as a browser sends it "
+     "(e.g. https://example.com)"),
+    (["--tcp", "127.0.0.1:1", "--allow-origin", "https://evil.example"],
+     "--allow-origin goes with --ws (only a WebSocket upgrade carries an Origin)"),
+], ids=["not-an-origin", "not-websocket"])
+def test_allow_origin_takes_origins_and_goes_with_websocket(args: list[str], message: str) -> None:
+    done = run_lsp(*args)
+    assert (done.returncode, done.stderr) == (2, f"dice-lsp: error: {message}\n")
+
+
 def run_lsp(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(lsp_command(*args), capture_output=True, text=True, env=lsp_env(), timeout=60,
                           stdin=subprocess.DEVNULL)
@@ -181,12 +310,19 @@ def test_a_port_in_use_is_one_line_and_exit_2() -> None:
     assert len(done.stderr.splitlines()) == 1
 
 
-def test_a_silent_connection_is_closed_after_the_admission_time(monkeypatch: pytest.MonkeyPatch) -> None:
-    from dice_lsp.lsp import transport
+def gate_with_token(folder: Path) -> LspGate:
+    from dice_lsp.lsp.transport import LspGate
     from dice_lsp.remote.server import TokenFile
 
+    return LspGate(TokenFile(write_token(folder)))
+
+
+def test_a_silent_connection_is_closed_after_the_admission_time(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from dice_lsp.lsp import transport
+
     monkeypatch.setattr(transport, "ADMISSION_SECONDS", 0.2)
-    gate = transport.LspGate(TokenFile(None))
+    gate = gate_with_token(tmp_path)
 
     async def silent() -> None:
         await asyncio.sleep(60)
@@ -196,11 +332,10 @@ def test_a_silent_connection_is_closed_after_the_admission_time(monkeypatch: pyt
     assert time.monotonic() - started < 5 and gate.waiting == 0
 
 
-def test_connections_waiting_for_admission_are_bounded() -> None:
+def test_connections_waiting_for_admission_are_bounded(tmp_path: Path) -> None:
     from dice_lsp.lsp import transport
-    from dice_lsp.remote.server import TokenFile
 
-    gate = transport.LspGate(TokenFile(None))
+    gate = gate_with_token(tmp_path)
 
     async def scenario() -> transport.Admission:
         never = asyncio.Event()
@@ -219,10 +354,7 @@ def test_connections_waiting_for_admission_are_bounded() -> None:
     assert asyncio.run(scenario()) == transport.Admission(None)
 
 
-def test_wrong_tokens_from_one_host_wait_longer_each_time() -> None:
-    from dice_lsp.lsp import transport
-    from dice_lsp.remote.server import TokenFile
-
-    gate = transport.LspGate(TokenFile(None))
+def test_wrong_tokens_from_one_host_wait_longer_each_time(tmp_path: Path) -> None:
+    gate = gate_with_token(tmp_path)
     assert [gate.backoff("10.0.0.1") for _ in range(8)] == [0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 5.0, 5.0]
     assert gate.backoff("10.0.0.2") == 0.1

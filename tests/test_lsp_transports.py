@@ -1,4 +1,4 @@
-"""`dice-lsp lsp --tcp` and `--ws`: the same server over sockets on loopback."""
+"""`dice-lsp lsp --tcp` and `--ws`: the same server over sockets on loopback, for the client holding its token."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ from pygls.lsp.client import LanguageClient
 from .lsp_client import FAST, LOOP_HEADER
 
 pytestmark = pytest.mark.asyncio
+TOKEN = "5f0c9e2a-transport-test-token"
 
 
 def free_port() -> int:
@@ -26,9 +28,14 @@ def free_port() -> int:
 
 
 @pytest.fixture(params=["tcp", "ws"])
-def server(request: pytest.FixtureRequest) -> Iterator[tuple[str, int]]:
+def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, int]]:
+    """`dice-lsp lsp --tcp/--ws` on a free loopback port, whose clients must send TOKEN."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "dice_lsp.cli", "lsp", f"--{request.param}", f"127.0.0.1:{port}"],
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    token_file.chmod(0o600)
+    proc = subprocess.Popen([sys.executable, "-m", "dice_lsp.cli", "lsp", f"--{request.param}", f"127.0.0.1:{port}",
+                             "--token-file", str(token_file)],
                             env={**os.environ, "HF_HUB_OFFLINE": "1"}, stderr=subprocess.DEVNULL)
     try:
         yield request.param, port
@@ -58,7 +65,7 @@ async def test_a_socket_client_gets_a_completion(server: tuple[str, int]) -> Non
             ready.set()
 
     await client.initialize_async(types.InitializeParams(capabilities=types.ClientCapabilities(),
-                                                         initialization_options={"dice": FAST}))
+                                                         initialization_options={"dice": FAST, "authToken": TOKEN}))
     client.initialized(types.InitializedParams())
     await asyncio.wait_for(ready.wait(), timeout=120)
     uri = "file:///socket/kernel.cu"

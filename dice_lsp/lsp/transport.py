@@ -5,7 +5,7 @@ their socket servers let anyone who connects talk to the one language server: ev
 same protocol object (a second one takes over the first one's replies), and the end of any connection,
 even one that sent nothing, shuts the server down. Here:
 - A socket connection reaches pygls only once admitted by its first message, an `initialize` request
-  that carries the server's token when it has one: `initializationOptions.authToken` (taken out before
+  that carries the server's token: `initializationOptions.authToken` (taken out before
   the settings see it), or for WebSocket an `Authorization: Bearer TOKEN` header on the upgrade request
   (a wrong header is refused with HTTP 401). Anything else first gets ServerNotInitialized (-32002), a
   missing or wrong token RequestFailed (-32803), and the connection is closed. Before admission a
@@ -14,8 +14,16 @@ even one that sent nothing, shuts the server down. Here:
 - One admitted session at a time: the server holds one workspace and one model. A second client that
   would be admitted is told so and closed. The session's end ends the process, as pygls's did; the end
   of any other connection changes nothing.
-- Beyond loopback only with a token: `check_bind`, `TokenFile` (constant-time comparison, re-read when
-  the file changes) and `is_loopback` are `dice-lsp serve`'s.
+- Every socket needs a token, loopback too: any local user can connect to a loopback port, and an
+  admitted client names the programs the server runs (`dice.nvcc`). The token is the operator's
+  `--token-file`, or else one made for this run (`made_token`: a random token in a 0600 file inside a
+  fresh 0700 folder, removed when the server exits), whose path the listening line names. `TokenFile`
+  (constant-time comparison, re-read when the file changes) is `dice-lsp serve`'s, and so is `check_bind`:
+  beyond loopback only with `--token-file`, since a token made for this run reaches no other machine.
+- A WebSocket upgrade that carries an `Origin` header comes from a web page in a browser (editors and
+  other programs send none): it is refused with HTTP 403 before any token is looked at, unless the origin
+  is one the operator allowed (`--allow-origin`, an exact `scheme://host[:port]`). A page must not reach
+  the language server just because the user's browser runs on the same machine.
 - Every message goes through one `deliver`: framing problems and JSON values that are not JSON-RPC
   messages are answered (Parse error -32700 / Invalid Request -32600, id null unless known), as are
   requests whose params do not fit their method (-32602); pygls 2.1.1 only logs those, and the client
@@ -31,11 +39,16 @@ import contextlib
 import json
 import logging
 import os
+import re
+import secrets
+import shutil
 import sys
+import tempfile
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection, Iterator
 from dataclasses import dataclass
 from http import HTTPStatus
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pygls.exceptions import JsonRpcException
@@ -71,6 +84,7 @@ CHUNK = 64 * 1024
 INVALID_PARAMS = -32602
 SERVER_NOT_INITIALIZED = -32002  # LSP: a request before initialize
 REQUEST_FAILED = -32803  # LSP: a well-formed request that failed; the message says why
+ORIGIN = re.compile(r"[a-z][a-z0-9+.-]*://[^/?#@\s]+")  # an origin as browsers send it: scheme://host[:port]
 
 
 def error_response(msg_id: int | str | None, code: int, message: str) -> dict[str, Any]:
@@ -360,6 +374,8 @@ class LspGate:
     """Who may talk to the language server over a socket (see the module's docstring)."""
 
     def __init__(self, tokens: TokenFile) -> None:
+        if not tokens.required:
+            raise ValueError("a language server on a socket needs a token file")
         self.tokens = tokens
         self.waiting = 0
         self.session = False
@@ -398,7 +414,7 @@ class LspGate:
         assert isinstance(event, Message)
         value: dict[str, Any] = event.value
         msg_id = request_id(value)
-        needs_token = self.tokens.required and not bearer
+        needs_token = not bearer
         if value.get("method") != "initialize" or msg_id is None:
             carrying = f" carrying initializationOptions.{AUTH_TOKEN_KEY}" if needs_token else ""
             return Problem(SERVER_NOT_INITIALIZED, f"the first message must be an initialize request{carrying}",
@@ -423,9 +439,10 @@ class LspGate:
 class SocketServer:
     """The language server on TCP or WebSocket: connections, admission, the one session."""
 
-    def __init__(self, protocol: JsonRPCProtocol, tokens: TokenFile) -> None:
+    def __init__(self, protocol: JsonRPCProtocol, tokens: TokenFile, origins: Collection[str] = ()) -> None:
         self.protocol = protocol
         self.tokens = tokens
+        self.origins = frozenset(origins)  # the browser origins whose pages may open a WebSocket
         self.gate = LspGate(tokens)
         self.ended = asyncio.Event()
         self.exit_code: int | None = None  # from the session's `exit`
@@ -446,15 +463,21 @@ class SocketServer:
         await self._session(Message(admission.message), stream.next, out, host)
 
     async def ws_handshake(self, connection: ServerConnection, request: Request) -> Response | None:
-        """An `Authorization: Bearer TOKEN` header admits by itself; a wrong one is refused here."""
-        header = request.headers.get("Authorization")
-        if header is None or not self.tokens.required:
+        """Refuse an upgrade from a browser page whose origin is not allowed (403), before anything else;
+        then an `Authorization: Bearer TOKEN` header admits by itself, and a wrong one is refused (401)."""
+        host = _host(connection.remote_address)
+        origins = request.headers.get_all("Origin")
+        if any(origin not in self.origins for origin in origins):
+            LOG.warning("%s: WebSocket upgrade from origin %s refused (not an --allow-origin)", host,
+                        ", ".join(origins))
+            return connection.respond(HTTPStatus.FORBIDDEN, "origin not allowed\n")
+        headers = request.headers.get_all("Authorization")
+        if not headers:
             return None
-        scheme, _, offered = header.partition(" ")
-        if scheme.lower() == "bearer" and self.tokens.accepts(offered.strip()):
+        scheme, _, offered = headers[0].partition(" ")
+        if len(headers) == 1 and scheme.lower() == "bearer" and self.tokens.accepts(offered.strip()):
             self._bearers.add(connection)
             return None
-        host = _host(connection.remote_address)
         await asyncio.sleep(self.gate.backoff(host))
         LOG.warning("%s: wrong Authorization header (refused)", host)
         return connection.respond(HTTPStatus.UNAUTHORIZED, "wrong token\n")
@@ -519,22 +542,69 @@ def _host(peername: Any) -> str:
     return str(peername[0]) if isinstance(peername, tuple) and peername else str(peername or "?")
 
 
-def serve_socket(server: JsonRPCServer, kind: str, host: str, port: int, tokens: TokenFile) -> int:
-    """Serve one client session over `kind` ("tcp" or "ws") at host:port; the exit code. A DiceError
-    (before anything listens) for an address beyond loopback without a token or one that cannot be bound."""
-    check_bind(Address(host, port), tokens)
-    _quiet_pygls()
+def allowed_origins(origins: Collection[str]) -> frozenset[str]:
+    """The `--allow-origin` values, each checked to be an origin as a browser sends it (`scheme://host[:port]`,
+    no path, no trailing slash: it is compared exactly); a DiceError names the first that is not."""
+    for origin in origins:
+        if not ORIGIN.fullmatch(origin):
+            raise DiceError(f"--allow-origin {origin!r}: expected scheme://host[:port], as a browser sends it "
+                            "(e.g. https://example.com)")
+    return frozenset(origins)
+
+
+@contextlib.contextmanager
+def made_token() -> Iterator[Path]:
+    """A random token for one run of the server: the file `token` (0600) in a fresh folder (0700) under
+    $XDG_RUNTIME_DIR when that is a directory, else the system's temporary folder; the folder is removed
+    when the block ends. Only the server's user can read it, and it does not outlive the server."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    parent = runtime if runtime and os.path.isdir(runtime) else None
     try:
-        return asyncio.run(terminated(_listen(server.protocol, kind, host, port, tokens))) or 0
-    except SystemExit as exc:  # `exit` over WebSocket: pygls exits once the socket has closed
-        return exit_code(exc)
+        folder = Path(tempfile.mkdtemp(prefix="dice-lsp-", dir=parent))
+    except OSError as exc:
+        raise DiceError(f"cannot make a folder for the token in {parent or tempfile.gettempdir()}: "
+                        f"{exc.strerror or exc}") from exc
+    try:
+        folder.chmod(0o700)
+        path = folder / "token"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(secrets.token_hex(32) + "\n")
+        yield path
     finally:
-        stop_all()
-        server.shutdown()  # type: ignore[no-untyped-call]
+        shutil.rmtree(folder, ignore_errors=True)
 
 
-async def _listen(protocol: JsonRPCProtocol, kind: str, host: str, port: int, tokens: TokenFile) -> int:
-    sockets = SocketServer(protocol, tokens)
+def serve_socket(server: JsonRPCServer, kind: str, host: str, port: int, token_file: Path | None,
+                 origins: Collection[str] = ()) -> int:
+    """Serve one client session over `kind` ("tcp" or "ws") at host:port; the exit code. A client needs the
+    token of `token_file`, or without one the token made for this run (`made_token`); `origins`: the browser
+    origins allowed to open a WebSocket. A DiceError (before anything listens) for an unreadable token file,
+    an address beyond loopback without `token_file`, or one that cannot be bound."""
+    given = TokenFile(token_file)
+    check_bind(Address(host, port), given)
+    _quiet_pygls()
+    with contextlib.ExitStack() as cleanup:
+        tokens = given if given.required else TokenFile(cleanup.enter_context(made_token()))
+        try:
+            return asyncio.run(terminated(_listen(server.protocol, kind, host, port, tokens, origins))) or 0
+        except SystemExit as exc:  # `exit` over WebSocket: pygls exits once the socket has closed
+            return exit_code(exc)
+        finally:
+            stop_all()
+            server.shutdown()  # type: ignore[no-untyped-call]
+
+
+def listening_line(kind: str, host: str, port: int, token: Path) -> str:
+    """What the server says once it listens: where, and which file holds the token a client must send."""
+    where = f"[{host}]" if ":" in host else host
+    how = f"initializationOptions.{AUTH_TOKEN_KEY}" + (" or an Authorization: Bearer header" if kind == "ws" else "")
+    return f"language server on {kind}://{where}:{port}; token in {token} (send it as {how})"
+
+
+async def _listen(protocol: JsonRPCProtocol, kind: str, host: str, port: int, tokens: TokenFile,
+                  origins: Collection[str]) -> int:
+    sockets = SocketServer(protocol, tokens, origins)
     listener: Any
     try:
         if kind == "tcp":
@@ -547,8 +617,8 @@ async def _listen(protocol: JsonRPCProtocol, kind: str, host: str, port: int, to
     except OSError as exc:
         reason = os.strerror(exc.errno) if exc.errno else str(exc)
         raise DiceError(f"cannot listen on {host}:{port}: {reason}") from exc
-    bound = listener.sockets[0].getsockname()[1]
-    LOG.info("language server on %s://%s:%d%s", kind, host, bound, " (token required)" if tokens.required else "")
+    assert tokens.path is not None
+    LOG.info("%s", listening_line(kind, host, listener.sockets[0].getsockname()[1], tokens.path))
     async with listener:
         await sockets.ended.wait()
     return sockets.exit_code or 0

@@ -552,9 +552,10 @@ def spawn(argv: Sequence[str], cwd: Path, jail: Jail, stdout: int | IO[Any], std
         process = _ACTIVE.start(argv, cwd, jail, env or {}, stdout, stderr, text)
     else:
         path = os.pathsep.join(p for p in (str(_package_parent()), os.environ.get("PYTHONPATH", "")) if p)
-        process = Process(subprocess.Popen(list(argv), cwd=cwd, stdin=subprocess.DEVNULL, stdout=stdout,
+        command, limit = _unconfined_limits(argv, jail.quota)  # a compile's memory and file size
+        process = Process(subprocess.Popen(command, cwd=cwd, stdin=subprocess.DEVNULL, stdout=stdout,
                                            stderr=stderr, text=text, errors="replace" if text else None,
-                                           start_new_session=True,  # as confined: the package first
+                                           start_new_session=True, preexec_fn=limit,  # as confined: the package first
                                            env={**os.environ, "PYTHONPATH": path, **(env or {})}))
     track(process)
     return process
@@ -690,3 +691,48 @@ def _feed(fd: int, pending: memoryview) -> memoryview:
         return pending[os.write(fd, pending[:select.PIPE_BUF]):]
     except BrokenPipeError:  # the tool does not read its input (any more)
         return pending[:0]
+
+
+def _unconfined_limits(argv: Sequence[str], quota: Quota) -> tuple[list[str], _Limits | None]:
+    """How `spawn` starts `argv` outside the sandbox (the editor, the CLI, `--unsafe-no-sandbox`): a compile
+    (a quota with an address space: `compile_quota`, every `run_tool`) gets the sandbox's address-space and
+    file-size limits, so that `#include "/dev/zero"` or a runaway template ends in an error, not in all of the
+    machine's memory. Through util-linux's `prlimit` (no shell: `prlimit --as=N --fsize=N -- argv`), else set
+    between fork and exec. Lower limits this process has already are kept. A harness child (no address space:
+    a CUDA program reserves far more virtual memory than it uses) is left to `harness.isolate`'s
+    resident-memory watch. The command, and what to run before exec (or None)."""
+    import resource
+
+    if quota.address_space_mb is None:
+        return list(argv), None
+    limits = _Limits(resource.setrlimit, ((resource.RLIMIT_AS, _lowest(resource.RLIMIT_AS, quota.address_space_mb)),
+                                          (resource.RLIMIT_FSIZE, _lowest(resource.RLIMIT_FSIZE, quota.file_mb))))
+    prlimit = _prlimit()
+    if prlimit is None:
+        return list(argv), limits
+    (_, address_space), (_, file_size) = limits.values
+    return [prlimit, f"--as={address_space}", f"--fsize={file_size}", "--", *argv], None
+
+
+@dataclass(frozen=True)
+class _Limits:
+    """rlimits to set in a child between fork and exec (where there is no `prlimit`)."""
+
+    setrlimit: Any  # resource.setrlimit, looked up before the fork
+    values: tuple[tuple[int, int], ...]  # (resource, bytes): soft and hard
+
+    def __call__(self) -> None:
+        for which, value in self.values:
+            self.setrlimit(which, (value, value))
+
+
+def _lowest(which: int, wanted_mb: int) -> int:
+    """`wanted_mb` in bytes, or this process's own limit of `which` where that is lower (one it may not raise)."""
+    import resource
+
+    return min([wanted_mb * _MIB, *(v for v in resource.getrlimit(which) if v != resource.RLIM_INFINITY)])
+
+
+@cache
+def _prlimit() -> str | None:
+    return shutil.which("prlimit")

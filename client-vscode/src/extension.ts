@@ -17,7 +17,7 @@ import {
   StreamInfo,
 } from "vscode-languageclient/node";
 import { Debouncer } from "./debounce";
-import { ClientSettings, describe, Launch, launchFrom, socketAuth } from "./launch";
+import { ClientSettings, describe, Launch, launchFrom, SettingError, socketAuth } from "./launch";
 import { OptimizeResult, proposal, staleReason } from "./preview";
 import { DiceStatus, statusView } from "./status";
 import { Inspect, initializationOptions, Schema, schemaOf, trustConfiguration, userValue } from "./trust";
@@ -125,7 +125,17 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     } catch (error) {
       status = { state: "error", message: String((error as Error).message) };
       refreshStatus();
-      void vscode.window.showErrorMessage(`DICE: ${(error as Error).message}`);
+      if (error instanceof SettingError) {
+        // one setting to fix: offer to open the settings UI at it
+        const setting = error.setting;
+        void vscode.window.showErrorMessage(`DICE: ${error.message}`, "Open Settings").then((choice) => {
+          if (choice) {
+            void vscode.commands.executeCommand("workbench.action.openSettings", `@id:${setting}`);
+          }
+        });
+      } else {
+        void vscode.window.showErrorMessage(`DICE: ${(error as Error).message}`);
+      }
       return;
     }
     const options: LanguageClientOptions = {

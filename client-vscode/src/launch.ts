@@ -37,16 +37,40 @@ export function describe(launch: Launch): string {
   return launch.kind === "tcp" ? `${launch.host}:${launch.port}` : [launch.command, ...launch.args].join(" ");
 }
 
-/** What `initialize` carries to be admitted by a `dice-lsp lsp --tcp ... --token-file F` server: the token read
- * from `dice.client.tokenFile` (first line, trimmed) when connecting over TCP; nothing for a server on stdio. */
+/** An error the user fixes in one setting: the message says how, and `setting` is where (VS Code offers to open it). */
+export class SettingError extends Error {
+  constructor(message: string, readonly setting: string) {
+    super(message);
+    this.name = "SettingError";
+  }
+}
+
+/** What `initialize` carries to be admitted by a `dice-lsp lsp --tcp` server, which always requires a token: the
+ * token read from `dice.client.tokenFile` (first line, trimmed) when connecting over TCP; nothing for a server on
+ * stdio. Without `dice.client.tokenFile` a TCP connection could only be refused, so it is an error before any
+ * connection is attempted. */
 export function socketAuth(launch: Launch, tokenFile: string | null, read: (path: string) => string):
     { authToken?: string } {
-  if (launch.kind !== "tcp" || !tokenFile) {
+  if (launch.kind !== "tcp") {
     return {};
   }
-  const token = read(tokenFile).split(/\r?\n/)[0].trim();
+  if (!tokenFile?.trim()) {
+    throw new SettingError(
+      `dice.client.connect is set (${describe(launch)}) but dice.client.tokenFile is not, and a dice-lsp lsp --tcp ` +
+      "server always requires a token: set dice.client.tokenFile (User settings) to the file the server names on " +
+      "stderr (\"token in …/token\"), or start the server with --token-file F and set dice.client.tokenFile to F.",
+      "dice.client.tokenFile");
+  }
+  let text: string;
+  try {
+    text = read(tokenFile);
+  } catch (error) {
+    throw new SettingError(`cannot read dice.client.tokenFile ${tokenFile}: ${(error as Error).message}`,
+      "dice.client.tokenFile");
+  }
+  const token = text.split(/\r?\n/)[0].trim();
   if (!token) {
-    throw new Error(`dice.client.tokenFile ${tokenFile} is empty`);
+    throw new SettingError(`dice.client.tokenFile ${tokenFile} is empty`, "dice.client.tokenFile");
   }
   return { authToken: token };
 }

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { describe, launchFrom, socketAuth } from "../launch";
+import { describe, launchFrom, SettingError, socketAuth } from "../launch";
 
 const none = { serverCommand: [], pythonPath: null, connect: null, tokenFile: null, debounceMs: 150 };
 
@@ -30,7 +30,26 @@ test("a socket server's token goes in initialize, read from dice.client.tokenFil
   const files: Record<string, string> = { "/run/dice/lsp-token": "s3cret-token-1234\nignored\n", "/empty": "\n" };
   const read = (path: string): string => files[path];
   assert.deepEqual(socketAuth(tcp, "/run/dice/lsp-token", read), { authToken: "s3cret-token-1234" });
-  assert.deepEqual(socketAuth(tcp, null, read), {});
   assert.deepEqual(socketAuth(launchFrom(none), "/run/dice/lsp-token", read), {});
+  assert.deepEqual(socketAuth(launchFrom(none), null, read), {});
   assert.throws(() => socketAuth(tcp, "/empty", read), /dice.client.tokenFile \/empty is empty/);
+  assert.throws(() => socketAuth(tcp, "/gone", () => { throw new Error("ENOENT: no such file or directory"); }),
+    (error: unknown) => error instanceof SettingError && error.setting === "dice.client.tokenFile" &&
+      /cannot read dice.client.tokenFile \/gone: ENOENT/.test(error.message));
+});
+
+test("connecting without dice.client.tokenFile is one clear error naming the setting, before any read or connection", () => {
+  const tcp = launchFrom({ ...none, connect: "127.0.0.1:7070" });
+  const read = (): string => assert.fail("no token file to read");
+  for (const tokenFile of [null, "", "  "]) {
+    assert.throws(() => socketAuth(tcp, tokenFile, read), (error: unknown) => {
+      assert.ok(error instanceof SettingError);
+      assert.equal(error.setting, "dice.client.tokenFile");
+      assert.match(error.message, /dice.client.connect is set \(127.0.0.1:7070\) but dice.client.tokenFile is not/);
+      assert.match(error.message, /always requires a token/);
+      assert.match(error.message, /names on stderr/);
+      assert.match(error.message, /--token-file F/);
+      return true;
+    });
+  }
 });

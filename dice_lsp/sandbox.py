@@ -232,12 +232,18 @@ class Sandbox:
 
     def start(self, argv: Sequence[str], cwd: Path, jail: Jail, env: Mapping[str, str],
               stdout: int | IO[Any], stderr: int | IO[Any], text: bool) -> Process:
-        """Start `argv` confined; returns once the sandbox's user mapping is in place."""
+        """Start `argv` confined; returns once the sandbox's user mapping is in place. Every folder of `jail`
+        must be one this process made for its runs (`own`) or one the sandbox shows everyone (`visible`):
+        anything else raises SandboxError before anything runs, whoever named it."""
+        for folder in (*jail.writable, *jail.readable):
+            if not made_here(folder) and not (folder not in jail.writable and visible(folder)):
+                raise SandboxError(f"refused to show {folder} to a sandboxed run: not a folder dice-lsp made for it")
         if self.as_root:
             for folder in jail.writable:
                 _give_to_sandbox(folder, write=True)
             for folder in jail.readable:
-                _give_to_sandbox(folder, write=False)
+                if made_here(folder):
+                    _give_to_sandbox(folder, write=False)
         info_read, info_write = os.pipe()
         block_read, block_write = os.pipe() if self.as_root else (None, None)
         passed = (info_write,) if block_read is None else (info_write, block_read)
@@ -411,19 +417,63 @@ def _library_path() -> tuple[Path, ...]:
 
 
 def _give_to_sandbox(folder: Path, write: bool) -> None:
-    """A root server's folder, opened to the sandbox's user: what others may not read (a 0700 temporary
-    folder, a file written under umask 077) becomes that user's, and so does a folder it writes into.
-    What everyone may read stays as it is."""
+    """A root server's folder made for a run (`own`), opened to the sandbox's user: what others may not read (a
+    0700 temporary folder, a file written under umask 077) becomes that user's, and so does a folder it writes
+    into. What everyone may read stays as it is, and so does anything this process did not make: an entry
+    owned by another user, or reached through a link, is never changed."""
+    uid = os.geteuid()
     for top, _dirs, files in os.walk(folder):  # links are not followed
-        _open_to_sandbox(Path(top), 0o005, write and Path(top) == folder)
+        _open_to_sandbox(Path(top), 0o005, write and Path(top) == folder, uid)
         for name in files:
-            _open_to_sandbox(Path(top, name), 0o004, False)
+            _open_to_sandbox(Path(top, name), 0o004, False, uid)
 
 
-def _open_to_sandbox(path: Path, needed: int, always: bool) -> None:
+def _open_to_sandbox(path: Path, needed: int, always: bool, uid: int) -> None:
     status = os.lstat(path)
-    if always or (not stat.S_ISLNK(status.st_mode) and status.st_mode & needed != needed):
+    if stat.S_ISLNK(status.st_mode) or status.st_uid != uid:
+        return
+    if always or status.st_mode & needed != needed:
         os.chown(path, SANDBOX_ID, SANDBOX_ID, follow_symlinks=False)
+
+
+_OWN: dict[Path, int] = {}  # folders this process made for its runs (how many times each is held)
+_OWN_LOCK = threading.Lock()
+
+
+def own(folder: Path) -> None:
+    """`folder` was made by this process for its runs (a scratch folder, its build cache): a sandboxed run may
+    be shown it, and a root server may give it to the sandbox's user. Held until `disown`."""
+    real = Path(os.path.realpath(folder))
+    with _OWN_LOCK:
+        _OWN[real] = _OWN.get(real, 0) + 1
+
+
+def disown(folder: Path) -> None:
+    real = Path(os.path.realpath(folder))
+    with _OWN_LOCK:
+        left = _OWN.get(real, 0) - 1
+        if left > 0:
+            _OWN[real] = left
+        else:
+            _OWN.pop(real, None)
+
+
+@contextlib.contextmanager
+def owning(folder: Path) -> Iterator[Path]:
+    """`own(folder)` for the length of a block."""
+    own(folder)
+    try:
+        yield folder
+    finally:
+        disown(folder)
+
+
+def made_here(path: Path) -> bool:
+    """Whether `path` (links followed) lies in a folder this process made for its runs (`own`)."""
+    real = Path(os.path.realpath(path))
+    with _OWN_LOCK:
+        roots = list(_OWN)
+    return _inside(real, roots)
 
 
 def _read_info(fd: int) -> dict[str, Any] | None:
@@ -520,7 +570,7 @@ def probe(nvcc: Path | None) -> Sandbox:
     if prlimit is None or (os.geteuid() == 0 and setpriv is None):
         raise SandboxError(f"cannot sandbox compiles and user code: util-linux's prlimit/setpriv not found; {hint}")
     sandbox = Sandbox(bwrap, prlimit, setpriv, nvcc, _python_dirs())
-    with tempfile.TemporaryDirectory(prefix="dice-probe-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="dice-probe-") as scratch, owning(Path(scratch)):
         try:
             process = sandbox.start(["id", "-u"], Path(scratch), Jail(compile_quota(30), (Path(scratch),)), {},
                                     subprocess.PIPE, subprocess.PIPE, True)

@@ -38,7 +38,7 @@ def test_a_background_run_is_niced_and_so_is_its_session(tmp_path: Path) -> None
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap (the team server's sandbox)")
 def test_a_confined_background_run_is_niced_too(tmp_path: Path) -> None:
-    with sandbox.confined(find_nvcc()):
+    with sandbox.confined(find_nvcc()), sandbox.owning(tmp_path):
         low = sandbox.run_tool([sys.executable, "-c", REPORT], tmp_path, 30, niceness=10)
     assert low.returncode == 0, low.stderr
     nice, group = _priorities(low.stdout)

@@ -117,6 +117,56 @@ def test_dev_zero_through_a_macro_ends_in_a_compile_error_within_the_limits(host
     assert call(host, "status", {})["state"] == "ready", "the server carries on"
 
 
+def _stat(path: Path) -> tuple[int, int, int]:
+    status = path.lstat()
+    return status.st_uid, status.st_gid, stat.S_IMODE(status.st_mode)
+
+
+def test_a_request_names_no_host_folder_and_the_server_changes_no_owner(host: Host) -> None:
+    """Include folders from the request's settings or its compile_commands.json (absolute, `..`, `/proc/PID/cwd`,
+    a database's `directory`) are refused before anything is mounted; a root server chowned such a folder's
+    unreadable files to the sandbox's user and the compile quoted them."""
+    (decoy := host.folder / "decoy").mkdir(mode=0o700, exist_ok=True)
+    (marker := decoy / "secret.h").write_text(f"int x = {SECRET};\n")
+    marker.chmod(0o600)
+    before = {path: _stat(path) for path in (decoy, marker, host.secret)}
+    text = f'#include "secret.h"\n{KERNEL}'
+
+    def database(directory: str, include: str) -> str:
+        return json.dumps([{"directory": directory, "file": "k.cu", "arguments": ["nvcc", f"-I{include}", "k.cu"]}])
+
+    requests = [{"settings": {"includeDirs": [str(decoy)]}},
+                {"settings": {"includeDirs": [f"../../../../../../../..{decoy}"]}},
+                {"settings": {"includeDirs": ["/proc/self/cwd"]}},
+                {"files": {"compile_commands.json": database(str(decoy), ".")}},
+                {"files": {"compile_commands.json": database(".", ".")}},
+                {"files": {"compile_commands.json": database("sub", str(decoy))}}]
+    for extra in requests:
+        error = refused(host, "check", {"text": text, "path": "k.cu", **extra})
+        assert error.code == "bad_params" and "names an include folder outside the request" in str(error), error
+        assert SECRET not in str(error) and str(decoy) not in str(error) and "\n" not in str(error)
+    assert {path: _stat(path) for path in before} == before, "nothing of the host changed owner or mode"
+    own = {"text": text, "path": "k.cu", "settings": {"includeDirs": ["inc"]},
+           "files": {"inc/secret.h": "int x = 1;\n"}}
+    assert call(host, "check", own)["diagnostics"] == [], "a folder the request sent is fine"
+
+
+def test_the_sandbox_shows_a_run_only_folders_made_for_it(tmp_path: Path) -> None:
+    """The last line of defence: whatever names a folder, a confined run is shown only folders this process made
+    for its runs (and the system's), and a root server changes the owner of nothing else."""
+    (foreign := tmp_path / "foreign").mkdir(mode=0o700)
+    (inside := foreign / "private.h").write_text("x\n")
+    inside.chmod(0o600)
+    before = _stat(inside)
+    with sandbox.confined(find_nvcc()), sandbox.owning(scratch := tmp_path / "scratch"):
+        scratch.mkdir()
+        with pytest.raises(sandbox.SandboxError, match="not a folder dice-lsp made for it"):
+            sandbox.run_tool(["cat", str(inside)], scratch, 30, readable=[foreign])
+        with pytest.raises(sandbox.SandboxError):
+            sandbox.run_tool(["true"], foreign, 30)
+    assert _stat(inside) == before
+
+
 def test_a_dice_reference_comment_answers_nothing_about_server_paths(host: Host) -> None:
     answers = []
     for named in ("/etc/passwd", "/no/such/ref.py", "../../../../etc/passwd"):
@@ -199,7 +249,7 @@ def test_a_kernelbench_reference_cannot_reach_the_host(tmp_path: Path, monkeypat
                                                          port=server.getsockname()[1]))
         job = {"source": str(request / "k.cu"), "name": "dice_ext_test", "build_dir": str(tmp_path / "build"),
                "reference": str(request / "ref.py"), "trials": 1}
-        with sandbox.confined(find_nvcc()):
+        with sandbox.confined(find_nvcc()), sandbox.owning(request):  # as the server's request folder
             outcome = run_isolated("dice_lsp.harness.extension:run", job, 120, 4096, readable=[request])
         with pytest.raises(TimeoutError):
             server.accept()
@@ -223,13 +273,13 @@ def test_a_kernelbench_reference_cannot_reach_the_host(tmp_path: Path, monkeypat
 
 def test_a_fork_bomb_meets_the_process_limit(tmp_path: Path) -> None:
     script = "for i in $(seq 200); do sleep 2 & done"
-    with sandbox.confined(find_nvcc()):
+    with sandbox.confined(find_nvcc()), sandbox.owning(tmp_path):
         done = sandbox.run_tool(["sh", "-c", script], tmp_path, 30)
     assert "Cannot fork" in done.stderr, done.stderr
 
 
 def test_confined_children_are_still_killed_on_time_and_memory() -> None:
-    with sandbox.confined(find_nvcc()):
+    with sandbox.confined(find_nvcc()), sandbox.owning(TESTS):
         hung = run_isolated("tests.harness_jobs:hang", {}, timeout=2, memory_mb=2048, readable=[TESTS])
         hog = run_isolated("tests.sandbox_jobs:hog_memory_in_a_grandchild", {"mib": 1500}, timeout=60, memory_mb=400,
                            readable=[TESTS])
@@ -241,7 +291,7 @@ def test_confined_children_are_still_killed_on_time_and_memory() -> None:
 def test_a_child_cannot_make_the_server_read_a_host_file_or_block(tmp_path: Path) -> None:
     """The server reads the child's result file: a link to a host file or a FIFO left there is no result."""
     (host_file := tmp_path / "host.json").write_text(json.dumps({"value": {"secret": SECRET}}))
-    with sandbox.confined(find_nvcc()):
+    with sandbox.confined(find_nvcc()), sandbox.owning(TESTS):
         linked = run_isolated("tests.sandbox_jobs:result_is_a_link", {"target": str(host_file)}, timeout=30,
                               memory_mb=2048, readable=[TESTS])
         fifo = run_isolated("tests.sandbox_jobs:result_is_a_fifo", {}, timeout=30, memory_mb=2048, readable=[TESTS])
@@ -265,7 +315,7 @@ def test_confined_compiles_report_what_direct_ones_report(name: str, tmp_path: P
     tmp_path.chmod(0o700)
     nvcc = find_nvcc()
     direct = check_source(SOURCES[name], tmp_path, nvcc=nvcc)
-    with sandbox.confined(nvcc):
+    with sandbox.confined(nvcc), sandbox.owning(tmp_path):
         confined = check_source(SOURCES[name], tmp_path, nvcc=nvcc)
     assert confined.diagnostics == direct.diagnostics and confined.kernels == direct.kernels
     assert direct.diagnostics or direct.kernels

@@ -1678,7 +1678,9 @@ def _collect(preprocessed: bytes, macros: bytes) -> HeaderIndex:
 def build_header_names(nvcc: Path) -> HeaderIndex:
     """Run nvcc's preprocessor on the fixed header list and collect the names. Headers nvcc cannot find are
     dropped from the stub; when it still fails, each header is tried alone and the ones that fail are skipped."""
-    with tempfile.TemporaryDirectory(prefix="dice-headers-") as folder:
+    from dice_lsp.toolchain.scratch import run_folder
+
+    with run_folder("headers") as folder:
         scratch = Path(folder)
         if not _SAFE_PATH.fullmatch(str(scratch)):
             raise DiceError(f"the scratch folder {scratch} has characters nvcc's shell would interpret")

@@ -47,6 +47,7 @@ from typing import Any, TypedDict
 from dice_lsp.evals import build, suite
 from dice_lsp.sandbox import run_tool
 from dice_lsp.toolchain.flags import CompileFlags
+from dice_lsp.toolchain.scratch import run_folder
 from dice_lsp.training import corpus
 
 LOG = logging.getLogger("dice_lsp.evals.executable")
@@ -546,7 +547,7 @@ def source_trees(downloads: Path = build.DOWNLOADS, root: Path = TREES) -> Itera
 
 def compile_cubin(text: str, nvcc: str = "nvcc", arch: str = CompileFlags.arch) -> tuple[bool, str, str]:
     """(ok, nvcc's messages, the kernel's symbol) for a cubin of `text`."""
-    with tempfile.TemporaryDirectory(prefix="dice-exec-") as scratch:
+    with run_folder("exec") as scratch:
         path = Path(scratch) / "kernel.cu"
         path.write_text(text, encoding="utf-8")
         try:

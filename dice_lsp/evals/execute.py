@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -40,6 +39,7 @@ from dice_lsp.harness.isolate import run_isolated
 from dice_lsp.harness.limits import Limits
 from dice_lsp.harness.spec import find_specs, parse_spec
 from dice_lsp.toolchain.flags import CompileFlags
+from dice_lsp.toolchain.scratch import run_folder
 
 LOG = logging.getLogger("dice_lsp.evals.execute")
 CHUNK = 48  # pairs verified in one child (one CUDA context)
@@ -148,7 +148,7 @@ def _run_child(jobs: list[Job]) -> tuple[list[bool], bool]:
     """The verdicts one child recorded, in order, and whether it stopped itself after a fault (else, when
     some are missing, it ended on the first of those)."""
     cubins = {Path(job[who]["cubin"]).parent.parent for job in jobs for who in ("candidate", "reference")}
-    with tempfile.TemporaryDirectory(prefix="dice-verify-") as folder:
+    with run_folder("verify") as folder:
         log = Path(folder) / "progress.jsonl"
         log.touch()
         payload = {"jobs": jobs, "progress": str(log), "trials": TRIALS, "item_seconds": ITEM_SECONDS}

@@ -23,7 +23,7 @@ from dice_lsp.harness.build import Build, build_cubin
 from dice_lsp.harness.isolate import Outcome, run_isolated
 from dice_lsp.harness.limits import Limits
 from dice_lsp.harness.spec import LaunchSpec, find_specs
-from dice_lsp.toolchain.cache import cache_root
+from dice_lsp.toolchain.cache import cache_folder
 from dice_lsp.toolchain.flags import CompileFlags
 from dice_lsp.toolchain.nvcc import SOURCE_NAME, linked_folders
 from dice_lsp.toolchain.report import Diagnostic, Severity, parse_diagnostics
@@ -178,7 +178,7 @@ def bench_rewrite(original: Path, rewritten: str, kernel: str, ref: Path | None 
     python_ref = kernelbench_reference(original, text, ref)
     if python_ref is not None:
         digest = hashlib.sha256(rewritten.encode()).hexdigest()[:16]
-        copy = cache_root() / "rewrites" / digest / original.name
+        copy = cache_folder("rewrites") / digest / original.name
         copy.parent.mkdir(parents=True, exist_ok=True)
         copy.write_text(rewritten, encoding="utf-8")
         report = bench_file(copy, python_ref, limits, flags)
@@ -226,7 +226,7 @@ def _bench_extension(path: Path, text: str, reference: Path, limits: Limits, say
     if not reference.is_file():
         raise DiceError(f"reference {reference} not found")
     digest = hashlib.sha256(text.encode() + torch.__version__.encode()).hexdigest()[:16]
-    build_dir = cache_root() / "extensions" / digest
+    build_dir = cache_folder("extensions") / digest
     result = KernelResult("forward", flags=_static_flags(text))
     if gpu_arch() is None:
         return BenchReport(False, True, [], [], "no CUDA GPU here: a torch extension is built and run on the GPU "

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from dice_lsp.errors import DiceError
 from dice_lsp.sandbox import run_tool
-from dice_lsp.toolchain.cache import cache_key, cache_root
+from dice_lsp.toolchain.cache import cache_folder, cache_key
 from dice_lsp.toolchain.flags import CompileFlags
 from dice_lsp.toolchain.nvcc import INCLUDE_LINKS, SOURCE_NAME, find_nvcc, nvcc_command, transient_failure, user_paths
 from dice_lsp.toolchain.report import KernelResources, parse_resources
@@ -97,7 +97,7 @@ def build_cubin(source: str, folder: Path | None, flags: CompileFlags, nvcc: Pat
 
 
 def builds_root() -> Path:
-    return cache_root() / "builds"
+    return cache_folder("builds")
 
 
 def _compile(source: str, folder: Path | None, flags: CompileFlags, nvcc: Path, timeout: float,

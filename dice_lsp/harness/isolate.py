@@ -21,7 +21,6 @@ import os
 import signal
 import stat
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from dice_lsp.sandbox import Jail, Process, child_quota, spawn
+from dice_lsp.toolchain.scratch import run_folder
 
 POLL_SECONDS = 0.05
 MAX_RESULT = 64 << 20  # bytes of result JSON read back
@@ -55,8 +55,7 @@ def run_isolated(call: str, payload: dict[str, Any], timeout: float, memory_mb: 
     it reads only `readable` and its scratch folder and writes only `writable` and its scratch folder.
     `wrapper` is a tool's argv that runs the child (compute-sanitizer)."""
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="dice-child-") as scratch, tempfile.TemporaryDirectory(
-            prefix="dice-log-") as logs:
+    with run_folder("child") as scratch, run_folder("log") as logs:
         job, result, log = Path(scratch) / "job.json", Path(scratch) / "result.json", Path(logs) / "output.txt"
         job.write_text(json.dumps({"call": call, "payload": payload, "result": str(result)}))
         jail = Jail(child_quota(timeout), (Path(scratch), *writable), tuple(readable), gpu=True)

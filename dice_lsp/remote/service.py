@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -56,12 +55,13 @@ from dice_lsp.remote.requests import (
     Sources,
     read_params,
 )
-from dice_lsp.remote.sources import check_reference, check_sources
+from dice_lsp.remote.sources import check_folders, check_reference, check_sources
 from dice_lsp.settings import SERVER_OWNED, UNTRUSTED, Settings, editor_key
 from dice_lsp.toolchain.cache import CompileCache
 from dice_lsp.toolchain.flags import CompileFlags, flags_for
 from dice_lsp.toolchain.nvcc import find_nvcc
 from dice_lsp.toolchain.report import CheckReport, check_source
+from dice_lsp.toolchain.scratch import run_folder
 from dice_lsp.wording import Said
 
 if TYPE_CHECKING:  # torch loads with the model, not with this module
@@ -252,7 +252,7 @@ def workspace(sources: Sources, settings: Settings) -> Iterator[SentFile]:
     nvcc = find_nvcc(settings.nvcc)
     check_sources(sent, sandbox.toolkit_roots(nvcc))
     check_reference(name, text, sources.ref, list(sources.files))
-    with tempfile.TemporaryDirectory(prefix="dice-serve-") as folder:
+    with run_folder("serve") as folder:
         root = Path(folder)
         for key, content in sent.items():
             target = root / _relative(key)
@@ -260,4 +260,6 @@ def workspace(sources: Sources, settings: Settings) -> Iterator[SentFile]:
             target.write_text(content, encoding="utf-8")
         path = root / _relative(name)
         ref = root / _relative(sources.ref) if sources.ref else None
-        yield SentFile(path, text, ref, flags_for(path, settings.compile_flags(path.parent), root), nvcc)
+        flags = flags_for(path, settings.compile_flags(path.parent), root)
+        check_folders(flags, root)
+        yield SentFile(path, text, ref, flags, nvcc)

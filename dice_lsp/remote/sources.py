@@ -19,6 +19,7 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
 from dice_lsp.remote.protocol import RemoteError
+from dice_lsp.toolchain.flags import CompileFlags
 
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*(?:include|include_next|import|embed)[ \t]*([<"])([^>"\n]*)[>"]', re.MULTILINE)
 _HAS_INCLUDE = re.compile(r'__has_(?:include|include_next|embed)[ \t]*\([ \t]*([<"])([^>"\n]*)[>"]')
@@ -73,3 +74,18 @@ def check_reference(path: str, text: str, ref: str | None, files: Collection[str
         if named.startswith("/") or target not in names:
             raise RemoteError("bad_params", f"// dice:reference {named}: a team server takes the reference from "
                                             "the request's files, and this is not one of them")
+
+
+def check_folders(flags: CompileFlags, root: Path) -> None:
+    """Raise `bad_params` unless every include folder of `flags` (from `dice.includeDirs` or the request's
+    compile_commands.json, links followed) lies inside the request's folder `root`: a folder named there is
+    shown to the compile, and a team server shows a compile nothing of its host. The answer names no path of
+    the server, whether the folder exists or not."""
+    inside = Path(os.path.realpath(root))
+    for folder in flags.include_dirs:
+        real = Path(os.path.realpath(folder))
+        if real != inside and inside not in real.parents:
+            origin = "dice.includeDirs" if flags.origin == "settings" else Path(flags.origin).name
+            raise RemoteError("bad_params", f"{origin} names an include folder outside the request; a team server "
+                                            "compiles only the request's files (name a folder the request sent, "
+                                            "relative to its file)")

@@ -24,7 +24,7 @@ from typing import Any
 
 import msgpack  # type: ignore[import-untyped]
 
-from dice_lsp.sandbox import run_host_tool
+from dice_lsp.sandbox import own, run_host_tool
 
 LOG = logging.getLogger("dice_lsp.cache")
 MAX_ENTRIES = 512  # results kept in the compile cache
@@ -36,6 +36,18 @@ _QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
 def cache_root() -> Path:
     """dice-lsp's folder under the user's cache directory (XDG_CACHE_HOME, else ~/.cache)."""
     return Path(os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")) / "dice-lsp"
+
+
+def cache_folder(name: str) -> Path:
+    """`cache_root()/name` (builds, extensions, rewrites), held as this process's own for its sandboxed runs
+    (`sandbox.own`): a harness child reads the cubins and extension builds kept there."""
+    return _owned(cache_root() / name)
+
+
+@cache
+def _owned(folder: Path) -> Path:
+    own(folder)
+    return folder
 
 
 def default_path() -> Path:

@@ -22,6 +22,8 @@ import threading
 import time
 from pathlib import Path
 
+from dice_lsp import sandbox
+
 PREFIX = "dice-"
 STALE_S = 600.0  # a dead process's folder untouched this long is removed
 _NAME = re.compile(rf"{PREFIX}[a-z-]+?-(\d+)-[a-z0-9_]+")  # mkdtemp's random part has no '-'
@@ -30,15 +32,29 @@ _lock = threading.Lock()
 
 
 def process_folder(kind: str) -> Path:
-    """A new folder `dice-<kind>-<pid>-…` in the temporary folder, removed when this process exits."""
+    """A new folder `dice-<kind>-<pid>-…` in the temporary folder, removed when this process exits; a sandboxed
+    run may be given it (`sandbox.own`)."""
     made = Path(tempfile.mkdtemp(prefix=_prefix(kind)))
+    sandbox.own(made)
     atexit.register(shutil.rmtree, made, True)
     return made
 
 
-def run_folder(kind: str) -> tempfile.TemporaryDirectory[str]:
-    """A folder for one run (`with run_folder("clang") as path:`), removed after it."""
-    return tempfile.TemporaryDirectory(prefix=_prefix(kind), ignore_cleanup_errors=True)
+class run_folder:
+    """A folder for one run, made at once (in `parent`, default the temporary folder) so that a full disk shows
+    here, and removed after the `with` block; while it exists a sandboxed run may be given it (`sandbox.own`)."""
+
+    def __init__(self, kind: str, parent: Path | None = None) -> None:
+        self._made = tempfile.TemporaryDirectory(prefix=_prefix(kind), dir=parent, ignore_cleanup_errors=True)
+        self.path = Path(self._made.name)
+        sandbox.own(self.path)
+
+    def __enter__(self) -> str:
+        return self._made.name
+
+    def __exit__(self, *_exc: object) -> None:
+        sandbox.disown(self.path)
+        self._made.cleanup()
 
 
 def _prefix(kind: str) -> str:

@@ -107,25 +107,39 @@ class Settings:
         return any(getattr(self, k) != getattr(other, k) for k in BACKEND_KEYS)
 
     def updated(self, raw: Any) -> tuple[Settings, list[str]]:
-        """These settings with the valid values of `raw` applied, and one message per rejected value."""
+        """These settings with the valid values of `raw` (the `dice` section: `{"maxCanvas": 64, "server":
+        {"url": ...}}`) applied, and one message per value refused. The section is read by one schema: each
+        key once, camelCase as editors write it or snake_case as the team server's wire does; the only nested
+        group is `server` (and the VS Code extension's own `client`, which is not the server's); an unknown
+        key or any other nested object is refused, so no spelling of a setting slips past its check."""
         if not isinstance(raw, dict):
             return self, [] if raw is None else ["dice settings must be an object"]
-        raw = raw.get("dice", raw) if isinstance(raw.get("dice"), dict) else raw
-        raw = _flatten(raw)
+        flat, errors = _flatten(raw)
         changes: dict[str, Any] = {}
-        errors: list[str] = []
+        for key in flat:
+            if key not in _SPELLINGS:
+                errors.append(f"dice.{key}: unknown setting (ignored)")
         for f in fields(self):
-            camel = editor_key(f.name).replace(".", "_")
-            camel = "".join(w[:1].upper() + w[1:] if i else w for i, w in enumerate(camel.split("_")))
-            key = camel if camel in raw else f.name
-            if key not in raw:
+            given = [key for key in dict.fromkeys((_camel(f.name), f.name)) if key in flat]
+            if not given:
                 continue
-            value, problem = check_value(f.name, raw[key])
+            if len(given) > 1 and flat[given[0]] != flat[given[1]]:
+                errors.append(f"dice.{editor_key(f.name)}: given twice ({' and '.join(given)}) with different values")
+                continue
+            value, problem = check_value(f.name, flat[given[0]])
             if problem:
                 errors.append(f"dice.{editor_key(f.name)}: {problem}")
             else:
                 changes[f.name] = value
         return replace(self, **changes), errors
+
+    @classmethod
+    def initialization_options(cls, raw: Any) -> Any:
+        """The `dice` section inside an editor's `initializationOptions`: `{"dice": {...}}` as the VS Code
+        extension and the README's examples send it, or the bare section."""
+        if isinstance(raw, dict) and isinstance(raw.get("dice"), dict):
+            return raw["dice"]
+        return raw
 
 
 def editor_key(name: str) -> str:
@@ -136,13 +150,34 @@ def editor_key(name: str) -> str:
     return (f"{group}." if group else "") + head + "".join(word.capitalize() for word in words)
 
 
-def _flatten(raw: dict[str, Any]) -> dict[str, Any]:
-    """`{"server": {"url": x}}` (how editors send `dice.server.url`) as `{"serverUrl": x}`."""
-    flat = dict(raw)
+def _camel(name: str) -> str:
+    """A setting's key in a flattened section: `max_canvas` → `maxCanvas`, `server_token_file` →
+    `serverTokenFile`."""
+    head, *words = name.split("_")
+    return head + "".join(word[:1].upper() + word[1:] for word in words)
+
+
+_GROUPS = {"server": True, "client": False}  # nested groups of the section: read (server) or the editor's own
+_SPELLINGS = {key for f in fields(Settings) for key in (_camel(f.name), f.name)}
+
+
+def _flatten(raw: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """`{"server": {"url": x}}` (how editors send `dice.server.url`) as `{"serverUrl": x}`; the extension's
+    `client` group is left out; any other nested object is refused (one message each)."""
+    flat: dict[str, Any] = {}
+    errors: list[str] = []
     for key, value in raw.items():
-        if isinstance(value, dict):
-            flat.update({key + sub[:1].upper() + sub[1:]: inner for sub, inner in value.items()})
-    return flat
+        if not isinstance(value, dict):
+            flat[key] = value
+        elif key not in _GROUPS:
+            errors.append(f"dice.{key}: not a setting (settings are not nested, except server.*; ignored)")
+        elif _GROUPS[key]:
+            for sub, inner in value.items():
+                if isinstance(inner, dict):
+                    errors.append(f"dice.{key}.{sub}: not a setting (ignored)")
+                else:
+                    flat[key + sub[:1].upper() + sub[1:]] = inner
+    return flat, errors
 
 
 def finite_number(value: Any) -> bool:

@@ -161,8 +161,8 @@ async def test_untrusted_optimize_never_runs_a_candidate_on_the_gpu(gpu_client: 
     assert trusted["report"]["gpu"] is True and "optimize gpu_arch" in gpu_log(), "trusted, candidates go to the GPU"
 
 
-async def test_untrusted_a_model_folders_own_code_never_runs(client: LanguageClient, sdar_dir: Path,
-                                                              tmp_path: Path) -> None:
+def remote_code_model(sdar_dir: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """A model folder whose own modeling code leaves a marker file when it runs; (folder, marker)."""
     folder = tmp_path / "remote-code-model"
     shutil.copytree(sdar_dir, folder)
     ran = tmp_path / "modeling code ran"
@@ -174,6 +174,12 @@ async def test_untrusted_a_model_folders_own_code_never_runs(client: LanguageCli
     config = json.loads((folder / "config.json").read_text())
     config["auto_map"] = {"AutoConfig": "modeling_toy.ToyConfig", "AutoModelForCausalLM": "modeling_toy.ToySDAR"}
     (folder / "config.json").write_text(json.dumps(config))
+    return folder, ran
+
+
+async def test_untrusted_a_model_folders_own_code_never_runs(client: LanguageClient, sdar_dir: Path,
+                                                              tmp_path: Path) -> None:
+    folder, ran = remote_code_model(sdar_dir, tmp_path)
     configuration = {**FAST, "model": str(folder), "trustRemoteCode": True, "device": "cpu"}
     statuses = await start(client, configuration=configuration)
     assert (await ready(statuses, client))["state"] == "ready", "the folder loads natively instead"
@@ -185,3 +191,23 @@ async def test_untrusted_a_model_folders_own_code_never_runs(client: LanguageCli
     await wait_status(statuses, "loading", after=loaded)
     assert (await wait_status(statuses, "ready", after=loaded))["state"] == "ready"
     assert ran.exists(), "trusted, the folder's modeling code is what runs"
+
+
+async def test_a_nested_dice_object_cannot_trust_the_workspace(client: LanguageClient, sdar_dir: Path,
+                                                               tmp_path: Path) -> None:
+    """The bypass: an answer to workspace/configuration of `{trusted: false, dice: {trusted: true, ...}}` (a
+    workspace's `"dice.dice": {...}`) made the server trusted, and it imported the folder's modeling code."""
+    folder, ran = remote_code_model(sdar_dir, tmp_path)
+    nested = {"trusted": True, "trustRemoteCode": True, "model": str(folder), "device": "cpu"}
+    statuses = await start(client, options={"dice": {**FAST, "dice": nested}},
+                           configuration={**FAST, "trusted": False, "dice": nested})
+    status = await ready(statuses, client)
+    assert status["state"] == "ready" and status["model"] == "dice-tiny", "the nested object named no model"
+    shown = [m.message for m in client.messages]
+    assert shown.count("dice.dice: not a setting (settings are not nested, except server.*; ignored)") == 2, shown
+    await trust(client, {**FAST, "trust": {"remoteCode": True}, "include": {"dirs": ["/etc"]}, "dice": nested})
+    await asyncio.sleep(1.0)  # the configuration is applied: a model load would have started by now
+    assert statuses[-1]["model"] == "dice-tiny" and not ran.exists()
+    shown = [m.message for m in client.messages]
+    assert "dice.trust: not a setting (settings are not nested, except server.*; ignored)" in shown
+    assert "dice.include: not a setting (settings are not nested, except server.*; ignored)" in shown

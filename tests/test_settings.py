@@ -7,11 +7,38 @@ from pathlib import Path
 from dice_lsp.settings import Settings
 
 
-def test_camel_case_nested_or_flat_settings_are_read() -> None:
+def test_camel_case_or_snake_case_settings_are_read_and_initialization_options_may_wrap_them() -> None:
     flat, errors = Settings().updated({"maxCanvas": 32, "blockLength": 8, "trustRemoteCode": True})
-    nested, _ = Settings().updated({"dice": {"max_canvas": 32, "block_length": 8, "trust_remote_code": True}})
-    assert errors == [] and flat == nested
+    snake, _ = Settings().updated({"max_canvas": 32, "block_length": 8, "trust_remote_code": True})
+    wrapped, _ = Settings().updated(Settings.initialization_options(
+        {"dice": {"max_canvas": 32, "block_length": 8, "trust_remote_code": True}}))
+    assert errors == [] and flat == snake == wrapped
     assert flat.max_canvas == 32 and flat.block_length == 8 and flat.trust_remote_code
+
+
+def test_a_nested_dice_object_in_the_section_sets_nothing() -> None:
+    """The trust bypass: a workspace's `"dice.dice": {...}` reached the server as a nested `dice` object inside the
+    `dice` section, and the section was replaced by it."""
+    raw = {"trusted": False, "dice": {"trusted": True, "trustRemoteCode": True, "model": "/tmp/evil"}}
+    settings, errors = Settings().updated(raw)
+    assert settings == Settings() and settings.trusted is False and settings.model is None
+    assert errors == ["dice.dice: not a setting (settings are not nested, except server.*; ignored)"]
+
+
+def test_only_the_server_group_nests_and_unknown_keys_are_refused() -> None:
+    raw = {"trust": {"remoteCode": True}, "include": {"dirs": ["/etc"]}, "modell": "/x", "server": {"url": None},
+           "client": {"pythonPath": "/usr/bin/python3"}}
+    settings, errors = Settings().updated(raw)
+    assert settings == Settings()
+    assert sorted(errors) == ["dice.include: not a setting (settings are not nested, except server.*; ignored)",
+                              "dice.modell: unknown setting (ignored)",
+                              "dice.trust: not a setting (settings are not nested, except server.*; ignored)"]
+    nested, errors = Settings().updated({"server": {"url": "tcp://gpu:7077", "tokenFile": "/home/me/t"}})
+    assert errors == [] and nested.server_url == "tcp://gpu:7077" and nested.server_token_file == "/home/me/t"
+    _, errors = Settings().updated({"steps": 4, "steps_": 3, "trust_remote_code": True, "trustRemoteCode": False})
+    assert sorted(errors) == ["dice.steps_: unknown setting (ignored)",
+                              "dice.trustRemoteCode: given twice (trustRemoteCode and trust_remote_code) with "
+                              "different values"]
 
 
 def test_bad_values_are_reported_and_the_old_value_kept() -> None:

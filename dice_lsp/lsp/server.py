@@ -86,6 +86,7 @@ class DiceServer(LanguageServer):
         super().__init__("dice-lsp", __version__, protocol_cls=DiceProtocol)
         self.settings = Settings()
         self.init_options: Any = None
+        self.init_errors: list[str] = []  # why values of initializationOptions were refused (told once)
         self._load_submitted: asyncio.Event | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.host = ModelHost(self._status_from_any_thread)
@@ -206,8 +207,12 @@ class DiceServer(LanguageServer):
         Each configuration the client sends is its whole section, so a key it no longer sends returns to
         its default instead of keeping an old value.
         """
-        base, _ = Settings().updated(self.init_options)
+        base, _ = self.initial_settings()
         return base.updated(raw)
+
+    def initial_settings(self) -> tuple[Settings, list[str]]:
+        """The defaults with initializationOptions applied, and why any of their values was refused."""
+        return Settings().updated(Settings.initialization_options(self.init_options))
 
     async def apply_settings(self, raw: Any) -> None:
         new, errors = self.settings_from(raw)
@@ -495,8 +500,8 @@ def lsp_range(completion: Completion) -> types.Range:
 @server.feature(types.INITIALIZE)
 def initialize(ls: DiceServer, params: types.InitializeParams) -> None:
     ls.init_options = params.initialization_options
-    ls.settings, errors = ls.settings_from(None)
-    for error in errors:
+    ls.settings, ls.init_errors = ls.initial_settings()
+    for error in ls.init_errors:
         LOG.warning("%s", error)
 
 
@@ -511,7 +516,7 @@ async def initialized(ls: DiceServer, params: types.InitializedParams) -> None:
     if workspace is not None and workspace.configuration:
         raw, _read = await ls.client_configuration()
     ls.settings, errors = ls.settings_from(raw)
-    for error in errors:  # initializationOptions' errors too, for a client that cannot be asked
+    for error in [*ls.init_errors, *errors]:  # initializationOptions' own, once, with the configuration's
         ls.tell(error)
     ls.tell_untrusted()
     try:
@@ -529,9 +534,11 @@ async def shutdown_request(ls: DiceServer, params: None) -> None:
 
 @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
 async def did_change_configuration(ls: DiceServer, params: types.DidChangeConfigurationParams) -> None:
-    raw = params.settings
+    raw = params.settings  # the client's whole configuration, pushed (Neovim), or null: ask for the section
     workspace = ls.client_capabilities.workspace
-    if not (isinstance(raw, dict) and "dice" in raw) and workspace is not None and workspace.configuration:
+    if isinstance(raw, dict) and "dice" in raw:
+        raw = raw["dice"]
+    elif workspace is not None and workspace.configuration:
         raw, read = await ls.client_configuration()
         if not read:
             return  # the settings in use stay

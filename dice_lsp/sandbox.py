@@ -554,6 +554,12 @@ def confined(nvcc: Path | None = None) -> Iterator[Sandbox]:
         _set(*previous)
 
 
+def adopt(sandbox: Sandbox | None, name: str) -> None:
+    """Confine this process as another one is (`active()`, `mode()` of the team server, for its worker
+    processes): a spawned process starts unconfined."""
+    _set(sandbox, name)
+
+
 def _set(sandbox: Sandbox | None, name: str) -> None:
     global _ACTIVE, _MODE
     _ACTIVE, _MODE = sandbox, name

@@ -4,12 +4,15 @@ say what direct ones say. Real `dice-lsp serve` processes, real sockets, real nv
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import socket
 import stat
+import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
 TOKEN = "sandbox-team-secret"
 SECRET = "DICE_SECRET_4f1c9a7e"  # an identifier: a compile that read it would quote it as "undefined"
+EXAMPLE_FILE = ROOT / "examples" / "vector_add.cu"
 KERNEL = "__global__ void k(float* x) { x[threadIdx.x] = 1.0f; }\n"
 
 
@@ -149,6 +153,45 @@ def test_a_request_names_no_host_folder_and_the_server_changes_no_owner(host: Ho
     own = {"text": text, "path": "k.cu", "settings": {"includeDirs": ["inc"]},
            "files": {"inc/secret.h": "int x = 1;\n"}}
     assert call(host, "check", own)["diagnostics"] == [], "a folder the request sent is fine"
+
+
+def _clang_processes(seen: dict[int, tuple[int, int, str]], stop: threading.Event) -> None:
+    """Note (uid, PID namespace, command line) of every clang process until `stop`."""
+    while not stop.is_set():
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            with contextlib.suppress(OSError):
+                if Path(f"/proc/{entry.name}/comm").read_text().startswith("clang"):
+                    uid = int(Path(f"/proc/{entry.name}/status").read_text().split("Uid:")[1].split()[1])
+                    line = Path(f"/proc/{entry.name}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+                    seen[int(entry.name)] = (uid, os.stat(f"/proc/{entry.name}/ns/pid").st_ino, line)
+        time.sleep(0.005)
+
+
+@pytest.mark.skipif(shutil.which("clang++") is None, reason="needs clang++ (the completion's front-end check)")
+def test_a_team_completion_reads_nothing_of_the_host_and_runs_clang_in_the_sandbox(host: Host) -> None:
+    """`complete` ran clang on the client's text in worker processes that never switched the sandbox on, as the
+    server's user, and skipped the include pre-check."""
+    for include in (f'"{host.secret}"', '"/dev/zero"'):
+        error = refused(host, "complete", {"text": leak(include), "line": 3, "character": 4})
+        assert error.code == "bad_params" and "names a file outside the request" in str(error)
+    seen: dict[int, tuple[int, int, str]] = {}
+    stop = threading.Event()
+    watcher = threading.Thread(target=_clang_processes, args=(seen, stop), daemon=True)
+    watcher.start()
+    try:
+        for n in range(3):  # a new file each time: clang reads it through, then checks the fills
+            text = f"#define VARIANT {n}\n" + EXAMPLE_FILE.read_text()
+            call(host, "complete", {"text": text, "line": 8, "character": 4})
+    finally:
+        stop.set()
+        watcher.join()
+    probes = ("-print-resource-dir", "--version")  # the server asks its clang where its headers are: no request text
+    reads = {pid: seen_ for pid, seen_ in seen.items() if not seen_[2].rstrip().endswith(probes)}
+    assert reads, "the completions ran clang on their text"
+    mine = os.stat("/proc/self/ns/pid").st_ino
+    assert all(uid == sandbox.SANDBOX_ID and namespace != mine for uid, namespace, _ in reads.values()), reads
 
 
 def test_the_sandbox_shows_a_run_only_folders_made_for_it(tmp_path: Path) -> None:

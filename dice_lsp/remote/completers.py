@@ -35,6 +35,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from dice_lsp import sandbox
 from dice_lsp.complete import Completion, Filler, front_end_for, lf_text, prepare
 from dice_lsp.engine.fill_types import FillRequest, FillResult
 from dice_lsp.engine.tokenizer import Tokenizer
@@ -112,10 +113,13 @@ class _Run:
         return answer
 
 
-def serve_worker(connection: Connection, folder: Path, window: int, server: int) -> None:
+def serve_worker(connection: Connection, folder: Path, window: int, server: int,
+                 confinement: tuple[sandbox.Sandbox | None, str]) -> None:
     """A worker process's loop: start a `_Run` for each `Begin`, hand each (job, answer) to its run; ends at
-    None or when the server is gone."""
+    None or when the server is gone. `confinement` is the server's (`sandbox.adopt`): a worker runs clang on
+    the client's text, so where the server sandboxes its tools, so does the worker."""
     watch_parent(server)
+    sandbox.adopt(*confinement)
     tokenizer = Tokenizer(folder), window
     lock = threading.Lock()
     runs: dict[int, _Run] = {}
@@ -146,7 +150,8 @@ class _Worker:
     def __init__(self, folder: Path, window: int) -> None:
         context = multiprocessing.get_context("spawn")
         self.connection, theirs = context.Pipe()
-        self.process = context.Process(target=serve_worker, args=(theirs, folder, window, os.getpid()),
+        confinement = (sandbox.active(), sandbox.mode())
+        self.process = context.Process(target=serve_worker, args=(theirs, folder, window, os.getpid(), confinement),
                                        name="dice-completer", daemon=True)
         self.process.start()
         theirs.close()

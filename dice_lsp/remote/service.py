@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from dice_lsp import __version__, sandbox
 from dice_lsp.complete import Completion, no_completion
 from dice_lsp.engine.fill_types import FillRequest, FillResult
-from dice_lsp.errors import Cancelled
+from dice_lsp.errors import Cancelled, DiceError
 from dice_lsp.harness.bench import BenchReport, bench_file
 from dice_lsp.harness.limits import Limits
 from dice_lsp.jobs import MAX_BATCH_ROWS
@@ -178,6 +178,14 @@ class Service:
         check_settings(method, settings, self.config.limits)
         return settings
 
+    @staticmethod
+    def _toolkit(settings: Settings) -> tuple[Path, ...]:
+        """The folders of the server's CUDA toolkit (what an absolute `#include` may name); none without nvcc."""
+        try:
+            return sandbox.toolkit_roots(find_nvcc(settings.nvcc))
+        except DiceError:
+            return ()
+
     def _run_model(self, job: Callable[[LoadedModel], T]) -> T:
         return self.host.submit(job).result()
 
@@ -185,6 +193,7 @@ class Service:
         started = time.perf_counter()
         self.host.model()  # "no model: why" when it did not load
         assert self.completers is not None
+        check_sources({"kernel.cu": request.text}, self._toolkit(request.settings))  # clang reads what it names
         completion = self.completers.complete(request.text, request.position, request.settings, request.selection,
                                               started, lambda fill: self.host.fill(fill, ticket).result())
         return completion or no_completion(request.position, started)

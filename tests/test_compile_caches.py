@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from dice_lsp.errors import DiceError
 from dice_lsp.harness import build as builds
 from dice_lsp.harness.build import build_cubin, builds_root, evict
 from dice_lsp.toolchain import cache as compile_cache
@@ -26,6 +27,7 @@ from dice_lsp.toolchain.report import check_source
 SOURCE = "__global__ void k(float* x) { x[0] = 1; }\n"
 KILLED = "kill -9 $$"
 DISK_FULL = "echo \"nvcc fatal   : Could not open output file '/tmp/tmpxft_1': No space left on device\" >&2; exit 1"
+TMP_FULL = "echo 'nvcc fatal   : Failed to preprocess host compiler properties.' >&2; exit 1"  # real nvcc 13, TMPDIR full
 
 
 def fake_nvcc(folder: Path, failure: str = KILLED, success: str = "") -> Path:
@@ -49,7 +51,8 @@ def errors(report_json: dict[str, object]) -> list[str]:
     return [d["message"] for d in report_json["diagnostics"] if d["severity"] == "error"]  # type: ignore[attr-defined, index]
 
 
-@pytest.mark.parametrize("failure", [KILLED, DISK_FULL], ids=["killed-by-a-signal", "temp-dir-full"])
+@pytest.mark.parametrize("failure", [KILLED, DISK_FULL, TMP_FULL],
+                         ids=["killed-by-a-signal", "temp-dir-full", "temp-dir-full-at-start"])
 def test_a_compile_the_machine_broke_is_reported_and_never_cached(failure: str, tmp_path: Path) -> None:
     nvcc = fake_nvcc(tmp_path, failure)
     cache = CompileCache(tmp_path / "c.msgpack")
@@ -206,3 +209,40 @@ def test_a_new_build_evicts_builds_unused_for_too_long(tmp_path: Path) -> None:
     stale = aged(builds_root(), "0" * 32, 1, builds.MAX_AGE_S + 3600)
     assert build_cubin(SOURCE, tmp_path, DEFAULT_FLAGS, fake_nvcc(tmp_path)).ok
     assert not stale.exists()
+
+
+def test_an_nvcc_whose_version_hangs_is_one_line_naming_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`dice-lsp check` ended with a traceback when `nvcc --version` (part of the cache key) never answered."""
+    nvcc = tmp_path / "bin" / "nvcc"
+    nvcc.parent.mkdir()
+    nvcc.write_text('#!/bin/sh\ncase "$1" in --version) exec sleep 60;; esac\nexit 0\n')
+    nvcc.chmod(0o755)
+    monkeypatch.setattr(compile_cache, "VERSION_TIMEOUT_S", 1.0)
+    started = time.monotonic()
+    with pytest.raises(DiceError) as error:
+        check_source(SOURCE, tmp_path, DEFAULT_FLAGS, CompileCache(tmp_path / "c.msgpack"), nvcc)
+    assert time.monotonic() - started < 10
+    assert str(error.value) == (f"{nvcc} --version did not answer within 1 s; is that nvcc installed whole? "
+                                "(dice.nvcc chooses another)")
+
+
+def test_torch_extension_builds_are_evicted_like_kernel_builds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each benchmarked torch extension left ~16 MB in the cache for good; its folder is now bounded as builds are."""
+    from dice_lsp.harness import bench
+    from dice_lsp.harness.isolate import Outcome
+    from dice_lsp.harness.limits import Limits
+    from dice_lsp.toolchain.cache import cache_folder
+
+    stale = aged(cache_folder("extensions"), "f" * 16, 16, builds.MAX_AGE_S + 3600)
+    built: list[Path] = []
+
+    def build(call: str, job: dict[str, str], *_args: object, **_kwargs: object) -> Outcome:
+        built.append(Path(job["build_dir"]))
+        return Outcome(None, "build failed (a stand-in for the 60 s torch build)")
+
+    monkeypatch.setattr(bench, "gpu_arch", lambda: "sm_90")
+    monkeypatch.setattr(bench, "run_isolated", build)
+    (ref := tmp_path / "ref.py").write_text("")
+    report = bench._bench_extension(tmp_path / "k.cu", SOURCE, ref, Limits(), lambda _said: None)
+    assert report.reason == "does not compile" and built and built[0].parent == stale.parent
+    assert not stale.exists() and built[0].exists()

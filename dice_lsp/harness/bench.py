@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from dice_lsp.errors import DiceError
-from dice_lsp.harness.build import Build, build_cubin
+from dice_lsp.harness.build import Build, build_cubin, evict
 from dice_lsp.harness.isolate import Outcome, run_isolated
 from dice_lsp.harness.limits import Limits
 from dice_lsp.harness.spec import LaunchSpec, find_specs
@@ -181,6 +181,7 @@ def bench_rewrite(original: Path, rewritten: str, kernel: str, ref: Path | None 
         copy = cache_folder("rewrites") / digest / original.name
         copy.parent.mkdir(parents=True, exist_ok=True)
         copy.write_text(rewritten, encoding="utf-8")
+        evict(copy.parent.parent, keep=copy.parent)
         report = bench_file(copy, python_ref, limits, flags)
         return report.kernels[0] if report.kernels else KernelResult(kernel, failure=report.reason)
     specs = {spec.kernel: (spec, spec_text) for spec, spec_text in find_specs(rewritten) or find_specs(text)}
@@ -241,6 +242,7 @@ def _bench_extension(path: Path, text: str, reference: Path, limits: Limits, say
     sources = [path.resolve().parent, reference.resolve().parent]  # what a sandboxed child may read
     built = run_isolated("dice_lsp.harness.extension:build", job, limits.build_timeout, limits.memory_mb,
                          readable=sources, writable=[build_dir])
+    evict(build_dir.parent, keep=build_dir)  # an extension is ~16 MB: the folder is bounded as the builds are
     if not built.ok:
         failure = BuildFailure(built.failure or "build failed", built.output[-2000:])
         return BenchReport(True, False, [failure], [], "does not compile")

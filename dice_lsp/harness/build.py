@@ -7,7 +7,8 @@ failed for a reason of the machine (a timeout, a signal, a full disk) is returne
 that cannot be read (another version's, a file in a folder's place) is a miss and is replaced. The
 folder is bounded: after each new build, builds unused for MAX_AGE_S go, then the least recently used
 until the rest fits in MAX_BYTES; a build used in the last IN_USE_S seconds stays (a benchmark may be
-about to load it), and so does a scratch folder younger than that.
+about to load it), and so does a scratch folder younger than that. The same `evict` bounds the torch
+extensions and rewritten files `harness.bench` keeps beside the builds.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ from dice_lsp.toolchain.report import KernelResources, parse_resources
 LOG = logging.getLogger("dice_lsp.build")
 MAX_BYTES = 2 << 30  # the builds folder's size after eviction
 MAX_AGE_S = 30 * 86400  # a build unused this long goes
-IN_USE_S = 3600  # a build used (or a scratch folder written) this recently is never evicted
+IN_USE_S = 600  # a build used (or a scratch folder written) this recently is never evicted (a benchmark's timeout
+# is at most 300 s on a team server)
 BUILD_TIMEOUT_S = 300.0  # one nvcc -cubin run
 _SCRATCH = ".build-"
 

@@ -32,17 +32,69 @@ def check_sources(files: Mapping[str, str], toolkit: Sequence[Path]) -> None:
     """Raise `bad_params` for the first `#include` (or `__has_include`) in `files` (relative name -> text) that
     names an absolute path outside `toolkit` or leaves the request's files through `..`."""
     names = {str(PurePosixPath(os.path.normpath(name))) for name in files}
-    for name, text in files.items():
+    for name, raw in files.items():
         if name.endswith(".py"):
             continue
+        text, lines = _as_preprocessed(raw)
         for pattern in (_INCLUDE, _HAS_INCLUDE):
             for match in pattern.finditer(text):
                 bracket, included = match.group(1), match.group(2)
                 if not _allowed(included, bracket, PurePosixPath(name).parent, names, toolkit):
-                    line = text.count("\n", 0, match.start()) + 1
+                    line = lines[match.start()]
                     shown = f'"{included}"' if bracket == '"' else f"<{included}>"
                     raise RemoteError("bad_params", f"{name}:{line}: #include {shown} names a file outside the "
                                                     f"request; {_ADVICE}")
+
+
+def _as_preprocessed(text: str) -> tuple[str, list[int]]:
+    """`text` as the preprocessor reads its directives: backslash-newlines spliced (`#inc\\<newline>lude`) and
+    each comment a space (`#/**/include`); with the 1-based line of the original text at each character. String
+    and character literals are kept as they are (a `"/*"` in one starts no comment)."""
+    out: list[str] = []
+    lines: list[int] = []
+    line, i, n = 1, 0, len(text)
+    quote: str | None = None
+
+    def put(char: str) -> None:
+        out.append(char)
+        lines.append(line)
+
+    while i < n:
+        char = text[i]
+        if (char == "\\" and text.startswith("\n", i + 1)) or text.startswith("\\\r\n", i):
+            i += 2 if text[i + 1] == "\n" else 3
+            line += 1
+            continue
+        if quote is not None:
+            put(char)
+            if char == "\\" and i + 1 < n and text[i + 1] != "\n":
+                put(text[i + 1])
+                i += 1
+            elif char == quote or char == "\n":
+                quote = None
+        elif char in "\"'":
+            quote = char
+            put(char)
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            end = n if end < 0 else end + 2
+            put(" ")
+            for skipped in text[i:end]:
+                if skipped == "\n":
+                    line += 1
+                    put("\n")
+            i = end
+            continue
+        elif text.startswith("//", i):
+            while i < n and text[i] != "\n":
+                i += 2 if text.startswith("\\\n", i) else 1
+            continue
+        else:
+            put(char)
+        if char == "\n":
+            line += 1
+        i += 1
+    return "".join(out), lines
 
 
 def _allowed(included: str, bracket: str, folder: PurePosixPath, names: Collection[str],

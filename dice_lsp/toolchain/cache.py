@@ -15,6 +15,7 @@ import hashlib
 import logging
 import os
 import re
+import subprocess
 import tempfile
 import time
 from collections.abc import Iterable
@@ -24,6 +25,7 @@ from typing import Any
 
 import msgpack  # type: ignore[import-untyped]
 
+from dice_lsp.errors import DiceError
 from dice_lsp.sandbox import own, run_host_tool
 
 LOG = logging.getLogger("dice_lsp.cache")
@@ -54,10 +56,18 @@ def default_path() -> Path:
     return cache_root() / "compile-cache.msgpack"
 
 
+VERSION_TIMEOUT_S = 30.0  # `nvcc --version` answers in ~20 ms; one that hangs is a broken installation
+
+
 @cache
 def nvcc_version(nvcc: Path, mtime: float) -> str:
-    """`nvcc --version` (remembered per binary and modification time)."""
-    return run_host_tool([str(nvcc), "--version"], 30).stdout
+    """`nvcc --version` (remembered per binary and modification time); a DiceError naming nvcc when it does not
+    answer within VERSION_TIMEOUT_S."""
+    try:
+        return run_host_tool([str(nvcc), "--version"], VERSION_TIMEOUT_S).stdout
+    except subprocess.TimeoutExpired:
+        raise DiceError(f"{nvcc} --version did not answer within {VERSION_TIMEOUT_S:g} s; is that nvcc "
+                        "installed whole? (dice.nvcc chooses another)") from None
 
 
 def _follow_includes(text: str, folders: Iterable[Path]) -> tuple[dict[Path, bytes], set[Path]]:

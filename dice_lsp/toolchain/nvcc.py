@@ -65,7 +65,8 @@ COMPILE_TIMEOUT_S = 120.0  # the longest one compile-only nvcc run may take (the
 # what nvcc and its steps say when the machine, not the source, made them fail
 _MACHINE_FAILURE = re.compile(r"No space left on device|Read-only file system|Disk quota exceeded|"
                               r"Could not open output file|died due to signal|virtual memory exhausted|"
-                              r"Cannot allocate memory|Killed signal terminated program")
+                              r"Cannot allocate memory|Killed signal terminated program|"
+                              r"Failed to preprocess host compiler properties")  # its first temporary file
 
 
 def transient_failure(returncode: int, output: str) -> bool:

@@ -112,6 +112,15 @@ def test_an_include_built_by_a_macro_reads_nothing_of_the_host(host: Host) -> No
     assert answers[0] == answers[1] == [], "__has_include says nothing about the server's files"
 
 
+def test_a_macro_built_proc_path_shows_only_the_sandbox_itself(host: Host) -> None:
+    """/proc inside the sandbox is its own PID namespace's: /proc/self/environ is the compiler's fixed environment,
+    /proc/1/cmdline the sandbox's first process, never the server's (whose environment holds SECRET)."""
+    for path in ("/proc/self/environ", "/proc/1/environ", "/proc/1/cmdline", "/proc/self/cwd/../token"):
+        report = call(host, "check", {"text": f'#define P "{path}"\n' + leak("P"), "path": "k.cu"})
+        said = json.dumps(report)
+        assert SECRET not in said and TOKEN not in said and "dice_lsp.cli" not in said, said
+
+
 def test_dev_zero_through_a_macro_ends_in_a_compile_error_within_the_limits(host: Host) -> None:
     started = time.monotonic()
     report = call(host, "check", {"text": f'#define Z "/dev/zero"\n#include Z\n{KERNEL}', "path": "k.cu"})

@@ -17,19 +17,23 @@ compilers inside nsjail:
 - private: /tmp (a size-capped tmpfs), /dev (null, zero, urandom, ...; the NVIDIA device nodes only for a
   GPU run), /proc of its own PID namespace; nothing else of the host: not $HOME, not the server's working
   directory, not the token file, not the environment (the run gets a fixed one);
-- its own user, network (loopback only, not the host's), IPC, UTS and PID namespaces; the sandbox dies
-  with its parent, so a `setsid` grandchild cannot outlive the run;
+- its own user, network (loopback only, not the host's), IPC, UTS and PID namespaces, and no user
+  namespace of its own making (`user.max_user_namespaces` is 0 inside); the sandbox dies with its parent,
+  so a `setsid` grandchild cannot outlive the run;
 - an unprivileged user inside (uid 65534, without capabilities) and rlimits: CPU time, file size,
   processes, no core files, and address space for compiles (a CUDA program reserves far more virtual
-  memory than it uses, so the GPU child is watched by resident memory instead: `harness.isolate`).
+  memory than it uses, so the GPU child is watched by its memory, /tmp included, and by what it writes to
+  disk instead: `harness.isolate`); at most `compile_slots` confined compiles at once on the machine.
 
 RLIMIT_NPROC is counted per user namespace and user, and the kernel never applies it to host root. A server
 running as an ordinary user gets that from bubblewrap's own mapping (uid 65534 inside = the server's uid
 outside, the limit set inside). A server running as root maps the sandbox's user to the host's `nobody`
 itself (`--userns-block-fd`): root stays mapped only so that bubblewrap can set up the mounts, and the
-command is started through `setpriv`, which drops to 65534 before anything of the request runs. As root,
-the folders handed to a run are given to that user first (root's 0700 temporary folders would otherwise be
-closed to it); they are the run's own folders.
+command is started through `setpriv`, which drops to 65534 before anything of the request runs. bubblewrap's
+--disable-userns does not go with that mapping, so the server itself sets the sandbox's
+`user.max_user_namespaces` to 0 while bubblewrap waits for it (`_no_user_namespaces`). As root, the folders
+handed to a run are given to that user first (root's 0700 temporary folders would otherwise be closed to
+it); they are the run's own folders.
 
 Every run, confined or not, has stdin closed (an `#include "/dev/stdin"` reads nothing instead of
 blocking), its own process group (killed whole on a timeout, a cancellation or a shutdown, so `cicc` does
@@ -40,6 +44,7 @@ compiler that writes 300 MB of errors costs no more memory than one that writes 
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import logging
@@ -87,18 +92,20 @@ class SandboxError(DiceError):
 
 @dataclass(frozen=True)
 class Quota:
-    """Per-process rlimits of one confined run."""
+    """Per-process rlimits of one confined run, and the size of its private /tmp."""
 
     cpu_s: int  # CPU seconds per process (SIGXCPU, then SIGKILL a second later)
     file_mb: int  # largest file it may write
     processes: int  # tasks (processes and threads) inside the sandbox
     address_space_mb: int | None = None  # virtual memory; None for CUDA programs
-    tmp_mb: int = 2048  # the private /tmp
+    tmp_mb: int = 2048  # the private /tmp (a tmpfs: memory, counted by `harness.isolate`'s watch for a child)
 
 
 def compile_quota(timeout: float) -> Quota:
-    """A compiler: one chain of single-threaded tools, a few GiB of address space at most."""
-    return Quota(cpu_s=math.ceil(timeout) + 1, file_mb=1024, processes=64, address_space_mb=COMPILE_ADDRESS_SPACE_MB)
+    """A compiler: one chain of single-threaded tools, a few GiB of address space at most, and nvcc's
+    intermediate files in /tmp (a kernel's are a few MB; a GiB leaves room for a big translation unit)."""
+    return Quota(cpu_s=math.ceil(timeout) + 1, file_mb=1024, processes=64, address_space_mb=COMPILE_ADDRESS_SPACE_MB,
+                 tmp_mb=COMPILE_TMP_MB)
 
 
 def child_quota(timeout: float) -> Quota:
@@ -108,6 +115,8 @@ def child_quota(timeout: float) -> Quota:
 
 
 COMPILE_ADDRESS_SPACE_MB = 4096  # nvcc, cicc and the host compiler of one kernel-level compile
+COMPILE_TMP_MB = 1024  # a compile's private /tmp
+COMPILE_MEMORY_SHARE = 0.5  # the part of the machine's memory that confined compiles may hold between them
 
 
 @dataclass(frozen=True)
@@ -498,6 +507,36 @@ def _map_users(pid: int) -> None:
     for name in ("uid_map", "gid_map"):
         with open(f"/proc/{pid}/{name}", "w") as file:
             file.write(mapping)
+    _no_user_namespaces(pid)
+
+
+def _no_user_namespaces(pid: int) -> None:
+    """No user namespace may be made inside the sandbox's: user.max_user_namespaces = 0 in it. A new one would
+    give the sandbox's user every capability there (and mounts, and the kernel's code behind them); bubblewrap's
+    --disable-userns does the same on the other path, but refuses to go with --userns-block-fd. A sysctl of this
+    kind is the writer's own user namespace's, so the value is written by a process that joins the sandbox's
+    (`nsenter --user`, nothing else of it), while bubblewrap still waits for its mapping: before anything of the
+    request runs. Nothing inside can change it back (it runs as SANDBOX_ID, without capabilities, under no new
+    privileges). Raises OSError where it cannot be done."""
+    tools = _userns_tools()
+    if tools is None:
+        raise OSError("nsenter (util-linux) or tee not found")
+    nsenter, tee = tools
+    try:
+        done = subprocess.run([nsenter, f"--user=/proc/{pid}/ns/user", "--preserve-credentials", "--", tee,
+                               "/proc/sys/user/max_user_namespaces"], input=b"0", stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, timeout=30, env={}, cwd="/")
+    except subprocess.SubprocessError as exc:
+        raise OSError(f"nsenter: {exc}") from exc
+    if done.returncode != 0:
+        said = done.stderr.decode(errors="replace").strip().splitlines() or [f"exit code {done.returncode}"]
+        raise OSError(f"cannot forbid user namespaces in the sandbox: {said[-1]}")
+
+
+@cache
+def _userns_tools() -> tuple[str, str] | None:
+    nsenter, tee = shutil.which("nsenter"), shutil.which("tee")
+    return None if nsenter is None or tee is None else (nsenter, tee)
 
 
 _ACTIVE: Sandbox | None = None
@@ -627,10 +666,101 @@ def run_tool(argv: Sequence[str], cwd: Path, timeout: float, readable: Sequence[
     nice = shutil.which("nice") if niceness else None
     lower = [nice, "-n", str(niceness)] if nice else []
     jail = Jail(compile_quota(timeout), (cwd,), tuple(readable))
-    process = spawn([*lower, *argv], cwd, jail, subprocess.PIPE, subprocess.PIPE)
-    if niceness:
-        lower_priority(process.popen.pid, niceness)
-    return _finish(process, timeout, cancel)
+    with compile_slot(jail.quota, argv, timeout, cancel):
+        process = spawn([*lower, *argv], cwd, jail, subprocess.PIPE, subprocess.PIPE)
+        if niceness:
+            lower_priority(process.popen.pid, niceness)
+        return _finish(process, timeout, cancel)
+
+
+def compile_slots(quota: Quota) -> int:
+    """How many confined compiles of `quota` may run at once on this machine: between them they hold at most
+    COMPILE_MEMORY_SHARE of its memory (the smaller of RAM and this process's cgroup limit), each its address
+    space plus its /tmp (a tmpfs); at least one. 23.5 GiB of RAM: 2 compiles of 4 + 1 GiB; 256 GiB: 25."""
+    each = ((quota.address_space_mb or 0) + quota.tmp_mb) * _MIB
+    return max(1, int(_memory_bytes() * COMPILE_MEMORY_SHARE) // each)
+
+
+@contextlib.contextmanager
+def compile_slot(quota: Quota, argv: Sequence[str], timeout: float,
+                 cancel: threading.Event | None = None) -> Iterator[None]:
+    """Hold one of the `compile_slots` for the length of a block, where the sandbox is on (the team server) and
+    the run is a compile (a quota with an address space): a compile beyond them waits for one, up to `timeout`
+    (then `subprocess.TimeoutExpired`), or until `cancel` or shutdown (`lifetime.Stopped`). The slots are
+    this user's on this machine, not this process's: every dice-lsp process (completion workers, Ray replicas,
+    a second server) takes them from one folder of lock files (`flock`, released by the kernel however its
+    holder ends). The editor and the CLI never wait: they compile what their user asked for."""
+    if _ACTIVE is None or quota.address_space_mb is None:
+        yield
+        return
+    slot = _take_slot(compile_slots(quota), argv, timeout, cancel)
+    try:
+        yield
+    finally:
+        os.close(slot)
+
+
+def _take_slot(count: int, argv: Sequence[str], timeout: float, cancel: threading.Event | None) -> int:
+    """An open, locked lock file among the first `count` of the slots folder: its descriptor."""
+    import fcntl
+
+    deadline = time.monotonic() + timeout
+    while True:
+        check_running()
+        if cancel is not None and cancel.is_set():
+            raise Stopped("cancelled")
+        folder = _slots_folder()
+        for number in range(count):
+            fd = os.open(folder / f"slot-{number}", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            except BaseException:
+                os.close(fd)
+                raise
+            return fd
+        if time.monotonic() >= deadline:
+            raise subprocess.TimeoutExpired(list(argv), timeout)
+        time.sleep(_POLL_S)
+
+
+def _slots_folder() -> Path:
+    """This user's folder of compile slots in the temporary folder (0700, this user's, not a link); where
+    another user has taken its name, one of this process's own (the bound is then this process's)."""
+    folder = Path(tempfile.gettempdir()) / f"dice-compile-slots-uid{os.geteuid()}"
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(folder, 0o700)
+    status = os.lstat(folder)
+    if stat.S_ISDIR(status.st_mode) and status.st_uid == os.geteuid() and not status.st_mode & 0o077:
+        return folder
+    return _private_slots_folder(str(folder))
+
+
+@cache
+def _private_slots_folder(taken: str) -> Path:
+    LOG.warning("%s is not this user's own folder: compile slots are counted per process", taken)
+    made = Path(tempfile.mkdtemp(prefix="dice-compile-slots-own"))
+    atexit.register(shutil.rmtree, made, True)
+    return made
+
+
+@cache
+def _memory_bytes() -> int:
+    """The machine's memory, or the memory limit of this process's cgroup (v2) and its parents where lower."""
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    try:
+        line = next(line for line in Path("/proc/self/cgroup").read_text().splitlines() if line.startswith("0::"))
+    except (OSError, StopIteration):
+        return total
+    group = Path("/sys/fs/cgroup") / line[3:].lstrip("/")
+    for folder in (group, *group.parents):
+        if not folder.is_relative_to("/sys/fs/cgroup"):
+            break
+        with contextlib.suppress(OSError, ValueError):
+            total = min(total, int((folder / "memory.max").read_text()))  # "max": no limit there
+    return total
 
 
 def lower_priority(pid: int, niceness: int) -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 class Limits:
     timeout: float = 60.0  # seconds per kernel's verify-and-time run
     build_timeout: float = 600.0  # a torch extension's build
-    memory_mb: int = 16384  # resident host memory of the child
+    memory_mb: int = 16384  # host memory of the child: resident, and its files in memory (a sandbox's /tmp)
+    disk_mb: int = 1024  # what the child may write to disk: its scratch and build folders, its output (a build: ~16 MB)
     trials: int = 3  # random-input trials per verification size
     memcheck: bool = True  # the compute-sanitizer pass, where the tool is on PATH

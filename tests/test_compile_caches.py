@@ -27,7 +27,8 @@ from dice_lsp.toolchain.report import check_source
 SOURCE = "__global__ void k(float* x) { x[0] = 1; }\n"
 KILLED = "kill -9 $$"
 DISK_FULL = "echo \"nvcc fatal   : Could not open output file '/tmp/tmpxft_1': No space left on device\" >&2; exit 1"
-TMP_FULL = "echo 'nvcc fatal   : Failed to preprocess host compiler properties.' >&2; exit 1"  # real nvcc 13, TMPDIR full
+# what the real nvcc 13 says when TMPDIR is full
+TMP_FULL = "echo 'nvcc fatal   : Failed to preprocess host compiler properties.' >&2; exit 1"
 
 
 def fake_nvcc(folder: Path, failure: str = KILLED, success: str = "") -> Path:

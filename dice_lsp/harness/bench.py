@@ -215,7 +215,7 @@ def _bench_kernel(spec: LaunchSpec, spec_text: str, ref_spec_text: str | None, t
     cubins = [Path(c["cubin"]).parent for c in (candidate, reference) if c is not None and c["cubin"]]
     call = "dice_lsp.harness.kernel_level:run"
     payload = {"spec": spec_text, "candidate": candidate, "reference": reference, "trials": limits.trials}
-    outcome = run_isolated(call, payload, limits.timeout, limits.memory_mb, readable=cubins)
+    outcome = run_isolated(call, payload, limits.timeout, limits.memory_mb, readable=cubins, disk_mb=limits.disk_mb)
     return _memcheck(_result(result, outcome.value, outcome.failure, reference is not None), call, payload, limits,
                      cubins)
 
@@ -241,14 +241,15 @@ def _bench_extension(path: Path, text: str, reference: Path, limits: Limits, say
     say(f"building the torch extension {path.name} (about a minute the first time)")
     sources = [path.resolve().parent, reference.resolve().parent]  # what a sandboxed child may read
     built = run_isolated("dice_lsp.harness.extension:build", job, limits.build_timeout, limits.memory_mb,
-                         readable=sources, writable=[build_dir])
+                         readable=sources, writable=[build_dir], disk_mb=limits.disk_mb)
     evict(build_dir.parent, keep=build_dir)  # an extension is ~16 MB: the folder is bounded as the builds are
     if not built.ok:
         failure = BuildFailure(built.failure or "build failed", built.output[-2000:])
         return BenchReport(True, False, [failure], [], "does not compile")
     say(f"verifying and timing {path.name} against {reference.name}")
     call = "dice_lsp.harness.extension:run"
-    outcome = run_isolated(call, job, limits.timeout, limits.memory_mb, readable=[*sources, build_dir])
+    outcome = run_isolated(call, job, limits.timeout, limits.memory_mb, readable=[*sources, build_dir],
+                           disk_mb=limits.disk_mb)
     result = _result(result, outcome.value, outcome.failure, True)
     return BenchReport(True, True, [], [_memcheck(result, call, job, limits, [*sources, build_dir])])
 
@@ -295,7 +296,7 @@ def _memcheck(result: KernelResult, call: str, payload: dict[str, Any], limits: 
         return result
     wrapper = [tool, "--tool", "memcheck", "--error-exitcode", str(MEMCHECK_EXIT), "--print-limit", "4"]
     outcome = run_isolated(call, {**payload, "check_only": True, "trials": 1}, limits.timeout, limits.memory_mb,
-                           {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}, readable, wrapper=wrapper)
+                           {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}, readable, wrapper=wrapper, disk_mb=limits.disk_mb)
     result.memcheck, failure = memcheck_verdict(outcome)
     if failure is not None:
         result.verified, result.failure, result.speedup_vs_ref = False, failure, None

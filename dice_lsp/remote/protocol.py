@@ -11,6 +11,10 @@ A connection starts with `auth`: `{"id", "method": "auth", "params": {}, "token"
 enough for the server's pre-authentication limit (a few KiB), so the token never rides on a frame as large as
 a source file; the reply says who answers and the connection's limits. A server without a token answers it
 too. (The token may also ride on the first request, as before `auth` existed, when that request is small.)
+
+A server also bounds what a frame may unpack into (`read_frame`'s `max_objects`): msgpack spends one byte
+on an empty array that costs Python 64, so 16 MiB of them cost a GiB. Before unpacking, `count_values` walks
+the frame's headers (skipping string bodies by their length) and refuses one with more values than that.
 """
 
 from __future__ import annotations
@@ -49,10 +53,66 @@ def encode(message: dict[str, Any]) -> bytes:
     return _LENGTH.pack(len(body)) + body
 
 
-def decode(body: bytes) -> dict[str, Any]:
-    """One frame's body as a message; checks the version and the fields every message has."""
+class TooManyValues(ProtocolError):
+    """A frame that would unpack into more values than its reader allows."""
+
+
+# after a type byte: the bytes of value that follow (fixed), or the bytes of its length (then the value's bytes)
+_FIXED = {0xc0: 0, 0xc2: 0, 0xc3: 0, 0xca: 4, 0xcb: 8, 0xcc: 1, 0xcd: 2, 0xce: 4, 0xcf: 8, 0xd0: 1, 0xd1: 2,
+          0xd2: 4, 0xd3: 8, 0xd4: 2, 0xd5: 3, 0xd6: 5, 0xd7: 9, 0xd8: 17}  # nil, bools, numbers, fixext (type + data)
+_SIZED = {0xc4: 1, 0xc5: 2, 0xc6: 4, 0xd9: 1, 0xda: 2, 0xdb: 4}  # bin, str
+_EXT = {0xc7: 1, 0xc8: 2, 0xc9: 4}  # ext: length, a type byte, data
+_ARRAY = {0xdc: 2, 0xdd: 4}
+_MAP = {0xde: 2, 0xdf: 4}
+
+
+def count_values(body: bytes, most: int) -> int:
+    """How many values (strings, numbers, arrays, maps, each key) the msgpack value at the start of `body`
+    holds, without unpacking it: TooManyValues past `most` (after at most `most` steps, whatever the frame
+    announces), and a `malformed` ProtocolError where containers announce more values than bytes remain
+    (each takes at least one). Bytes that are not msgpack are left to the unpacker to refuse."""
+    at, pending, seen, end = 0, 1, 0, len(body)
+    while pending and at < end:
+        pending -= 1
+        seen += 1
+        if seen > most:
+            raise TooManyValues("too_large", f"frame of more than {most} values (strings, numbers, arrays, maps "
+                                             f"and their keys) exceeds the limit of {most}")
+        kind = body[at]
+        at += 1
+        if kind <= 0x7f or kind >= 0xe0:  # fixint
+            continue
+        if kind <= 0x8f:  # fixmap
+            pending += 2 * (kind & 0x0f)
+        elif kind <= 0x9f:  # fixarray
+            pending += kind & 0x0f
+        elif kind <= 0xbf:  # fixstr
+            at += kind & 0x1f
+        elif kind in _FIXED:
+            at += _FIXED[kind]
+        elif kind in _SIZED or kind in _EXT:
+            width = _SIZED.get(kind) or _EXT[kind]
+            at += width + int.from_bytes(body[at:at + width], "big") + (kind in _EXT)
+        elif kind in _ARRAY or kind in _MAP:
+            width = _ARRAY.get(kind) or _MAP[kind]
+            pending += int.from_bytes(body[at:at + width], "big") * (2 if kind in _MAP else 1)
+            at += width
+        else:  # 0xc1 is never msgpack
+            break
+        if pending > end - at:
+            raise ProtocolError("malformed", f"a frame announces {pending} more values than its bytes can hold")
+    return seen
+
+
+def decode(body: bytes, max_objects: int | None = None) -> dict[str, Any]:
+    """One frame's body as a message; checks the version and the fields every message has. With
+    `max_objects`, a frame holding more values than that is refused before it is unpacked."""
+    bounds: dict[str, int] = {}
+    if max_objects is not None:
+        count_values(body, max_objects)
+        bounds = {"max_array_len": max_objects, "max_map_len": max_objects}
     try:
-        message = msgpack.unpackb(body, raw=False, strict_map_key=True)
+        message = msgpack.unpackb(body, raw=False, strict_map_key=True, **bounds)
     except (ValueError, msgpack.UnpackException) as exc:
         raise ProtocolError("malformed", f"not a msgpack frame ({exc})") from exc
     if not isinstance(message, dict):
@@ -75,11 +135,12 @@ def check_request(message: dict[str, Any]) -> tuple[int, str, dict[str, Any]]:
 
 
 async def read_frame(reader: asyncio.StreamReader, limit: int = MAX_FRAME, wait: float | None = None,
-                     deadline: float | None = None) -> dict[str, Any] | None:
+                     deadline: float | None = None, max_objects: int | None = None) -> dict[str, Any] | None:
     """The next message, or None at a clean end of the stream (between frames). A frame whose header announces
     more than `limit` bytes is refused before its body is read. `wait`: seconds to wait for a frame to begin
     (a TimeoutError after them, with nothing read); `deadline`: seconds the whole frame may then take to
-    arrive (a `too_slow` ProtocolError: a sender that trickles bytes holds nothing for long)."""
+    arrive (a `too_slow` ProtocolError: a sender that trickles bytes holds nothing for long); `max_objects`:
+    the most values the frame may unpack into (`decode`)."""
     try:
         async with asyncio.timeout(wait):
             first = await reader.readexactly(1)
@@ -87,12 +148,13 @@ async def read_frame(reader: asyncio.StreamReader, limit: int = MAX_FRAME, wait:
         return None
     try:
         async with asyncio.timeout(deadline):
-            return await _rest_of_frame(reader, first, limit)
+            return await _rest_of_frame(reader, first, limit, max_objects)
     except TimeoutError as exc:
         raise ProtocolError("too_slow", f"a frame took more than {deadline:g} s to arrive") from exc
 
 
-async def _rest_of_frame(reader: asyncio.StreamReader, first: bytes, limit: int) -> dict[str, Any]:
+async def _rest_of_frame(reader: asyncio.StreamReader, first: bytes, limit: int,
+                         max_objects: int | None) -> dict[str, Any]:
     try:
         header = first + await reader.readexactly(_LENGTH.size - 1)
     except asyncio.IncompleteReadError as exc:
@@ -105,7 +167,7 @@ async def _rest_of_frame(reader: asyncio.StreamReader, first: bytes, limit: int)
     except asyncio.IncompleteReadError as exc:
         short = length - len(exc.partial)
         raise ProtocolError("malformed", f"the stream ended {short} bytes short of a frame") from exc
-    return decode(body)
+    return decode(body, max_objects)
 
 
 async def write_frame(writer: asyncio.StreamWriter, message: dict[str, Any]) -> None:

@@ -544,11 +544,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = sub.add_parser("serve", help="host the model, nvcc and the GPU harness for a team's editors")
     listen = serve.add_mutually_exclusive_group()
-    listen.add_argument("--socket", metavar="PATH", help="listen on a Unix socket (mode 0600) instead of TCP")
+    listen.add_argument("--socket", metavar="PATH", help="listen on a Unix socket (mode 0600) instead of TCP; a stale "
+                        "socket at PATH is replaced, anything else there is refused")
     serve.add_argument("--host", default=DEFAULT_HOST,
                        help="address to listen on (default: loopback only; any other needs --token-file)")
     serve.add_argument("--port", type=_port, default=DEFAULT_PORT, help="TCP port (default: %(default)s; 0: any free)")
-    serve.add_argument("--token-file", help="file holding the shared token; re-read when it changes")
+    serve.add_argument("--token-file", help="file holding the shared token, mode 0600 (readable by others: refused); "
+                       "re-read when it changes")
     serve.add_argument("--max-pending", type=_positive, default=MAX_PENDING,
                        help="requests in flight before new ones are answered busy (%(default)s)")
     serve.add_argument("--max-batch-rows", type=_positive, default=MAX_BATCH_ROWS,

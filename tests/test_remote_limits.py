@@ -229,14 +229,20 @@ def test_connections_per_address_are_capped(strict: tuple[str, Any, Path]) -> No
     time.sleep(0.2)
 
 
-def test_unauthenticated_connections_are_capped_overall(strict: tuple[str, Any, Path]) -> None:
+def test_a_full_unauthenticated_pool_closes_its_oldest_for_a_newcomer(strict: tuple[str, Any, Path]) -> None:
+    """3 connections wait to authenticate (the cap): a fourth is let in, and the oldest is closed with the reason."""
     waiting = [Raw(strict[0]) for _ in range(3)]
     time.sleep(0.2)
-    extra = Raw(strict[0])
-    reply = extra.receive()
-    assert reply is not None and reply["error"]["code"] == "too_many_connections"
-    assert "waiting to authenticate" in reply["error"]["message"]
-    for raw in waiting:
+    newcomer = Raw(strict[0])
+    assert (reply := newcomer.auth(TOKEN)) is not None and "result" in reply, reply
+    oldest = waiting[0].receive()
+    assert oldest is not None and oldest["id"] == 0 and oldest["error"]["code"] == "too_many_connections"
+    assert oldest["error"]["message"].startswith("too many connections waiting to authenticate (3); this connection "
+                                                 "waited longest to authenticate, so it was closed to make room")
+    assert waiting[0].receive() is None
+    for raw in waiting[1:]:  # the others keep their places
+        assert (reply := raw.auth(TOKEN)) is not None and "result" in reply, reply
+    for raw in (*waiting, newcomer):
         raw.close()
     time.sleep(0.2)
     assert ask(strict[0], "status")["state"] == "ready"
@@ -392,7 +398,8 @@ WRONG = [
     ("fill", {"prefix": 5}, "fill: prefix must be a string"),
     ("optimize", {"text": "x"}, "optimize: missing parameter kernel"),
     ("check", {"text": "x", "files": {"a.cuh": 1}}, "check: files['a.cuh'] must be text"),
-    ("check", {"text": "x", "path": "a\0b.cu"}, "check: path must be a non-empty name"),
+    ("check", {"text": "x", "path": "a\0b.cu"}, "check: path 'a\\x00b.cu' holds a control character"),
+    ("check", {"text": "x", "path": ""}, "check: path must be a non-empty relative path"),
 ]
 
 
@@ -446,7 +453,7 @@ def test_the_cli_refuses_a_nan_temperature_in_one_line() -> None:
     assert result.returncode == 2 and result.stderr.count("\n") == 1 and "temperature" in result.stderr
 
 
-@pytest.mark.parametrize("flag", ["--idle-timeout=nan", "--preauth-frame=16"])
+@pytest.mark.parametrize("flag", ["--idle-timeout=nan", "--preauth-frame=16", "--max-frame-objects=10"])
 def test_serve_refuses_a_bad_limit_in_one_line(flag: str) -> None:
     result = run_cli("serve", "--port", "0", flag, timeout=30)
     assert result.returncode == 2 and result.stderr.count("\n") == 1

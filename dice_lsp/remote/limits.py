@@ -7,15 +7,20 @@ starts, against the operator's configuration (`dice-lsp serve --max-*`, the Ray 
 out of range is a `bad_params` error whose one-line reason names the parameter and the limit.
 
 Connection limits hold before authentication too: a few KiB for the first frame (the `auth` frame with the
-token), a few seconds to send it, a cap per peer address and on unauthenticated connections overall, and a
-growing delay before a wrong token is answered. Their defaults live here as well, so the CLI, the Ray
+token), a few seconds to send it, a cap per peer address, and caps on unauthenticated connections per address
+and overall (where one is reached, a newcomer closes the oldest connection still waiting to authenticate, so
+silent connections cannot keep out a client that authenticates at once), and a growing delay before a wrong
+token is answered. After it, a frame may unpack into a bounded number of values (a 16 MiB frame of empty
+arrays would otherwise cost the server a GiB). Their defaults live here as well, so the CLI, the Ray
 configs and the docs read them from one place.
 """
 
 from __future__ import annotations
 
 import math
+import unicodedata
 from dataclasses import asdict, dataclass, fields
+from pathlib import PurePosixPath
 from typing import Any, TypeVar
 
 from dice_lsp.errors import DiceError
@@ -23,6 +28,7 @@ from dice_lsp.remote.protocol import MAX_FRAME, RemoteError
 from dice_lsp.settings import Settings, editor_key, finite_number
 
 MIB = 1024 * 1024
+MIN_FRAME_OBJECTS = 1024  # values of a frame: a request with its files and settings holds a few hundred
 MAX_PENDING = 64  # requests a team server has in flight at once; more are answered "busy"
 
 
@@ -39,6 +45,8 @@ class ConnectionLimits:
     max_in_flight: int = 16  # requests of one connection running at once; more are answered `busy`
     max_connections_per_peer: int = 32  # open connections from one address (an IPv6 /64 counts as one)
     max_unauthenticated: int = 256  # connections not yet admitted, all peers together
+    max_unauthenticated_per_peer: int = 8  # connections not yet admitted from one address
+    max_frame_objects: int = 65536  # values one frame may unpack into (strings, numbers, arrays, maps, keys)
     backoff: float = 0.5  # seconds before the first wrong token of an address is answered; doubles
     backoff_max: float = 30.0  # the most a wrong token waits
 
@@ -47,6 +55,9 @@ class ConnectionLimits:
             raise DiceError(f"preauth_frame must be between 256 and {MAX_FRAME} bytes (an auth frame must fit)")
         if self.backoff_max < self.backoff:
             raise DiceError("backoff_max must not be below backoff")
+        if self.max_frame_objects < MIN_FRAME_OBJECTS:
+            raise DiceError(f"max_frame_objects must be at least {MIN_FRAME_OBJECTS} (a request and its files must "
+                            "fit)")
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -86,7 +97,9 @@ HELP = {  # what each limit does, for `dice-lsp serve --help` (the flag is the n
     "reply_buffer": "unsent reply bytes per connection above which its requests are not read",
     "max_in_flight": "requests of one connection running at once; more are answered busy",
     "max_connections_per_peer": "open connections per client address (an IPv6 /64 is one address)",
-    "max_unauthenticated": "connections not yet authenticated, all addresses together",
+    "max_unauthenticated": "connections not yet authenticated, all addresses together; a new one closes the oldest",
+    "max_unauthenticated_per_peer": "connections not yet authenticated from one address; a new one closes its oldest",
+    "max_frame_objects": "most values (strings, numbers, arrays, maps, keys) one frame may hold",
     "backoff": "seconds before the first wrong token from an address is answered; doubles with each one",
     "backoff_max": "longest wait before a wrong token is answered, in seconds",
 }
@@ -110,7 +123,8 @@ def limits_from(kind: type[L], values: dict[str, Any]) -> L:
     return kind(**checked)
 
 
-MAX_NAME = 1024  # characters of a file name in a request
+MAX_NAME_BYTES = 1024  # UTF-8 bytes of a file name in a request; the request's folder comes on top (4096 in all)
+MAX_COMPONENT_BYTES = 255  # bytes of one component of it (NAME_MAX)
 _FLAGS = {"max_candidates": "--max-candidates", "max_tokens": "--max-tokens", "max_steps": "--max-steps",
           "max_rounds": "--max-rounds", "max_request_bytes": "--max-request-bytes", "max_files": "--max-files",
           "max_trials": "--max-trials", "max_timeout": "--max-timeout"}
@@ -162,9 +176,49 @@ def seconds(method: str, params: dict[str, Any], name: str) -> float | int | Non
     return value  # type: ignore[no-any-return]
 
 
-def file_name(method: str, name: Any, what: str) -> None:
-    if not isinstance(name, str) or not name or len(name) > MAX_NAME or "\0" in name:
-        raise bad(f"{method}: {what} must be a non-empty name of at most {MAX_NAME} characters")
+def shown_name(name: str) -> str:
+    """A client's file name for a one-line message: quoted, control characters escaped, a long one cut."""
+    return repr(name if len(name) <= 60 else name[:40] + "…" + name[-16:])
+
+
+def file_name(method: str, name: Any, what: str) -> PurePosixPath:
+    """`name` as the relative path of a file in the request's folder, or a `bad_params` naming what is wrong
+    with it: not text, empty, a control character (NUL, newline, …), over MAX_NAME_BYTES in all or
+    MAX_COMPONENT_BYTES in one component (where the file system would refuse it), absolute, `..`, or a name
+    that ends in a folder (`.`, `a/`)."""
+    if not isinstance(name, str) or not name:
+        raise bad(f"{method}: {what} must be a non-empty relative path")
+    try:
+        size = len(name.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise bad(f"{method}: {what} {shown_name(name)} is not valid UTF-8") from None
+    if any(unicodedata.category(char) == "Cc" for char in name):
+        raise bad(f"{method}: {what} {shown_name(name)} holds a control character (NUL, newline, tab, ...); "
+                  "a file name may not")
+    if size > MAX_NAME_BYTES:
+        raise bad(f"{method}: {what} {shown_name(name)} is {size} bytes, over the limit of {MAX_NAME_BYTES} "
+                  "for a file name")
+    path = PurePosixPath(name)
+    if path.is_absolute() or ".." in path.parts:
+        raise bad(f"{method}: {what} {shown_name(name)} must be a relative path inside the request's folder "
+                  "(not absolute, no '..')")
+    if not path.parts or path.parts == (".",) or name.endswith(("/", "/.")):
+        raise bad(f"{method}: {what} {shown_name(name)} names a folder, not a file")
+    for part in path.parts:
+        if len(part.encode("utf-8")) > MAX_COMPONENT_BYTES:
+            raise bad(f"{method}: {what} {shown_name(name)} has a component of {len(part.encode('utf-8'))} bytes, "
+                      f"over the limit of {MAX_COMPONENT_BYTES} (a file system's)")
+    return path
+
+
+def check_names(method: str, names: dict[PurePosixPath, str]) -> None:
+    """The request's files (normalized path -> the name as sent) fit in one folder: no name is another's
+    folder (`a` and `a/b.h`)."""
+    for path, name in names.items():
+        for folder in path.parents:
+            if folder in names:
+                raise bad(f"{method}: {shown_name(names[folder])} is a file, so {shown_name(name)} cannot lie "
+                          "in it")
 
 
 def check_size(method: str, params: dict[str, Any], limits: RequestLimits) -> None:
@@ -180,7 +234,7 @@ def check_size(method: str, params: dict[str, Any], limits: RequestLimits) -> No
     for name, content in files.items():
         file_name(method, name, "a name in files")
         if not isinstance(content, str):
-            raise bad(f"{method}: files[{name!r}] must be text")
+            raise bad(f"{method}: files[{shown_name(name)}] must be text")
         size += len(content.encode("utf-8", "surrogatepass"))
     for name in ("text", "prefix", "suffix"):
         value = text(method, params, name)
@@ -219,9 +273,13 @@ def check_params(method: str, params: dict[str, Any], limits: RequestLimits) -> 
             raise over(method, "max_tokens", max_tokens, limits, "max_tokens")
     elif method in ("check", "bench", "optimize", "repair"):
         text(method, params, "text", required=True)
+        names = {file_name(method, name, "a name in files"): name for name in params.get("files") or {}}
         for name in ("path", "ref"):
             if params.get(name) is not None:
-                file_name(method, params[name], name)
+                path = file_name(method, params[name], name)
+                if name == "path":
+                    names.setdefault(path, params[name])
+        check_names(method, names)
     if method == "optimize":
         text(method, params, "kernel", required=True)
     if method in ("bench", "optimize"):

@@ -7,15 +7,23 @@ client's bytes.
 
 Admission: when the server has a token, a connection's first frame must carry it (the `auth` frame), must
 fit in a few KiB and must arrive within seconds of connecting; until then the connection holds little
-memory and counts against a global cap on unauthenticated connections. A wrong token is answered only
-after a delay that doubles with each wrong token from the same address (reset by a right one), and the
-connection is closed; so guessing runs at a few tries a second per address at most, while a right token
-is answered at once. Every address (an IPv6 /64 counts as one) may hold a bounded number of connections.
+memory and counts against caps on unauthenticated connections, per address and overall. Where a cap is
+reached, the newcomer is let in and the oldest connection still waiting to authenticate (from the same
+address where that address's cap is the one reached) is closed: connections that stay silent cannot keep
+out a client that authenticates at once. A wrong token is answered only after a delay that doubles with
+each wrong token from the same address (reset by a right one), and the connection is closed; so guessing
+runs at a few tries a second per address at most, while a right token is answered at once. Every address
+(an IPv6 /64 counts as one) may hold a bounded number of connections; where all of them are authenticated
+a newcomer is refused.
 
 Once admitted, a connection is closed when it stays idle (nothing in flight, no frame) too long or trickles
 a frame too slowly; it may have a bounded number of requests in flight (more are answered `busy`), and
 when its unsent replies pass a bound the server stops reading its frames (backpressure) and closes it if
-the client still does not read. The limits are `dice_lsp.remote.limits.ConnectionLimits`.
+the client still does not read. A frame may unpack into a bounded number of values (`--max-frame-objects`).
+The limits are `dice_lsp.remote.limits.ConnectionLimits`.
+
+The token file must be readable by the server's user only (group or others: the server does not start);
+`--socket FILE` replaces only a stale socket there (no server answers on it), never another file.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ import logging
 import os
 import signal
 import socket
+import stat
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -44,6 +53,7 @@ from dice_lsp.remote.protocol import (
     MAX_FRAME,
     ProtocolError,
     RemoteError,
+    TooManyValues,
     check_request,
     encode,
     error,
@@ -70,16 +80,37 @@ class ShortToken(DiceError):
     """A token file whose token is too short to resist guessing."""
 
 
+class ExposedToken(DiceError):
+    """A token file that other users can read (or write)."""
+
+
+def check_private(path: Path, mode: int) -> None:
+    """ExposedToken unless only the owner can read and write the token file (`mode`: its stat's)."""
+    bits = stat.S_IMODE(mode)
+    exposed = "readable" if bits & 0o044 else "writable" if bits & 0o022 else None
+    if exposed is not None:
+        raise ExposedToken(f"token file {path} is {exposed} by other users (mode {bits:04o}): chmod 600 {path}")
+
+
+Stamp = tuple[int, int, int, int]
+
+
+def stamp_of(found: os.stat_result) -> Stamp:
+    """What changes when a token file is rewritten, replaced (`mv`) or has its mode changed (`chmod 600` after
+    a refused rotation)."""
+    return found.st_mtime_ns, found.st_ctime_ns, found.st_ino, found.st_mode
+
+
 class TokenFile:
     """The shared secret, read from a file and read again whenever the file changes (rotation without a
     restart: connections already admitted stay; new ones need the new token). A token shorter than
-    MIN_TOKEN_LENGTH is refused: at start (the server does not start), and on rotation (logged once; the
-    previous token stays)."""
+    MIN_TOKEN_LENGTH, or a file that group or others may read or write, is refused: at start (the server
+    does not start), and on rotation (logged once; the previous token stays)."""
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
-        self._stamp: float | None = None
-        self._refused: float | None = None  # the modification time of a rotation refused as too short
+        self._stamp: Stamp | None = None
+        self._refused: Stamp | None = None  # the file as it was when a rotation was refused (too short, exposed)
         self._token = ""
         if path is not None:
             self._read()
@@ -91,9 +122,11 @@ class TokenFile:
     def _read(self) -> None:
         assert self.path is not None
         try:
-            stamp = self.path.stat().st_mtime
+            found = self.path.stat()
         except OSError as exc:
             raise DiceError(f"token file {self.path}: {exc.strerror or exc}") from exc
+        check_private(self.path, found.st_mode)
+        stamp = stamp_of(found)
         token = read_token_file(self.path)
         if len(token) < MIN_TOKEN_LENGTH:
             count = f"{len(token)} character{'s' * (len(token) != 1)}"
@@ -105,14 +138,14 @@ class TokenFile:
         """The file again if it changed; a half-written or too short new token leaves the old one in force."""
         assert self.path is not None
         try:
-            stamp = self.path.stat().st_mtime
+            stamp = stamp_of(self.path.stat())
         except OSError:
             return
         if stamp in (self._stamp, self._refused):
             return
         try:
             self._read()
-        except ShortToken as exc:
+        except (ShortToken, ExposedToken) as exc:
             self._refused = stamp
             LOG.warning("%s: rotation refused, the previous token stays", exc)
         except DiceError:
@@ -198,38 +231,79 @@ class WrongTokens:
 
 
 class Gate:
-    """The listener's bookkeeping across connections: connections per address, unauthenticated ones
-    overall, wrong tokens per address (for the back-off), and which refusals were logged lately."""
+    """The listener's bookkeeping across connections: connections per address, those waiting to
+    authenticate (per address and overall, oldest first), wrong tokens per address (for the back-off), and
+    which refusals were logged lately."""
 
     def __init__(self, limits: ConnectionLimits) -> None:
         self.limits = limits
         self.open: dict[str, int] = {}
-        self.unauthenticated = 0
+        self.waiting: OrderedDict[Connection, None] = OrderedDict()  # not yet authenticated, oldest first
+        self.waiting_from: dict[str, OrderedDict[Connection, None]] = {}  # the same, per address
         self.wrong = WrongTokens(limits.backoff, limits.backoff_max)
         self.logged: OrderedDict[str, tuple[float, int]] = OrderedDict()  # address -> (last line, suppressed)
 
-    def enter(self, key: str, admitted: bool) -> str | None:
-        """Count a new connection in, or say why it is refused."""
-        if self.open.get(key, 0) >= self.limits.max_connections_per_peer:
-            return (f"too many connections from {key} (the server allows "
-                    f"{self.limits.max_connections_per_peer} per address)")
-        if not admitted and self.unauthenticated >= self.limits.max_unauthenticated:
-            return f"too many connections waiting to authenticate ({self.limits.max_unauthenticated}); try again"
+    @property
+    def unauthenticated(self) -> int:
+        return len(self.waiting)
+
+    def enter(self, connection: Connection) -> str | None:
+        """Count a new connection in, or say why it is refused. Where a cap is reached, the oldest connection
+        still waiting to authenticate makes room (its address's where the cap is the address's): only an
+        address whose connections have all authenticated turns a newcomer away."""
+        key, limits = connection.key, self.limits
+        mine = self.waiting_from.get(key)
+        if self.open.get(key, 0) >= limits.max_connections_per_peer:
+            if not mine:
+                return (f"too many connections from {key} (the server allows "
+                        f"{limits.max_connections_per_peer} per address)")
+            self.evict(next(iter(mine)), f"too many connections from {key} "
+                                         f"({limits.max_connections_per_peer} per address)")
+        if not connection.admitted:
+            if mine and len(mine) >= limits.max_unauthenticated_per_peer:
+                self.evict(next(iter(mine)), f"too many connections from {key} waiting to authenticate "
+                                             f"({limits.max_unauthenticated_per_peer} per address)")
+            elif len(self.waiting) >= limits.max_unauthenticated:
+                self.evict(next(iter(self.waiting)), "too many connections waiting to authenticate "
+                                                     f"({limits.max_unauthenticated})")
+            self.waiting[connection] = None
+            self.waiting_from.setdefault(key, OrderedDict())[connection] = None
         self.open[key] = self.open.get(key, 0) + 1
-        self.unauthenticated += 0 if admitted else 1
+        connection.counted = True
         return None
 
-    def leave(self, key: str, admitted: bool) -> None:
+    def evict(self, connection: Connection, reason: str) -> None:
+        """Close a connection that has not authenticated, to make room for a newer one."""
+        self.leave(connection)
+        self.warn(connection.key, f"{connection.peer}: {reason}: closed the oldest waiting to authenticate")
+        connection.evict(f"{reason}; this connection waited longest to authenticate, so it was closed to make room "
+                         "(send auth first, at once)")
+
+    def leave(self, connection: Connection) -> None:
+        """Count a connection out (once, however often it is called)."""
+        if not connection.counted:
+            return
+        connection.counted = False
+        key = connection.key
         self.open[key] -= 1
         if not self.open[key]:
             del self.open[key]
-        self.unauthenticated -= 0 if admitted else 1
+        self._unwait(connection)
 
-    def admit(self, key: str) -> None:
-        """A connection from `key` gave the right token: it no longer counts as unauthenticated, and the
-        address's wrong tokens are forgotten."""
-        self.unauthenticated -= 1
-        self.wrong.forget(key)
+    def _unwait(self, connection: Connection) -> None:
+        if connection not in self.waiting:
+            return
+        del self.waiting[connection]
+        mine = self.waiting_from[connection.key]
+        del mine[connection]
+        if not mine:
+            del self.waiting_from[connection.key]
+
+    def admit(self, connection: Connection) -> None:
+        """A connection gave the right token: it no longer waits to authenticate, and its address's wrong
+        tokens are forgotten."""
+        self._unwait(connection)
+        self.wrong.forget(connection.key)
 
     def warn(self, key: str, message: str) -> None:
         """Log a refusal, at most one line per address every LOG_EVERY_S (saying how many were left out)."""
@@ -260,6 +334,8 @@ class Connection:
         self.reader, self.writer = reader, writer
         self.limits = gate.limits
         self.admitted = not tokens.required
+        self.counted = False  # whether the gate counts it (Gate.enter, until Gate.leave)
+        self.evicted = False  # closed by the gate to make room (Gate.evict)
         self.tasks: dict[int, tuple[asyncio.Task[None], Ticket]] = {}
         self.peer = str(writer.get_extra_info("peername") or "unix socket")
         self.loop = asyncio.get_running_loop()
@@ -289,10 +365,14 @@ class Connection:
                 self.dispatch(message)
                 await asyncio.sleep(0)  # the requests just started run before more frames are read
         except ProtocolError as exc:
-            if exc.code == "too_large" and not self.admitted:
-                exc = ProtocolError("too_large", f"{exc} bytes before authentication: send auth with the token first")
-            self.refused(f"{exc} (closing the connection)")
-            self.send(error(0, exc.code, str(exc)))
+            if not self.evicted:  # an evicted one was told why; its stream ended where the server closed it
+                if isinstance(exc, TooManyValues):
+                    exc = ProtocolError(exc.code, f"{exc} (--max-frame-objects)")
+                elif exc.code == "too_large" and not self.admitted:
+                    exc = ProtocolError("too_large", f"{exc} bytes before authentication: send auth with the token "
+                                                     "first")
+                self.refused(f"{exc} (closing the connection)")
+                self.send(error(0, exc.code, str(exc)))
         except Closing as exc:
             self.refused(f"{exc} (closing the connection)")
             abort = exc.code == "stalled"
@@ -312,6 +392,12 @@ class Connection:
         else:
             self.gate.warn(self.key, f"{self.peer}: {message}")
 
+    def evict(self, reason: str) -> None:
+        """Closed by the gate before authenticating, to make room for a newer connection."""
+        self.evicted = True
+        self.send(error(0, "too_many_connections", reason))
+        self.close(False)
+
     def close(self, abort: bool) -> None:
         """Close now; replies the client has not read are dropped after CLOSE_GRACE_S (or at once on `abort`)."""
         transport = self.writer.transport
@@ -328,7 +414,8 @@ class Connection:
         if not self.admitted:
             try:
                 async with asyncio.timeout_at(self.connected + self.limits.handshake_timeout):
-                    return await read_frame(self.reader, self.limits.preauth_frame)
+                    return await read_frame(self.reader, self.limits.preauth_frame,
+                                            max_objects=self.limits.max_frame_objects)
             except TimeoutError:
                 raise Closing("handshake_timeout", "no auth frame within "
                               f"{self.limits.handshake_timeout:g} s of connecting") from None
@@ -337,7 +424,8 @@ class Connection:
             idle_for = self.loop.time() - self.last_active
             wait = self.limits.idle_timeout if self.tasks else max(0.0, self.limits.idle_timeout - idle_for)
             try:
-                return await read_frame(self.reader, MAX_FRAME, wait, self.limits.frame_timeout)
+                return await read_frame(self.reader, MAX_FRAME, wait, self.limits.frame_timeout,
+                                        self.limits.max_frame_objects)
             except TimeoutError:
                 if not self.tasks and self.loop.time() - self.last_active >= self.limits.idle_timeout:
                     raise Closing("idle", f"closed after {self.limits.idle_timeout:g} s without a request "
@@ -362,7 +450,7 @@ class Connection:
         if offered is not None and self.tokens.accepts(offered):
             if not self.admitted:
                 self.admitted = True
-                self.gate.admit(self.key)
+                self.gate.admit(self)
             return True
         if offered is None:
             reason = "a token is required"
@@ -441,6 +529,45 @@ class Connection:
             await self.writer.drain()  # the request stays in flight until the client takes its reply
 
 
+_KINDS = ((stat.S_ISREG, "a regular file"), (stat.S_ISDIR, "a directory"), (stat.S_ISLNK, "a symbolic link"),
+          (stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"))
+
+
+def claim_socket(path: str) -> None:
+    """Make way for a Unix socket at `path`: nothing there, or a stale socket (left by a server that died:
+    nothing answers on it), which is removed. Anything else stays as it is and is a DiceError: a file,
+    folder or link (never deleted), or a socket a server still answers on."""
+    try:
+        found = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise DiceError(f"--socket {path}: {exc.strerror or exc}") from exc
+    if not stat.S_ISSOCK(found.st_mode):
+        kind = next((name for test, name in _KINDS if test(found.st_mode)), "a file")
+        raise DiceError(f"--socket {path}: {kind} is there, not a socket; left untouched (remove it or choose "
+                        "another path)")
+    with socket.socket(socket.AF_UNIX) as probe:
+        probe.settimeout(2.0)
+        try:
+            probe.connect(path)
+        except ConnectionRefusedError:
+            pass  # stale: nothing listens there
+        except OSError as exc:
+            raise DiceError(f"--socket {path}: {exc.strerror or exc}") from exc
+        else:
+            raise DiceError(f"--socket {path}: a server is listening there already")
+    os.unlink(path)
+
+
+def socket_identity(path: str) -> tuple[int, int] | None:
+    try:
+        found = os.lstat(path)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
+
+
 async def listen(backend: Backend, address: Address, tokens: TokenFile,
                  limits: ConnectionLimits | None = None) -> tuple[asyncio.Server, str]:
     """Start accepting connections on `address`; returns the server and where it listens (the real port)."""
@@ -449,23 +576,25 @@ async def listen(backend: Backend, address: Address, tokens: TokenFile,
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         key = peer_key(writer.get_extra_info("peername"))
-        refusal = gate.enter(key, not tokens.required)
+        connection = Connection(backend, tokens, gate, key, reader, writer)
+        refusal = gate.enter(connection)
         if refusal is not None:
             gate.warn(key, f"{refusal} (connection refused)")
             writer.write(encode(error(0, "too_many_connections", refusal)))
             writer.close()
             asyncio.get_running_loop().call_later(CLOSE_GRACE_S, writer.transport.abort)
             return
-        connection = Connection(backend, tokens, gate, key, reader, writer)
         try:
             await connection.run()
         finally:
-            gate.leave(key, connection.admitted)
+            gate.leave(connection)
 
     if address.socket is not None:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(address.socket)
-        listener = await asyncio.start_unix_server(handle, path=address.socket)
+        claim_socket(address.socket)
+        try:
+            listener = await asyncio.start_unix_server(handle, path=address.socket)
+        except OSError as exc:
+            raise DiceError(f"cannot listen on {address.socket}: {exc.strerror or exc}") from exc
         os.chmod(address.socket, 0o600)  # the socket's permissions are its access control
         return listener, f"unix://{address.socket}"
     try:
@@ -481,6 +610,7 @@ async def serve(service: Service, address: Address, tokens: TokenFile,
     """Listen until SIGINT/SIGTERM; the model loads while the first clients connect. On the way out every
     running compiler and harness child is killed (`lifetime.stop_all`) and the service closed."""
     listener, where = await listen(service, address, tokens, limits)
+    ours = socket_identity(address.socket) if address.socket is not None else None
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -494,6 +624,6 @@ async def serve(service: Service, address: Address, tokens: TokenFile,
         loading.cancel()
         stop_all()
         service.close()
-        if address.socket is not None:
+        if address.socket is not None and ours is not None and socket_identity(address.socket) == ours:
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(address.socket)
+                os.unlink(address.socket)  # only the socket this server made: something since put there stays

@@ -14,7 +14,6 @@ import socket
 import stat
 import struct
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -25,10 +24,9 @@ import pytest
 
 from dice_lsp.remote.protocol import MAX_FRAME, RemoteError
 
-from .cli_runs import cli_runs
 from .remote_server import Raw, free_port, port_of, serving, token_file
 from .remote_server import ask as ask_once
-from .test_remote_limits import TOKEN, refusal, rss_mib
+from .test_remote_limits import TOKEN, refusal, rss_mib, run_cli
 from .test_remote_limits import serving as serving_logged
 
 SOURCE = "__global__ void k(float* x) { x[threadIdx.x] = 1.0f; }\n"
@@ -152,8 +150,8 @@ def test_a_request_with_its_files_is_far_below_the_value_limit(hardened: tuple[s
 # --- 3. --socket replaces a stale socket only ---------------------------------------------------------------
 
 def serve_socket(path: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "dice_lsp.cli", "serve", "--socket", str(path)], capture_output=True,
-                          text=True, timeout=120, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    """`dice-lsp serve --socket PATH`, expected to refuse at once (one that starts is killed after 60 s)."""
+    return run_cli("serve", "--socket", str(path), timeout=60)
 
 
 @pytest.mark.parametrize("kind", ["file", "folder", "link"])
@@ -250,8 +248,8 @@ def test_names_at_the_limits_compile(hardened: tuple[str, Any, Path]) -> None:
 def test_a_token_file_others_can_read_stops_serve_and_lsp(tmp_path: Path, mode: int) -> None:
     tokens = token_file(tmp_path, TOKEN)
     tokens.chmod(mode)
-    serve, lsp = cli_runs(["serve", "--port", "0", "--token-file", str(tokens)],
-                          ["lsp", "--tcp", f"127.0.0.1:{free_port()}", "--token-file", str(tokens)], timeout=120)
+    serve = run_cli("serve", "--port", "0", "--token-file", str(tokens))
+    lsp = run_cli("lsp", "--tcp", f"127.0.0.1:{free_port()}", "--token-file", str(tokens))
     expected = (f"dice-lsp: error: token file {tokens} is readable by other users (mode {mode:04o}): "
                 f"chmod 600 {tokens}\n")
     assert (serve.returncode, serve.stderr) == (2, expected)
@@ -262,7 +260,7 @@ def test_a_token_file_others_can_read_stops_serve_and_lsp(tmp_path: Path, mode: 
 def test_a_token_file_others_can_write_stops_the_server(tmp_path: Path) -> None:
     tokens = token_file(tmp_path, TOKEN)
     tokens.chmod(0o620)
-    [serve] = cli_runs(["serve", "--port", "0", "--token-file", str(tokens)], timeout=120)
+    serve = run_cli("serve", "--port", "0", "--token-file", str(tokens))
     assert serve.returncode == 2 and serve.stderr.count("\n") == 1
     assert f"is writable by other users (mode 0620): chmod 600 {tokens}" in serve.stderr
 

@@ -65,6 +65,7 @@ def rss_mib(pid: int) -> float:
 def serving(checkout: Path, token: str, folder: Path) -> Iterator[tuple[int, subprocess.Popen[str]]]:
     tokens = folder / "token"
     tokens.write_text(token + "\n")
+    tokens.chmod(0o600)  # the server refuses a token file others can read
     env = {**os.environ, "PYTHONPATH": str(checkout), "HF_HUB_OFFLINE": "1"}
     with (folder / "serve.log").open("w") as log:
         process = subprocess.Popen([sys.executable, "-m", "dice_lsp.cli", "serve", "--json", "--port", "0",
@@ -219,6 +220,7 @@ def pipelined(port: int, pid: int, log: Path) -> str:
 def short_token(checkout: Path, folder: Path) -> str:
     tokens = folder / "short"
     tokens.write_text("x\n")
+    tokens.chmod(0o600)
     env = {**os.environ, "PYTHONPATH": str(checkout), "HF_HUB_OFFLINE": "1"}
     process = subprocess.Popen([sys.executable, "-m", "dice_lsp.cli", "serve", "--json", "--port", "0",
                                 "--token-file", str(tokens)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,

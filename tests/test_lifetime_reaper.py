@@ -22,6 +22,8 @@ import pytest
 
 from dice_lsp import lifetime, reaper
 
+from .test_compiler_lifetimes import alive
+
 ROOT = Path(__file__).resolve().parents[1]
 GONE_WITHIN_S = 5.0  # how soon the groups of a killed server must be gone
 WAIT_S = 60.0  # generous bound for the stand-in server to get going on a loaded machine
@@ -58,15 +60,6 @@ SERVER = textwrap.dedent("""
         sys.exit(0)
     time.sleep(600)
 """)
-
-
-def alive(pid: int) -> bool:
-    """Running (a zombie waiting for a reaper that is not us counts as gone)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state != "Z"
 
 
 def wait_for(condition: Callable[[], bool], what: str, timeout: float) -> None:

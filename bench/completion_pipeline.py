@@ -13,8 +13,10 @@ Stages (each adds one mechanism to the one before; `dice_lsp.complete.Pipeline`)
 - `+remask`: a failing best fill has its offending spans re-masked and denoised again;
   (these five decode as the product did before the pipeline: low-confidence, 4 steps per 32 tokens)
 - `+entropy decoding`: the entropy-bounded sampler with at most 8 steps (the product's decoding);
-- `+clang front end (product)`: the best fills are read by clang's front end too (`dice.typeCheck`; with no
-  clang on the machine this stage equals the one before);
+- `+clang front end`: the best fills are read by clang's front end too (`dice.typeCheck`; with no clang on the
+  machine this stage equals the one before);
+- `+document lines (product)`: the document's own line for a hole on one line, where its neighbours look like the
+  hole's (`dice_lsp.completion.sources.document`), is a candidate too, ranked before the model's fills;
 - `checks off`: the product's decoding and filters without the checks (every cleaned fill is shown): the
   model's raw fills, as a model comparison wants them;
 - decoding variants of the full pipeline: more denoising steps per 32 canvas tokens, and the adaptive
@@ -60,15 +62,16 @@ from dice_lsp.settings import Settings
 ORIGINAL_FILTERS = (strip_special_tokens, cut_suffix_repeat, balance_braces, fix_indentation,
                     drop_degenerate)  # the filters before this pipeline
 OLD_DECODING: dict[str, Any] = {"sampler": "low-confidence", "steps": 4}  # the default before the pipeline
-NO_CLANG = replace(PRODUCT, front_end=False)  # the product without the clang front-end check
+NO_CLANG = replace(PRODUCT, front_end=False, document=False)  # the model's fills, without clang's check
 STAGES: dict[str, tuple[Pipeline, dict[str, Any]]] = {
-    "before": (Pipeline(ORIGINAL_FILTERS, lengths=False, checks=False, remask_rounds=0), OLD_DECODING),
-    "+filters": (Pipeline(lengths=False, checks=False, remask_rounds=0), OLD_DECODING),
-    "+lengths": (Pipeline(checks=False, remask_rounds=0), OLD_DECODING),
-    "+checks": (Pipeline(remask_rounds=0, front_end=False), OLD_DECODING),
+    "before": (Pipeline(ORIGINAL_FILTERS, lengths=False, checks=False, remask_rounds=0, document=False), OLD_DECODING),
+    "+filters": (Pipeline(lengths=False, checks=False, remask_rounds=0, document=False), OLD_DECODING),
+    "+lengths": (Pipeline(checks=False, remask_rounds=0, document=False), OLD_DECODING),
+    "+checks": (Pipeline(remask_rounds=0, front_end=False, document=False), OLD_DECODING),
     "+remask": (NO_CLANG, OLD_DECODING),
     "+entropy decoding": (NO_CLANG, {}),
-    "+clang front end (product)": (PRODUCT, {}),
+    "+clang front end": (replace(PRODUCT, document=False), {}),
+    "+document lines (product)": (PRODUCT, {}),
     "+clang, no renames": (replace(PRODUCT, renames=False), {}),
     "+clang, no retyped-word strip or bracket close": (
         replace(PRODUCT, filters=tuple(f for f in FILTERS if f not in (strip_retyped_word, close_open_brackets))),
@@ -79,7 +82,7 @@ STAGES: dict[str, tuple[Pipeline, dict[str, Any]]] = {
     "+clang, re-mask ≤3 steps": (replace(PRODUCT, remask_steps=3), {}),
     "+clang, re-mask ≤2 steps": (replace(PRODUCT, remask_steps=2), {}),
     "+clang, 4 sampled candidates": (PRODUCT, {"candidates": 4}),
-    "checks off": (Pipeline(checks=False, remask_rounds=0), {}),
+    "checks off": (Pipeline(checks=False, remask_rounds=0, document=False), {}),
     "steps 6": (NO_CLANG, {"sampler": "low-confidence", "steps": 6}),
     "steps 8": (NO_CLANG, {"sampler": "low-confidence", "steps": 8}),
     "steps 16": (NO_CLANG, {"sampler": "low-confidence", "steps": 16}),

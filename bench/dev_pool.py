@@ -1,7 +1,7 @@
 """A larger dev tuning set: every line / mid-line hole of the dev split's files that nvcc compiles alone (not only
 the suite's sample of them), through one stage of the completion pipeline; shown fills compiled with nvcc.
 
-    python bench/dev_pool.py --kinds line midline --limit 400 --stage "+clang front end (product)" --out OUT.json
+    python bench/dev_pool.py --kinds line midline --limit 400 --stage "+document lines (product)" --out OUT.json
     (--model FOLDER: another checkpoint than the embedded one)
 
 Dev files only: tune here, report on the test split (bench/completion_pipeline.py --split test).
@@ -51,7 +51,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kinds", nargs="+", default=["line", "midline"])
     parser.add_argument("--limit", type=int, default=400, help="new holes at most (besides the suite's own)")
-    parser.add_argument("--stage", choices=list(STAGES), default="+clang front end (product)")
+    parser.add_argument("--stage", choices=list(STAGES), default="+document lines (product)")
     parser.add_argument("--model", type=Path, default=EMBEDDED_MODEL, help="model folder (default: the embedded one)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()

@@ -1,0 +1,105 @@
+"""Candidates from the document (`dice_lsp.completion.sources.document`), golden cases, and what the pipeline does
+with them: a line of the file whose neighbours look like the hole's is shown before the model's fill."""
+
+from __future__ import annotations
+
+import pytest
+
+from dice_lsp.complete import PreparedFill, prepare
+from dice_lsp.completion.sources.document import candidates
+from dice_lsp.cuda.checks import Checks
+from dice_lsp.engine import EMBEDDED_MODEL, FillResult
+from dice_lsp.engine.tokenizer import Tokenizer
+from dice_lsp.settings import Settings
+from dice_lsp.textdoc import Position
+
+TWO_KERNELS = (
+    "__global__ void add(const float* a, const float* b, float* c, int n) {\n"
+    "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "    if (i < n) c[i] = a[i] + b[i];\n"
+    "}\n"
+    "\n"
+    "__global__ void sub(const float* a, const float* b, float* c, int n) {\n"
+    "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "    \n"
+    "}\n")
+HOLE = Position(7, 4)
+
+
+def split(text: str, at: Position) -> tuple[str, str]:
+    lines = text.split("\n")
+    offset = sum(len(line) + 1 for line in lines[:at.line]) + at.character
+    return text[:offset], text[offset:]
+
+
+def test_the_line_after_a_line_like_the_one_above_is_proposed() -> None:
+    before, after = split(TWO_KERNELS, HOLE)
+    [best, *_] = candidates(before, after)
+    assert (best.text, best.source) == ("if (i < n) c[i] = a[i] + b[i];", "document")
+    assert best.score == 1.0, "the same line above, the same line below"
+
+
+def test_a_half_typed_line_gets_what_follows_what_was_typed() -> None:
+    text = TWO_KERNELS.replace("    \n}\n", "    if (i < n) c[i] =\n}\n")
+    before, after = split(text, Position(7, len("    if (i < n) c[i] =")))
+    [best, *_] = candidates(before, after)
+    assert best.text == " a[i] + b[i];"
+
+
+@pytest.mark.parametrize("typed", ["while (", "if (i < n) c[i] = a[i] + b[i];"])
+def test_nothing_when_no_line_continues_what_was_typed(typed: str) -> None:
+    text = TWO_KERNELS.replace("    \n}\n", f"    {typed}\n}}\n")
+    before, after = split(text, Position(7, 4 + len(typed)))
+    assert candidates(before, after) == []
+
+
+def test_a_hole_inside_a_line_gets_nothing_from_the_document() -> None:
+    text = TWO_KERNELS.replace("    \n}\n", "    c[i] = ;\n}\n")
+    before, after = split(text, Position(7, len("    c[i] = ")))
+    assert candidates(before, after) == []
+
+
+def test_the_lines_next_to_the_hole_are_never_proposed() -> None:
+    text = "void f(int* x) {\n    x[0] = 1;\n    \n    x[0] = 1;\n}\n"
+    before, after = split(text, Position(2, 4))
+    assert all(c.text != "x[0] = 1;" for c in candidates(before, after))
+
+
+def test_scores_are_ranked_and_bounded() -> None:
+    before, after = split(TWO_KERNELS, HOLE)
+    found = candidates(before, after, limit=10)
+    assert [c.score for c in found] == sorted((c.score for c in found), reverse=True)
+    assert all(0.0 <= c.score <= 1.0 for c in found) and len({c.text for c in found}) == len(found)
+
+
+@pytest.fixture(scope="module")
+def prepared() -> PreparedFill:
+    found = prepare(Tokenizer(EMBEDDED_MODEL), 512, TWO_KERNELS, HOLE, Settings())
+    assert found is not None
+    return found
+
+
+def model(*texts: str) -> FillResult:
+    return FillResult(list(texts), 1, [-0.1] * len(texts), [24] * len(texts))
+
+
+def test_the_documents_line_is_shown_before_the_models_fill(prepared: PreparedFill) -> None:
+    completion = prepared.completion(model("if (i < n) c[i] = a[i] * b[i];"))
+    assert completion.texts == ["if (i < n) c[i] = a[i] + b[i];", "if (i < n) c[i] = a[i] * b[i];"]
+    assert completion.checks == [Checks(True, True, None), Checks(True, True, None)]
+
+
+def test_without_the_document_source_only_the_model_speaks(prepared: PreparedFill) -> None:
+    from dice_lsp.complete import Pipeline
+
+    completion = prepared.completion(model("if (i < n) c[i] = a[i] * b[i];"), pipeline=Pipeline(document=False))
+    assert completion.texts == ["if (i < n) c[i] = a[i] * b[i];"]
+
+
+def test_weak_evidence_leaves_the_model_alone() -> None:
+    text = ("__global__ void k(float* y, int n) {\n    int i = threadIdx.x;\n    y[i] = 0;\n}\n"
+            "void host(float* y) {\n    cudaDeviceSynchronize();\n    \n}\n")
+    prepared = prepare(Tokenizer(EMBEDDED_MODEL), 512, text, Position(6, 4), Settings())
+    assert prepared is not None
+    completion = prepared.completion(model("cudaFree(y);"))
+    assert completion.texts == ["cudaFree(y);"]

@@ -148,12 +148,14 @@ def cmd_complete(args: argparse.Namespace) -> int:
     if not texts:
         print(f"dice-lsp: no completion shown: {completion.withheld or 'the model wrote nothing'}", file=sys.stderr)
     passed: list[Checks | None] = [*completion.checks] if completion.checks is not None else [None] * len(texts)
-    for index, (fill, checks) in enumerate(zip(texts, passed, strict=True)):
+    sources = completion.sources or ["model"] * len(texts)
+    for index, (fill, checks, source) in enumerate(zip(texts, passed, sources, strict=True)):
         if len(texts) > 1:
             print(f"--- candidate {index + 1} ---")
         print(fill)
         if checks is not None:
-            print(f"[checks: {checks_line(checks)}]", file=sys.stderr)
+            origin = " · from this file" if source == "document" else ""
+            print(f"[checks: {checks_line(checks)}{origin}]", file=sys.stderr)
     latency = round(completion.latency_ms, 1)  # as the JSON has it
     print(f"[{completed.model} on {completed.device}, {latency:.0f} ms, {completed.where}]", file=sys.stderr)
     return 0

@@ -130,13 +130,15 @@ class Completion:
     hole: str | None  # the kind of region filled, None when the cursor is at no hole
     checks: list[Checks] | None = None  # per text: which checks it passed
     withheld: str | None = None  # why nothing is shown although the model filled the hole
+    sources: list[str] | None = None  # per text: where it came from ("model", "document")
 
     def to_json(self, model: LoadedModel) -> dict[str, Any]:
         rng = {"start": self.start.to_json(), "end": self.end.to_json()}
         checks: list[Checks | None] = [*self.checks] if self.checks is not None else [None] * len(self.texts)
+        sources = self.sources if self.sources is not None else ["model"] * len(self.texts)
         return {
-            "items": [{"text": text, "range": rng, "checks": None if c is None else c.to_json()}
-                      for text, c in zip(self.texts, checks, strict=True)],
+            "items": [{"text": text, "range": rng, "checks": None if c is None else c.to_json(), "source": source}
+                      for text, c, source in zip(self.texts, checks, sources, strict=True)],
             "hole": self.hole,
             "withheld": self.withheld,
             "model": model.name,
@@ -150,8 +152,9 @@ class Completion:
         items = data["items"]
         span = items[0]["range"] if items else {"start": position.to_json(), "end": position.to_json()}
         checks = [Checks(**item["checks"]) if item.get("checks") else Checks(False, False) for item in items]
+        sources = [str(item.get("source", "model")) for item in items]
         return cls([item["text"] for item in items], Position(**span["start"]), Position(**span["end"]),
-                   float(data["latency_ms"]), 0, data["hole"], checks, data.get("withheld"))
+                   float(data["latency_ms"]), 0, data["hole"], checks, data.get("withheld"), sources)
 
 
 @dataclass(frozen=True)
@@ -184,7 +187,7 @@ class PreparedFill:
         if withheld:
             LOG.debug("completion withheld: %s (best: %r)", withheld, ranked[0].text if ranked else result.texts[:1])
         return Completion([s.text.replace("\n", self.newline) for s in shown], self.start, self.end, elapsed, calls,
-                          self.context.hole.kind, [s.checks for s in shown], withheld)
+                          self.context.hole.kind, [s.checks for s in shown], withheld, [s.source for s in shown])
 
 
 def _why(ranked: list[Suggestion], prepared: PreparedFill) -> str:

@@ -131,7 +131,8 @@ def test_the_example_shows_a_fill_that_parses_resolves_and_compiles(tmp_path: Pa
     assert code == 0, stderr
     assert data["items"] == [{"text": "if (i < n) c[i] = a[i] + b[i];",
                               "range": {"start": {"line": 7, "character": 4}, "end": {"line": 7, "character": 4}},
-                              "checks": {"parses": True, "names": True, "types": TYPES, "compiles": True}}]
+                              "checks": {"parses": True, "names": True, "types": TYPES, "compiles": True},
+                              "source": "model"}]
     assert (data["hole"], data["withheld"], data["model"]) == ("line", None, "dice-tiny")
 
 
@@ -163,3 +164,21 @@ def test_the_region_comes_from_the_hole_at_the_cursor(tmp_path: Path, native_dir
         assert data["items"] == []
     for item in data["items"]:
         assert item["range"]["end"] == end
+
+
+def test_the_files_own_line_is_shown_and_said_to_come_from_it(tmp_path: Path) -> None:
+    """A second kernel like the first: its empty line gets the first kernel's line (the model writes garbage), with
+    every check passed and `source: document`; the human output says it came from the file."""
+    from .test_completion_sources import TWO_KERNELS
+
+    path = tmp_path / "two.cu"
+    path.write_text(TWO_KERNELS)
+    at = ("--line", "7", "--character", "4")
+    code, data, stderr = fake_dice(tmp_path, ["c[i] = = ;;"], "complete", str(path), *at, "--json")
+    assert code == 0, stderr
+    [item] = data["items"]
+    assert (item["text"], item["source"]) == ("if (i < n) c[i] = a[i] + b[i];", "document")
+    assert item["checks"] == {"parses": True, "names": True, "types": TYPES, "compiles": True}
+    code, text, stderr = fake_dice(tmp_path, ["c[i] = = ;;"], "complete", str(path), *at)
+    assert code == 0 and text == "if (i < n) c[i] = a[i] + b[i];\n"
+    assert "compiles ✓ · from this file]" in stderr

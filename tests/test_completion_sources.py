@@ -87,6 +87,7 @@ def test_the_documents_line_is_shown_before_the_models_fill(prepared: PreparedFi
     completion = prepared.completion(model("if (i < n) c[i] = a[i] * b[i];"))
     assert completion.texts == ["if (i < n) c[i] = a[i] + b[i];", "if (i < n) c[i] = a[i] * b[i];"]
     assert completion.checks == [Checks(True, True, None), Checks(True, True, None)]
+    assert completion.sources == ["document", "model"]
 
 
 def test_without_the_document_source_only_the_model_speaks(prepared: PreparedFill) -> None:

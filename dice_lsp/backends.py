@@ -134,7 +134,7 @@ class JobBackend(Protocol):
     """The CLI's jobs, run here or on a team server."""
 
     def complete(self, file: str, text: str, position: Position, settings: Settings,
-                 compile_check: bool) -> Completed: ...
+                 compile_check: bool, flags: FlagOptions) -> Completed: ...
 
     def check(self, file: str, text: str, flags: FlagOptions) -> CheckReport: ...
 
@@ -172,17 +172,19 @@ class LocalBackend:
         return self._model
 
     def complete(self, file: str, text: str, position: Position, settings: Settings,
-                 compile_check: bool, patient: bool = True) -> Completed:
-        """The completion at `position`; `patient`: clang's check gets the time it needs (a command waits for its
-        answer; False: an editor's bounds)."""
+                 compile_check: bool, flags: FlagOptions, patient: bool = True) -> Completed:
+        """The completion at `position`, its fills read by clang and nvcc with the file's flags (`flags` on top of
+        its compile_commands.json, as `check` compiles); `patient`: clang's check gets the time it needs (a
+        command waits for its answer; False: an editor's bounds)."""
         from dice_lsp.complete import complete_at, front_end_for, nvcc_compiler
         from dice_lsp.cuda.checks import header_names
 
         model = self.model()
         header_names()  # the names check's index: built once per nvcc (a few seconds), then read from disk
         folder = Path(file).resolve().parent
-        compiler = nvcc_compiler(text, folder, settings.compile_flags(folder)) if compile_check else None
-        front_end = front_end_for(text, folder, settings.compile_flags(folder), settings, patient=patient)
+        compile_flags = flags.on_top_of_file(file)
+        compiler = nvcc_compiler(text, folder, compile_flags) if compile_check else None
+        front_end = front_end_for(text, folder, compile_flags, settings, patient=patient)
         with step_bar("denoising") as bar:
             completion = complete_at(model, text, position, settings, progress=lambda _calls: bar.update(1),
                                      compiler=compiler, front_end=front_end)
@@ -288,9 +290,12 @@ class TeamBackend:
         return file_request(Path(file), text, Path(ref) if ref is not None else None)
 
     def complete(self, file: str, text: str, position: Position, settings: Settings,
-                 compile_check: bool) -> Completed:
+                 compile_check: bool, flags: FlagOptions) -> Completed:
         from dice_lsp.complete import Completion
 
+        settings, errors = settings.updated(flags.as_settings())
+        if errors:
+            raise DiceError(errors[0])
         return self.ask("complete", {"text": text, "line": position.line, "character": position.character,
                                      "settings": settings.per_request()},
                         lambda reply: Completed(Completion.from_json(reply, position), str(reply["model"]),

@@ -87,6 +87,19 @@ def add_server_arguments(parser: argparse.ArgumentParser, sends: str | None) -> 
     parser.add_argument("--token-file", help="file holding the team server's token")
 
 
+def add_flag_arguments(command: argparse.ArgumentParser) -> None:
+    """`--arch`, `--std`, `-I`, `-D`: on top of the file's own flags (its compile_commands.json), as `check`
+    compiles."""
+    command.add_argument("--arch", type=_setting("arch"),
+                         help=f"GPU architecture (default: the build's, else {Settings.arch})")
+    command.add_argument("--std", type=_setting("std"),
+                         help=f"C++ standard (default: the build's, else {Settings.std})")
+    command.add_argument("-I", dest="include", action="append", default=[], metavar="DIR",
+                         help="add an include folder")
+    command.add_argument("-D", dest="define", action="append", default=[], metavar="NAME[=VALUE]",
+                         help="define a macro")
+
+
 def add_sampler_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sampler", choices=list(SAMPLERS), default=Settings.sampler,
                         help="commit the k most confident tokens per step, all above --threshold, or the most "
@@ -134,7 +147,8 @@ def cmd_complete(args: argparse.Namespace) -> int:
     settings, errors = settings_from_args(args).updated({"type_check": args.type_check, "clang": args.clang})
     if errors:
         raise DiceError(errors[0])
-    completed = backend_for(args).complete(args.file, text, position, settings, args.compile_check)
+    completed = backend_for(args).complete(args.file, text, position, settings, args.compile_check,
+                                           FlagOptions.from_args(args))
     completion = completed.completion
     if args.json:
         print(json.dumps(completed.json))
@@ -535,6 +549,7 @@ def build_parser() -> argparse.ArgumentParser:
                                "clang++ is found)")
     complete.add_argument("--clang", metavar="PATH", help="clang++ for --type-check (default: clang++ or "
                           "clang++-N on PATH)")
+    add_flag_arguments(complete)
     add_server_arguments(complete, SENDS_TEXT)
     add_model_arguments(complete)
     add_sampler_arguments(complete)
@@ -577,17 +592,7 @@ def build_parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="compile a CUDA file with nvcc: diagnostics and resources per kernel")
     check.add_argument("file", help="source file (.cu, .cuh, ...)")
 
-    def flag_arguments(command: argparse.ArgumentParser) -> None:
-        command.add_argument("--arch", type=_setting("arch"),
-                             help=f"GPU architecture (default: the build's, else {Settings.arch})")
-        command.add_argument("--std", type=_setting("std"),
-                             help=f"C++ standard (default: the build's, else {Settings.std})")
-        command.add_argument("-I", dest="include", action="append", default=[], metavar="DIR",
-                             help="add an include folder")
-        command.add_argument("-D", dest="define", action="append", default=[], metavar="NAME[=VALUE]",
-                             help="define a macro")
-
-    flag_arguments(check)
+    add_flag_arguments(check)
     check.add_argument("--json", action="store_true", help="print JSON instead of text")
     add_server_arguments(check, SENDS_FILES)
     check.set_defaults(handler=cmd_check)
@@ -611,7 +616,7 @@ def build_parser() -> argparse.ArgumentParser:
                              help="denoising steps per 32 tokens of region")
         command.add_argument("--seed", type=int, default=Settings.seed)
         command.add_argument("--json", action="store_true", help="print JSON instead of text")
-        flag_arguments(command)
+        add_flag_arguments(command)
         add_server_arguments(command, sends)
         add_model_arguments(command)
 

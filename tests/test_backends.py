@@ -121,12 +121,15 @@ def test_a_team_completion_is_the_typed_completion_and_keeps_the_reply_for_json(
     team = TeamBackend("tcp://gpu:7878")
     asked: list[tuple[str, dict[str, Any]]] = []
     monkeypatch.setattr(team, "call", lambda method, params: asked.append((method, params)) or REPLY)
-    completed = team.complete("k.cu", "text", Position(1, 4), Settings(), False)
+    completed = team.complete("k.cu", "text", Position(1, 4), Settings(), False, FlagOptions(arch="sm_80"))
     assert completed == Completed(
         Completion(["i < n; i++"], Position(1, 4), Position(1, 9), 12.6, 0, "loop_header",
                    [Checks(True, True, False, None)], None, ["document"]),
         "dice-tiny", "cuda:0", "tcp://gpu:7878", REPLY)
-    assert asked == [("complete", {"text": "text", "line": 1, "character": 4, "settings": Settings().per_request()})]
+    sent = Settings(arch="sm_80").per_request()
+    assert asked == [("complete", {"text": "text", "line": 1, "character": 4, "settings": sent})]
+    with pytest.raises(DiceError, match="-I does not reach a team server"):
+        team.complete("k.cu", "text", Position(1, 4), Settings(), False, FlagOptions(include=("inc",)))
 
 
 def test_the_cli_prints_a_completion_from_its_typed_fields(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from dice_lsp import lifetime, reaper
+from dice_lsp import reaper
 
 from .test_compiler_lifetimes import alive
 
@@ -155,33 +155,3 @@ def test_the_reaper_kills_what_is_registered_when_its_pipe_ends() -> None:
         for sleeper in (kept, ended):
             sleeper.kill()
             sleeper.wait()
-
-
-def test_telling_the_reaper_costs_a_few_microseconds_a_run() -> None:
-    """track/untrack write a few bytes to a pipe: nothing beside a compile's milliseconds."""
-
-    class Run:
-        def __init__(self, popen: subprocess.Popen[bytes]) -> None:
-            self.popen = popen
-
-        def running(self) -> bool:
-            return True
-
-        def kill(self) -> None:
-            self.popen.kill()
-
-    sleeper = subprocess.Popen(["sleep", "120"], start_new_session=True)
-    try:
-        run = Run(sleeper)
-        lifetime.track(run)
-        lifetime.untrack(run)
-        assert lifetime.reaper_pid() is not None
-        started = time.perf_counter()
-        for _ in range(1000):
-            lifetime.track(run)
-            lifetime.untrack(run)
-        per_run = (time.perf_counter() - started) / 1000
-        assert per_run < 500e-6, f"{per_run * 1e6:.0f} µs a run"
-    finally:
-        sleeper.kill()
-        sleeper.wait()

@@ -60,7 +60,7 @@ def test_a_child_that_fills_its_folders_is_killed_at_the_disk_limit(confined: bo
     print(f"confined={confined}: wrote {written(outcome.output)} MiB; {outcome.failure}")
     assert outcome.failure is not None and re.fullmatch(
         r"wrote \d+ MiB to disk, over the 300 MiB limit \(killed\)", outcome.failure), outcome.failure
-    assert written(outcome.output) < 1500
+    assert outcome.value is None, "it did not run to its end"
 
 
 def test_a_file_deleted_but_kept_open_counts_and_so_does_a_burst_before_exit() -> None:
@@ -72,7 +72,7 @@ def test_a_file_deleted_but_kept_open_counts_and_so_does_a_burst_before_exit() -
     print(f"deleted: wrote {written(hidden.output)} MiB; {hidden.failure}")
     print(f"burst: wrote {written(burst.output)} MiB; {burst.failure}")
     assert hidden.failure is not None and "over the 300 MiB limit (killed)" in hidden.failure, hidden.failure
-    assert written(hidden.output) < 1500
+    assert hidden.value is None, "it did not run to its end"
     assert burst.failure is not None and "over the 300 MiB limit" in burst.failure, "an exit does not hide it"
 
 
@@ -90,7 +90,7 @@ def test_files_in_the_private_tmp_count_as_memory() -> None:
     print(f"/tmp: wrote {written(outcome.output)} MiB; {outcome.failure}")
     assert outcome.failure is not None and "over the 400 MiB limit (killed)" in outcome.failure, outcome.failure
     assert "MiB of it in files" in outcome.failure
-    assert written(outcome.output) < 1000
+    assert outcome.value is None, "it did not run to its end"
 
 
 def test_the_private_tmp_is_never_larger_than_the_memory_limit(tmp_path: Path) -> None:
@@ -108,7 +108,7 @@ def test_memfds_count_as_memory() -> None:
                                readable=[TESTS])
     print(f"memfd: wrote {written(outcome.output)} MiB; {outcome.failure}")
     assert outcome.failure is not None and "over the 400 MiB limit (killed)" in outcome.failure, outcome.failure
-    assert written(outcome.output) < 1000
+    assert outcome.value is None, "it did not run to its end"
 
 
 def test_the_number_of_concurrent_compiles_is_sized_from_memory() -> None:

@@ -1,10 +1,16 @@
 """Where a completion's candidates come from, besides the model: each source proposes text for the hole with a
 score in [0, 1] saying how strongly its evidence points at that text. A candidate is judged like a model's fill
-(cleaned, checked, ranked); the source and its score are what ranking and the show/withhold decision read."""
+(cleaned, checked, ranked); the source and its score are what ranking and the show/withhold decision read.
+
+Every source answers the same question (`Source.candidates`): given the document's text before the cursor
+(ending with the hole's line up to the cursor: its indentation, or a half-typed statement) and after it, which
+texts would the hole's line end with? For a half-typed line a candidate is only what continues the typed text.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 
 @dataclass(frozen=True)
@@ -13,5 +19,11 @@ class Candidate:
     strongly the source's evidence points at it (0..1)."""
 
     text: str
-    source: str  # "document", ...
+    source: str  # "document", "workspace", "idiom", "analogue"
     score: float
+
+
+class Source(Protocol):
+    """A proposer of candidates for a hole on one line (`before` ends at the cursor, `after` starts there)."""
+
+    def candidates(self, before: str, after: str, limit: int = 3) -> list[Candidate]: ...

@@ -44,7 +44,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dice_lsp.completion.sources import document
+from dice_lsp.completion import features
+from dice_lsp.completion.decide import ShowFilter, show_filter
+from dice_lsp.completion.decide import threshold as show_threshold
+from dice_lsp.completion.sources import Candidate, Source, analogue, document
 from dice_lsp.cuda.checks import CheckContext, Checks, header_names_now
 from dice_lsp.cuda.context import build_context
 from dice_lsp.cuda.holes import Hole, canvas_lengths, find_hole
@@ -94,19 +97,30 @@ class Pipeline:
     names_by_front_end: bool = False  # clang also judges parsing fills the name check rejects, and overrules it
     renames: bool = True  # a fill with misspelt names, or the needed local declared as another, is renamed
     document: bool = True  # the document's own lines are candidates too (`dice_lsp.completion.sources.document`)
+    analogue: bool = True  # the next line of a run the lines above start (`sources.analogue`)
+    workspace: bool = True  # the caller's workspace index proposes (`sources.workspace`), where it has one
+    idioms: bool = True  # the idiom bank mined from the training corpus proposes (`sources.idioms`)
+    decide: bool = True  # the model's show filter ranks and decides (`dice_lsp.completion.decide`), where it has one
 
 
 PRODUCT = Pipeline()
 
 
+SOURCE_ORDER = ("document", "workspace", "analogue", "idiom", "model")  # the source a text is said to come from
+
+
 @dataclass(frozen=True)
 class Suggestion:
-    """A cleaned fill, the model's score for it, and the checks it passed."""
+    """A cleaned candidate, its score, the checks it passed, every source that proposed it (`votes`: source ->
+    its score) and, where a show filter decides, its P(right) (`confidence`)."""
 
     text: str
-    score: float  # the model's mean log-probability, or the document candidate's similarity (0..1)
+    score: float  # the model's mean log-probability, or the source's similarity (0..1)
     checks: Checks
     source: str = "model"
+    votes: tuple[tuple[str, float], ...] = ()
+    renamed: bool = False  # its names were repaired (`dice_lsp.cuda.renames`)
+    confidence: float | None = None
 
     @property
     def shown(self) -> bool:
@@ -115,9 +129,42 @@ class Suggestion:
         checks = self.checks
         return checks.parses and checks.names and checks.types is not False and checks.compiles is not False
 
-    def rank(self) -> tuple[int, int, float]:
-        score = self.score if not math.isnan(self.score) else -math.inf
-        return self.checks.passed, self.source == document.SOURCE, score
+    def rank(self) -> tuple[int, float, int, float]:
+        score = _score(self.score)
+        confidence = self.confidence if self.confidence is not None else -1.0
+        return self.checks.passed, confidence, self.source != "model", score
+
+    def voted(self, source: str, score: float) -> Suggestion:
+        """This suggestion with `source`'s vote too (the best score kept); it is said to come from the first of
+        `SOURCE_ORDER` that voted."""
+        votes = dict(self.votes or ((self.source, self.score),))
+        if math.isnan(score) or score > votes.get(source, -math.inf):
+            votes[source] = score
+        said = next(name for name in SOURCE_ORDER if name in votes)
+        return replace(self, votes=tuple(votes.items()), source=said)
+
+    @property
+    def evidence(self) -> dict[str, float]:
+        """Every source that proposed this text, with its score."""
+        return dict(self.votes or ((self.source, self.score),))
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The show filter that ranks one-line candidates, and the P(right) a candidate needs to be shown."""
+
+    filter: ShowFilter
+    threshold: float
+
+    def sure(self, suggestion: Suggestion) -> bool:
+        return suggestion.confidence is None or suggestion.confidence >= self.threshold
+
+
+def decision_for(folder: Path, settings: Settings) -> Decision | None:
+    """The decision of the show filter that ships with the model in `folder` at the settings' threshold
+    (`dice.minConfidence`); None when the model has no filter (the checks alone decide)."""
+    found = show_filter(folder)
+    return None if found is None else Decision(found, show_threshold(found, settings.min_confidence))
 
 
 @dataclass(frozen=True)
@@ -130,15 +177,18 @@ class Completion:
     hole: str | None  # the kind of region filled, None when the cursor is at no hole
     checks: list[Checks] | None = None  # per text: which checks it passed
     withheld: str | None = None  # why nothing is shown although the model filled the hole
-    sources: list[str] | None = None  # per text: where it came from ("model", "document")
+    sources: list[str] | None = None  # per text: where it came from ("model", "document", "workspace", ...)
+    confidences: list[float | None] | None = None  # per text: the show filter's P(right) (None: no filter)
 
     def to_json(self, model: LoadedModel) -> dict[str, Any]:
         rng = {"start": self.start.to_json(), "end": self.end.to_json()}
         checks: list[Checks | None] = [*self.checks] if self.checks is not None else [None] * len(self.texts)
         sources = self.sources if self.sources is not None else ["model"] * len(self.texts)
+        confidences = self.confidences if self.confidences is not None else [None] * len(self.texts)
         return {
-            "items": [{"text": text, "range": rng, "checks": None if c is None else c.to_json(), "source": source}
-                      for text, c, source in zip(self.texts, checks, sources, strict=True)],
+            "items": [{"text": text, "range": rng, "checks": None if c is None else c.to_json(), "source": source,
+                       "confidence": p}
+                      for text, c, source, p in zip(self.texts, checks, sources, confidences, strict=True)],
             "hole": self.hole,
             "withheld": self.withheld,
             "model": model.name,
@@ -153,8 +203,9 @@ class Completion:
         span = items[0]["range"] if items else {"start": position.to_json(), "end": position.to_json()}
         checks = [Checks(**item["checks"]) if item.get("checks") else Checks(False, False) for item in items]
         sources = [str(item.get("source", "model")) for item in items]
+        confidences = [item.get("confidence") for item in items]
         return cls([item["text"] for item in items], Position(**span["start"]), Position(**span["end"]),
-                   float(data["latency_ms"]), 0, data["hole"], checks, data.get("withheld"), sources)
+                   float(data["latency_ms"]), 0, data["hole"], checks, data.get("withheld"), sources, confidences)
 
 
 @dataclass(frozen=True)
@@ -168,6 +219,7 @@ class PreparedFill:
     end: Position
     started: float  # time.perf_counter() when the completion was asked for
     newline: str = "\n"  # the document's line break: the fill is made on `\n` text and given back with this
+    sources: tuple[Source, ...] = ()  # proposers besides the model and the document (the workspace, the idiom bank)
 
     @cached_property
     def checker(self) -> CheckContext:
@@ -177,17 +229,27 @@ class PreparedFill:
 
     def completion(self, result: FillResult, filler: Filler | None = None, compiler: Compiler | None = None,
                    document: str | None = None, pipeline: Pipeline = PRODUCT,
-                   front_end: Compiler | None = None) -> Completion:
+                   front_end: Compiler | None = None, decision: Decision | None = None) -> Completion:
         """The completion from the model's first `result`; `filler` runs re-masking rounds (None: none),
-        `front_end` (clang) and `compiler` (nvcc) check fills in `document` (the full text the region is in)."""
-        ranked, calls = finish(self, result, filler, compiler, document, pipeline, front_end)
-        shown = [s for s in ranked if s.shown]
+        `front_end` (clang) and `compiler` (nvcc) check fills in `document` (the full text the region is in);
+        `decision` (the model's show filter) ranks one-line candidates and withholds the unlikely ones."""
+        decision = decision if pipeline.decide else None
+        ranked, calls = finish(self, result, filler, compiler, document, pipeline, front_end, decision)
+        passing = [s for s in ranked if s.shown]
+        shown = [s for s in passing if decision is None or decision.sure(s)]
         elapsed = (time.perf_counter() - self.started) * 1000
-        withheld = None if shown else _why(ranked, self) if ranked else _dropped(result.texts)
+        withheld = (None if shown else _unsure(passing[0], decision) if passing and decision is not None
+                    else _why(ranked, self) if ranked else _dropped(result.texts))
         if withheld:
             LOG.debug("completion withheld: %s (best: %r)", withheld, ranked[0].text if ranked else result.texts[:1])
         return Completion([s.text.replace("\n", self.newline) for s in shown], self.start, self.end, elapsed, calls,
-                          self.context.hole.kind, [s.checks for s in shown], withheld, [s.source for s in shown])
+                          self.context.hole.kind, [s.checks for s in shown], withheld, [s.source for s in shown],
+                          [s.confidence for s in shown])
+
+
+def _unsure(best: Suggestion, decision: Decision) -> str:
+    return (f"the best candidate is likely not what you would write (P(right) {best.confidence:.2f} < "
+            f"{decision.threshold:.2f}, dice.minConfidence)")
 
 
 def _why(ranked: list[Suggestion], prepared: PreparedFill) -> str:
@@ -232,7 +294,7 @@ def checked(text: str, score: float, checker: CheckContext, renames: bool = True
     fixed = renamed(text, checker)
     if fixed is None:
         return suggestion
-    better = Suggestion(fixed, score, checker.check(fixed))
+    better = Suggestion(fixed, score, checker.check(fixed), renamed=True)
     return better if better.checks.passed > suggestion.checks.passed else suggestion
 
 
@@ -246,26 +308,72 @@ def suggestions(texts: list[str], scores: list[float], ctx: FillContext, checker
         if cleaned is None or not cleaned.strip():
             continue
         key = " ".join(cleaned.split())
-        if key not in best or best[key].rank()[2] < (score if not math.isnan(score) else -math.inf):
+        if key not in best or _score(best[key].score) < _score(score):
             best[key] = checked(cleaned, score, checker, renames) if checker else Suggestion(
                 cleaned, score, Checks(True, True))
     return list(best.values())
 
 
-def _with_document(found: list[Suggestion], ctx: FillContext, checker: CheckContext | None,
-                   pipeline: Pipeline) -> list[Suggestion]:
-    """`found` with the document's strong candidates for a hole on one line, cleaned and checked as fills are; a
-    model fill the document also proposes becomes the document's (its evidence ranks it)."""
+def _proposals(prepared: PreparedFill, pipeline: Pipeline, weighed: bool) -> list[Candidate]:
+    """What the sources other than the model propose for a hole on one line. Unless a show filter weighs them
+    (`weighed`), only the document's strong candidates (`DOCUMENT_THRESHOLD`): the other sources' evidence means
+    something only to a filter trained to weigh it."""
+    ctx = prepared.context
     if ctx.hole.kind != "line":
+        return []
+    before, after = ctx.before, ctx.after
+    found: list[Candidate] = []
+    if pipeline.document:
+        least = 0.0 if weighed else DOCUMENT_THRESHOLD["midline" if ctx.line_before.strip() else "line"]
+        found += [c for c in document.candidates(before, after) if c.score >= least]
+    if not weighed:
         return found
-    threshold = DOCUMENT_THRESHOLD["midline" if ctx.line_before.strip() else "line"]
-    proposed = [c for c in document.candidates(ctx.before, ctx.after) if c.score >= threshold]
+    if pipeline.analogue:
+        found += analogue.candidates(before, after)
+    wanted = {"workspace": pipeline.workspace, "idiom": pipeline.idioms}
+    for source in prepared.sources:
+        found += [c for c in source.candidates(before, after) if wanted.get(c.source, True)]
+    return found
+
+
+def with_sources(found: list[Suggestion], prepared: PreparedFill, checker: CheckContext | None,
+                 pipeline: Pipeline, weighed: bool) -> list[Suggestion]:
+    """`found` (the model's fills) with the other sources' candidates, cleaned and checked as fills are; a text
+    several sources propose is one suggestion with every source's vote (`Suggestion.votes`). `weighed`: a show
+    filter will weigh them (every source proposes; see `_proposals`)."""
+    proposed = _proposals(prepared, pipeline, weighed)
     if not proposed:
         return found
-    mine = suggestions([c.text for c in proposed], [c.score for c in proposed], ctx, checker, pipeline.filters,
-                       pipeline.renames)
-    theirs = {" ".join(s.text.split()): replace(s, source=document.SOURCE) for s in mine}
-    return [*theirs.values(), *(s for s in found if " ".join(s.text.split()) not in theirs)]
+    merged = {" ".join(s.text.split()): s for s in found}
+    for candidate in proposed:
+        for cleaned in suggestions([candidate.text], [candidate.score], prepared.context, checker,
+                                   pipeline.filters, pipeline.renames):
+            key = " ".join(cleaned.text.split())
+            known = merged.get(key, replace(cleaned, source=candidate.source))
+            merged[key] = known.voted(candidate.source, candidate.score)
+    return list(merged.values())
+
+
+def feature_rows(found: list[Suggestion], context: FillContext) -> list[list[float]]:
+    """The show filter's features of each suggestion (`dice_lsp.completion.features`)."""
+    hole = features.Hole(context.before, context.after)
+    votes = (s.evidence.get("model", math.nan) for s in found)
+    model = sorted((score for score in votes if not math.isnan(score)), reverse=True)
+    return [features.row(features.Evidence(s.text, s.evidence, s.checks.parses, s.checks.names, s.renamed), hole,
+                         model, len(found)) for s in found]
+
+
+def _confident(found: list[Suggestion], context: FillContext, decision: Decision | None) -> list[Suggestion]:
+    """`found` with the show filter's P(right) of each one-line candidate (unchanged without a filter, and for
+    larger holes, which it was not trained on)."""
+    if decision is None or context.hole.kind != "line" or not found:
+        return found
+    chances = decision.filter.probabilities(feature_rows(found, context))
+    return [replace(s, confidence=p) for s, p in zip(found, chances, strict=True)]
+
+
+def _score(score: float) -> float:
+    return score if not math.isnan(score) else -math.inf
 
 
 def remask_spans(text: str, faults: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
@@ -310,15 +418,15 @@ def _over_fill(prepared: PreparedFill) -> bool:
 
 def finish(prepared: PreparedFill, result: FillResult, filler: Filler | None = None,
            compiler: Compiler | None = None, document: str | None = None,
-           pipeline: Pipeline = PRODUCT, front_end: Compiler | None = None) -> tuple[list[Suggestion], int]:
-    """Every candidate of `result` cleaned, checked, repaired where it fails and ranked (best first), and
-    the model calls spent in all."""
+           pipeline: Pipeline = PRODUCT, front_end: Compiler | None = None,
+           decision: Decision | None = None) -> tuple[list[Suggestion], int]:
+    """Every candidate of `result` and of the other sources cleaned, checked, repaired where it fails and ranked
+    (best first; by the show filter's P(right) where `decision` has one), and the model calls spent in all."""
     ctx = prepared.context
     checker = prepared.checker if pipeline.checks else None
     found = suggestions(result.texts, result.scores, ctx, checker, pipeline.filters, pipeline.renames)
-    if pipeline.document:
-        found = _with_document(found, ctx, checker, pipeline)
-    ranked = sorted(found, key=Suggestion.rank, reverse=True)
+    found = with_sources(found, prepared, checker, pipeline, decision is not None)
+    ranked = sorted(_confident(found, ctx, decision), key=Suggestion.rank, reverse=True)
     calls = result.model_calls
     if filler is not None and checker is not None and ranked and not any(s.shown for s in ranked):
         current = ranked[0]
@@ -336,7 +444,7 @@ def finish(prepared: PreparedFill, result: FillResult, filler: Filler | None = N
             current = repaired
             if repaired.shown:
                 break
-        ranked.sort(key=Suggestion.rank, reverse=True)
+        ranked = sorted(_confident(ranked, ctx, decision), key=Suggestion.rank, reverse=True)
     if front_end is not None and pipeline.front_end and document is not None and ranked and checker is not None:
         ranked, spent = _judged(prepared, ranked, front_end, "types", document, checker, filler, pipeline)
         calls += spent
@@ -550,12 +658,14 @@ def fill_request(tokenizer: Tokenizer, window: int, text: str, hole: Hole, setti
 
 def fill_hole(model: LoadedModel, text: str, hole: Hole, settings: Settings, filler: Filler,
               compiler: Compiler | None = None, pipeline: Pipeline = PRODUCT,
-              front_end: Compiler | None = None) -> Completion:
-    """The completion for `hole` in `text` through the whole pipeline, the model run by `filler`."""
+              front_end: Compiler | None = None, sources: tuple[Source, ...] = ()) -> Completion:
+    """The completion for `hole` in `text` through the whole pipeline, the model run by `filler`; `sources`: the
+    proposers besides the model and the document (the workspace's index)."""
     request, context = fill_request(model.tokenizer, model.window, text, hole, settings, pipeline)
     prepared = PreparedFill(request, context, position_at(text, hole.start), position_at(text, hole.end),
-                            time.perf_counter())
-    return prepared.completion(filler(request), filler, compiler, text, pipeline, front_end)
+                            time.perf_counter(), sources=(*sources, *model_sources(model.path)))
+    return prepared.completion(filler(request), filler, compiler, text, pipeline, front_end,
+                               decision_for(model.path, settings))
 
 
 def lf_text(text: str) -> tuple[str, str]:
@@ -564,8 +674,14 @@ def lf_text(text: str) -> tuple[str, str]:
     return lf, "\n" if lf == text else "\r\n"
 
 
+def model_sources(folder: Path) -> tuple[Source, ...]:
+    """The candidate sources that ship with the model in `folder` (its idiom bank)."""
+    return ()
+
+
 def prepare(tokenizer: Tokenizer, window: int, text: str, position: Position, settings: Settings,
-            selection: tuple[Position, Position] | None = None) -> PreparedFill | None:
+            selection: tuple[Position, Position] | None = None,
+            sources: tuple[Source, ...] = ()) -> PreparedFill | None:
     """The fill for the region at `position` (or the selection); None when there is no region to fill."""
     started = time.perf_counter()
     text, newline = lf_text(text)
@@ -576,7 +692,7 @@ def prepare(tokenizer: Tokenizer, window: int, text: str, position: Position, se
         return None
     request, context = fill_request(tokenizer, window, text, hole, settings)
     return PreparedFill(request, context, position_at(text, hole.start), position_at(text, hole.end), started,
-                        newline)
+                        newline, sources)
 
 
 # What a freshly loaded model completes once, untimed, before the editor's first request (`warm_up`).
@@ -597,7 +713,9 @@ def warm_up(model: LoadedModel, settings: Settings, filler: Filler | None = None
         prepared = prepare(model.tokenizer, model.window, WARM_UP_TEXT, Position(2, 4), settings)
         if prepared is not None:
             run = filler or engine_filler(model)
-            prepared.completion(run(prepared.request), run, None, WARM_UP_TEXT)
+            prepared = replace(prepared, sources=model_sources(model.path))
+            prepared.completion(run(prepared.request), run, None, WARM_UP_TEXT,
+                                decision=decision_for(model.path, settings))
     except Exception as exc:  # a warm-up is never an error of its own
         LOG.debug("no warm-up completion: %s", exc)
 
@@ -620,11 +738,14 @@ def no_completion(position: Position, started: float) -> Completion:
 def complete_at(model: LoadedModel, text: str, position: Position, settings: Settings,
                 cancel: CancelCheck | None = None, progress: StepProgress | None = None,
                 selection: tuple[Position, Position] | None = None, compiler: Compiler | None = None,
-                front_end: Compiler | None = None) -> Completion:
-    """The completion at `position`, filled here (with `cancel` checked and `progress` told between steps)."""
+                front_end: Compiler | None = None, sources: tuple[Source, ...] = ()) -> Completion:
+    """The completion at `position`, filled here (with `cancel` checked and `progress` told between steps);
+    `sources`: the proposers besides the model, the document and the model's idiom bank (the workspace's index)."""
     started = time.perf_counter()
-    prepared = prepare(model.tokenizer, model.window, text, position, settings, selection)
+    prepared = prepare(model.tokenizer, model.window, text, position, settings, selection,
+                       (*sources, *model_sources(model.path)))
     if prepared is None:
         return no_completion(position, started)
     filler = engine_filler(model, cancel, progress)
-    return prepared.completion(filler(prepared.request), filler, compiler, lf_text(text)[0], front_end=front_end)
+    return prepared.completion(filler(prepared.request), filler, compiler, lf_text(text)[0], front_end=front_end,
+                               decision=decision_for(model.path, settings))

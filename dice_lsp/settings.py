@@ -74,6 +74,9 @@ class Settings:
     type_check: bool = True  # completions: clang's front end reads the best fills (dice_lsp.toolchain.clang)
     clang: str | None = None  # path of clang++ for that check; None: clang++ or clang++-N on PATH
     context_tokens: int | None = 256  # tokens of code around the hole; None: as many as the model window holds
+    # the P(right) a completion needs to be shown (dice_lsp.completion.decide); None: the threshold chosen with the
+    # model's show filter for its target precision; 0: whatever passes the checks
+    min_confidence: float | None = None
     optimize_candidates: int = 8  # rewrites of a kernel the optimize action generates
     repair_rounds: int = 3  # compile, re-mask the error lines, denoise: at most this many times
     repair_seconds: int = 120  # no repair round starts after this long (a repair on a busy machine ends)
@@ -217,8 +220,8 @@ def check_value(name: str, value: Any) -> tuple[Any, str | None]:
         return (value, None) if valid else (None, f"must be {example}")
     if name in ("trust_remote_code", "diagnostics", "type_check", "bench_on_save", "trusted"):
         return (value, None) if isinstance(value, bool) else (None, "must be true or false")
-    if name in ("threshold", "temperature", "entropy_bound"):
-        if name == "temperature" and value is None:
+    if name in ("threshold", "temperature", "entropy_bound", "min_confidence"):
+        if name in ("temperature", "min_confidence") and value is None:
             return None, None
         if not finite_number(value) or value < 0:
             return None, "must be a finite non-negative number"
@@ -226,6 +229,8 @@ def check_value(name: str, value: Any) -> tuple[Any, str | None]:
             return None, f"must be at most {MAX_ENTROPY_BOUND:g}"
         if name == "threshold" and not 0 < value <= 1:
             return None, "must be in (0, 1]"
+        if name == "min_confidence" and value > 1:
+            return None, "must be in [0, 1]"
         if name == "temperature" and value > MAX_TEMPERATURE:
             return None, f"must be at most {MAX_TEMPERATURE:g}"
         return float(value), None

@@ -132,7 +132,7 @@ def test_the_example_shows_a_fill_that_parses_resolves_and_compiles(tmp_path: Pa
     assert data["items"] == [{"text": "if (i < n) c[i] = a[i] + b[i];",
                               "range": {"start": {"line": 7, "character": 4}, "end": {"line": 7, "character": 4}},
                               "checks": {"parses": True, "names": True, "types": TYPES, "compiles": True},
-                              "source": "model"}]
+                              "source": "model", "confidence": None}]
     assert (data["hole"], data["withheld"], data["model"]) == ("line", None, "dice-tiny")
 
 

@@ -104,3 +104,48 @@ def test_weak_evidence_leaves_the_model_alone() -> None:
     assert prepared is not None
     completion = prepared.completion(model("cudaFree(y);"))
     assert completion.texts == ["cudaFree(y);"]
+
+
+# ------------------------------------------------------------------------------------------- runs of lines
+AXES = ("__global__ void k(float* v, int nx, int ny, int nz) {\n"
+        "    int ix = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "    int iy = blockIdx.y * blockDim.y + threadIdx.y;\n"
+        "    {typed}\n"
+        "}\n")
+
+
+@pytest.mark.parametrize(("typed", "expected"), [
+    ("", "int iz = blockIdx.z * blockDim.z + threadIdx.z;"),
+    ("int iz = ", "blockIdx.z * blockDim.z + threadIdx.z;"),
+])
+def test_the_next_axis_of_a_run_is_proposed(typed: str, expected: str) -> None:
+    from dice_lsp.completion.sources import analogue
+
+    text = AXES.replace("{typed}", typed)
+    before, after = split(text, Position(3, 4 + len(typed)))
+    assert analogue.candidates(before, after) == [analogue.Candidate(expected, "analogue", 1.0)]
+
+
+@pytest.mark.parametrize(("first", "second", "expected"), [
+    ("a0 = in[0];", "a1 = in[1];", "a2 = in[2];"),
+    ("s.x = p.x - q.x;", "s.y = p.y - q.y;", "s.z = p.z - q.z;"),
+    ("float a = x[i];", "float b = x[i + 1];", None),  # `i` -> `i + 1` is no one-token step
+    ("out[0] = a.x;", "out[1] = b.y;", "out[2] = c.z;"),  # a -> b is a letter step; x -> y an axis step
+    ("sum += a;", "sum += b;", "sum += c;"),
+    ("int n = 1;", "int n = 1;", None),  # the same line twice: no run
+    ("int i = 3;", "int i = 5;", None),  # a jump of two is not a step
+])
+def test_a_run_steps_every_changed_token_once_more(first: str, second: str, expected: str | None) -> None:
+    from dice_lsp.completion.sources import analogue
+
+    before, after = f"void f() {{\n    {first}\n    {second}\n    ", "\n}\n"
+    found = analogue.candidates(before, after)
+    assert [c.text for c in found] == ([] if expected is None else [expected])
+
+
+def test_a_run_the_code_below_completes_is_not_proposed() -> None:
+    from dice_lsp.completion.sources import analogue
+
+    text = AXES.replace("{typed}", "\n    int iz = blockIdx.z * blockDim.z + threadIdx.z;")
+    before, after = split(text, Position(3, 4))
+    assert analogue.candidates(before, after) == []

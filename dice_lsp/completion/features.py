@@ -1,0 +1,111 @@
+"""What the show/withhold filter reads about a candidate: cheap numbers, each computed in microseconds.
+
+A candidate is a cleaned text for the hole with the evidence of every source that proposed it (the model's mean
+log-probability, the document's and the workspace's context similarity, the idiom bank's share, a run of lines'
+step) and the checks it passed. The features say how strong and how many those votes are, how the candidate
+relates to the lines around the hole (a repeat of a neighbour is a classic wrong fill), and what the hole is
+(typed text, size of the file). Missing values are NaN: the booster treats them as their own branch.
+
+`FEATURES` names the columns in order; the filter stores the names it was trained with and refuses a mismatch.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+SOURCES = ("model", "document", "workspace", "idiom", "analogue")
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+_DECLARATION = re.compile(r"^\s*(?:const\s+)?[A-Za-z_][\w:<>]*[\s*&]+[A-Za-z_]\w*\s*(?:=|;|\[)")
+
+FEATURES: tuple[str, ...] = (
+    "from_model", "from_document", "from_workspace", "from_idiom", "from_analogue",  # who proposed it
+    "model_logprob", "document_score", "workspace_score", "workspace_files", "idiom_score", "analogue_score",
+    "sources", "model_rank", "model_best", "model_margin", "model_fills",
+    "parses", "names", "renamed",
+    "chars", "tokens", "repeats_above", "repeats_below", "declares",
+    "typed_chars", "typed_tokens", "file_lines", "candidates",
+)
+
+
+@dataclass(frozen=True)
+class Hole:
+    """What the features need of the hole: the document's text before and after the cursor."""
+
+    before: str
+    after: str
+
+    @property
+    def typed(self) -> str:
+        """What the hole's line holds before the cursor (its indentation stripped)."""
+        return self.before[self.before.rfind("\n") + 1:].lstrip()
+
+    def neighbour(self, above: bool) -> str:
+        """The nearest non-blank line above (or below) the hole's line."""
+        lines = self.before.split("\n")[:-1][::-1] if above else self.after.split("\n")[1:]
+        return next((line.strip() for line in lines if line.strip()), "")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One candidate as the filter sees it."""
+
+    text: str
+    votes: Mapping[str, float]  # source -> its score for this text (the model's: mean log-probability)
+    parses: bool
+    names: bool
+    renamed: bool = False  # its names were repaired (`dice_lsp.cuda.renames`)
+    workspace_files: int = 0  # files of the workspace whose line this is after a like context
+
+
+def _tokens(text: str) -> Counter[str]:
+    return Counter(_TOKEN.findall(text))
+
+
+def _dice(a: str, b: str) -> float:
+    one, two = _tokens(a), _tokens(b)
+    total = sum(one.values()) + sum(two.values())
+    return 2 * sum((one & two).values()) / total if total else 0.0
+
+
+def row(candidate: Evidence, hole: Hole, model_scores: Sequence[float], candidates: int) -> list[float]:
+    """The feature values of `candidate` in `FEATURES` order; `model_scores`: the mean log-probabilities of every
+    cleaned model fill at this hole, best first (the candidate's own among them if the model proposed it)."""
+    votes = candidate.votes
+    nan = math.nan
+    typed = hole.typed
+    line = typed + candidate.text
+    model = votes.get("model")
+    rank = model_scores.index(model) if model is not None and model in model_scores else nan
+    best = model_scores[0] if model_scores else nan
+    margin = model_scores[0] - model_scores[1] if len(model_scores) > 1 else nan
+    values: dict[str, float] = {
+        **{f"from_{source}": float(source in votes) for source in SOURCES},
+        "model_logprob": nan if model is None else model,
+        "document_score": votes.get("document", nan),
+        "workspace_score": votes.get("workspace", nan),
+        "workspace_files": float(candidate.workspace_files),
+        "idiom_score": votes.get("idiom", nan),
+        "analogue_score": votes.get("analogue", nan),
+        "sources": float(len(votes)),
+        "model_rank": float(rank),
+        "model_best": best,
+        "model_margin": margin,
+        "model_fills": float(len(model_scores)),
+        "parses": float(candidate.parses),
+        "names": float(candidate.names),
+        "renamed": float(candidate.renamed),
+        "chars": float(len(candidate.text.strip())),
+        "tokens": float(len(_TOKEN.findall(candidate.text))),
+        "repeats_above": _dice(line, hole.neighbour(above=True)),
+        "repeats_below": _dice(line, hole.neighbour(above=False)),
+        "declares": float(bool(_DECLARATION.match(line))),
+        "typed_chars": float(len(typed)),
+        "typed_tokens": float(len(_TOKEN.findall(typed))),
+        "file_lines": float(hole.before.count("\n") + hole.after.count("\n") + 1),
+        "candidates": float(candidates),
+    }
+    return [values[name] for name in FEATURES]

@@ -1,0 +1,339 @@
+"""Train the completion show filter (`dice_lsp.completion.decide`) on labels made without users.
+
+    python -m dice_lsp.training.show_filter collect --split dev --out data/show-filter/dev.jsonl.gz
+    python -m dice_lsp.training.show_filter train --rows data/show-filter/dev.jsonl.gz \\
+        --out dice_lsp/models/dice-tiny/show_filter.json --precision 0.6
+
+`collect` asks the product's pipeline for every one-line hole of a CUDA-Infill split (line and mid-line; never
+`test`, which measures the product) the way the editor would (`dice_lsp.evals.systems`), keeps every candidate
+the sources propose and the checks pass (the model's fills, the document's and the workspace's lines, the idiom
+bank's, a run of lines' next step), and writes one row per candidate: its features (`features.FEATURES`), whether
+it is exactly the hole's text (white space aside), and the hole it belongs to. The model's fills are cached by
+request (greedy decoding is deterministic), so collecting again after a source changes costs seconds a hole less.
+The suite's workspace for a file is the other files of its source project (`--twins` keeps parallel copies such
+as cuda/rocm twins).
+
+`train` fits a small LightGBM booster on the rows, out of fold by file (five folds; a file's holes share code),
+calibrates its probabilities with isotonic regression on the out-of-fold predictions, and picks the threshold:
+per hole the candidate with the highest P is shown when P >= t; the smallest t whose out-of-fold precision of
+shown reaches `--precision` is stored. The risk-coverage curve (precision against show rate, out of fold) is
+stored with the filter and printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import json
+import math
+import sys
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dice_lsp.completion.decide import FILE_NAME, FORMAT
+from dice_lsp.completion.features import FEATURES
+from dice_lsp.errors import DiceError
+
+PARAMS: dict[str, Any] = {"objective": "binary", "learning_rate": 0.05, "num_leaves": 8, "min_data_in_leaf": 20,
+                          "feature_fraction": 0.8, "bagging_fraction": 0.8, "bagging_freq": 1, "lambda_l2": 1.0,
+                          "verbose": -1, "seed": 0, "deterministic": True, "num_threads": 1}
+ROUNDS = 150
+FOLDS = 5
+
+
+@dataclass(frozen=True)
+class Row:
+    hole: str
+    file: str
+    kind: str
+    truth_chars: int
+    text: str
+    source: str
+    features: list[float]
+    exact: bool
+
+
+def _same(a: str, b: str) -> bool:
+    return " ".join(a.split()) == " ".join(b.split())
+
+
+class CachedFiller:
+    """The model's fills by request, remembered in a gzipped JSON-lines file (greedy decoding: the same request
+    gives the same fill)."""
+
+    def __init__(self, model: Any, path: Path) -> None:
+        from dice_lsp.engine import fill
+
+        self.model, self.path, self.fill = model, path, fill
+        self.known: dict[str, dict[str, Any]] = {}
+        if path.is_file():
+            with gzip.open(path, "rt", encoding="utf-8") as handle:
+                for line in handle:
+                    entry = json.loads(line)
+                    self.known[entry["key"]] = entry
+
+    def __call__(self, request: Any) -> Any:
+        from dice_lsp.engine.fill_types import FillResult
+
+        key = hashlib.sha256(repr(request).encode("utf-8", "surrogatepass")).hexdigest()
+        if key not in self.known:
+            result = self.fill(self.model, request)
+            self.known[key] = {"key": key, "texts": result.texts, "scores": result.scores,
+                               "calls": result.model_calls, "canvases": result.canvases}
+        entry = self.known[key]
+        return FillResult(texts=list(entry["texts"]), model_calls=int(entry["calls"]), scores=list(entry["scores"]),
+                          canvases=list(entry.get("canvases", [])))
+
+    def save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as handle:
+            for key in sorted(self.known):
+                handle.write((json.dumps(self.known[key]) + "\n").encode("utf-8"))
+
+
+def collect(split: str, out: Path, limit: int | None, twins: bool,
+            progress: Callable[[int], object] | None = None) -> list[Row]:
+    """One row per checked candidate of every one-line hole of `split` (see the module docstring)."""
+    from dice_lsp.complete import PRODUCT, PreparedFill, feature_rows, fill_request, model_sources, suggestions
+    from dice_lsp.complete import with_sources as add_sources
+    from dice_lsp.cuda.checks import header_names
+    from dice_lsp.engine import EMBEDDED_MODEL, load_model
+    from dice_lsp.evals.suite import load_suite
+    from dice_lsp.evals.systems import document_for, region_for
+    from dice_lsp.settings import Settings
+    from dice_lsp.textdoc import position_at
+
+    if split == "test":
+        raise DiceError("the test split measures the product: the show filter is never trained on it")
+    suite = load_suite("cuda-infill", split)
+    holes = suite.select(["line", "midline"], limit)
+    header_names()
+    model = load_model(EMBEDDED_MODEL, "cpu", "auto", False)
+    filler = CachedFiller(model, out.with_name(out.name.replace(".jsonl.gz", "") + ".fills.jsonl.gz"))
+    settings = Settings()
+    workspace = _workspace_sources(twins)
+    rows: list[Row] = []
+    for done, hole in enumerate(holes, 1):
+        had = len(rows)
+        text = suite.text(hole)
+        document = document_for(text, hole)
+        region = region_for(document, hole)
+        if region is not None:
+            request, context = fill_request(model.tokenizer, model.window, document, region, settings)
+            prepared = PreparedFill(request, context, position_at(document, region.start),
+                                    position_at(document, region.end), 0.0,
+                                    sources=(*workspace(suite.files[hole.file]), *model_sources(model.path)))
+            result = filler(request)
+            found = suggestions(result.texts, result.scores, context, prepared.checker)
+            found = [s for s in add_sources(found, prepared, prepared.checker, PRODUCT, True) if s.shown]
+            truth = hole.truth(text)
+            for suggestion, values in zip(found, feature_rows(found, context), strict=True):
+                rows.append(Row(hole.id, hole.file, hole.kind, len(truth), suggestion.text, suggestion.source,
+                                values, _same(suggestion.text, truth)))
+        if len(rows) == had:  # nothing to show: the hole still counts
+            rows.append(Row(hole.id, hole.file, hole.kind, len(hole.truth(text)), "", "", [], False))
+        if progress is not None:
+            progress(1)
+        if done % 100 == 0:
+            filler.save()
+    filler.save()
+    write_rows(out, rows)
+    return rows
+
+
+def _workspace_sources(twins: bool) -> Callable[[Any], tuple[Any, ...]]:
+    """For a suite file, the workspace source of its project's other files (none when the index is not there)."""
+    try:
+        from dice_lsp.completion.sources.workspace import workspace_for
+    except ImportError:
+        return lambda _file: ()
+    return lambda file: (workspace_for(file.id, twins=twins),)
+
+
+def write_rows(path: Path, rows: Sequence[Row]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as handle:
+        for row in rows:
+            handle.write((json.dumps(row.__dict__) + "\n").encode("utf-8"))
+
+
+def read_rows(path: Path) -> list[Row]:
+    if not path.is_file():
+        raise DiceError(f"{path}: no rows (run `collect` first)")
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        return [Row(**json.loads(line)) for line in handle if line.strip()]
+
+
+def isotonic(raw: Sequence[float], labels: Sequence[bool]) -> tuple[list[float], list[float]]:
+    """Pool-adjacent-violators: the non-decreasing step function of `raw` closest to `labels` (least squares), as
+    (raw, calibrated) points at each block's mean raw value."""
+    order = sorted(range(len(raw)), key=lambda i: raw[i])
+    blocks: list[list[float]] = []  # [sum of labels, count, sum of raw]
+    for i in order:
+        blocks.append([float(labels[i]), 1.0, raw[i]])
+        while len(blocks) > 1 and blocks[-2][0] / blocks[-2][1] >= blocks[-1][0] / blocks[-1][1]:
+            top = blocks.pop()
+            blocks[-1] = [blocks[-1][0] + top[0], blocks[-1][1] + top[1], blocks[-1][2] + top[2]]
+    return [b[2] / b[1] for b in blocks], [b[0] / b[1] for b in blocks]
+
+
+def _fit(rows: Sequence[Row]) -> Any:
+    import lightgbm
+    import numpy as np
+
+    data = lightgbm.Dataset(np.asarray([r.features for r in rows], dtype=np.float64),
+                            np.asarray([r.exact for r in rows], dtype=np.float64), feature_name=list(FEATURES))
+    return lightgbm.train(PARAMS, data, ROUNDS)
+
+
+def _folds(rows: Sequence[Row]) -> list[int]:
+    """A fold per row, by file (hashed: stable across runs and row orders)."""
+    return [int(hashlib.sha256(r.file.encode()).hexdigest(), 16) % FOLDS for r in rows]
+
+
+def out_of_fold(rows: Sequence[Row]) -> list[float]:
+    """Each candidate row's raw P from a booster trained on the other folds' files."""
+    import numpy as np
+
+    folds = _folds(rows)
+    predicted = [math.nan] * len(rows)
+    for fold in range(FOLDS):
+        train = [r for r, f in zip(rows, folds, strict=True) if f != fold]
+        test = [i for i, f in enumerate(folds) if f == fold]
+        if not train or not test:
+            continue
+        booster = _fit(train)
+        values = booster.predict(np.asarray([rows[i].features for i in test], dtype=np.float64))
+        for i, value in zip(test, values, strict=True):
+            predicted[i] = float(value)
+    return predicted
+
+
+@dataclass(frozen=True)
+class Point:
+    threshold: float
+    shown: float  # share of holes with a shown candidate
+    precision: float  # exact among shown
+    exact: float  # exact shown among all holes
+    completed: float  # characters of exact shown fills / characters of all holes
+
+
+def curve(holes: dict[str, list[tuple[Row, float]]], thresholds: Sequence[float]) -> list[Point]:
+    """Per threshold: each hole shows its most likely candidate when its P reaches the threshold."""
+    best = {hole: max(cands, key=lambda c: c[1]) if any(r.features for r, _ in cands) else None
+            for hole, cands in holes.items()}
+    total_chars = sum(cands[0][0].truth_chars for cands in holes.values()) or 1
+    points = []
+    for t in thresholds:
+        shown = [b for b in best.values() if b is not None and b[0].features and b[1] >= t]
+        right = [b for b in shown if b[0].exact]
+        points.append(Point(round(t, 4), len(shown) / len(holes), len(right) / len(shown) if shown else math.nan,
+                            len(right) / len(holes), sum(b[0].truth_chars for b in right) / total_chars))
+    return points
+
+
+def by_hole(rows: Sequence[Row], chances: Sequence[float]) -> dict[str, list[tuple[Row, float]]]:
+    grouped: dict[str, list[tuple[Row, float]]] = defaultdict(list)
+    for row, chance in zip(rows, chances, strict=True):
+        grouped[row.hole].append((row, chance if row.features else -1.0))
+    return grouped
+
+
+def train(rows: list[Row], target: float) -> dict[str, Any]:
+    """The filter's JSON (`dice_lsp.completion.decide.ShowFilter.from_json`) trained on `rows`."""
+    candidates = [r for r in rows if r.features]
+    if not candidates or not any(r.exact for r in candidates):
+        raise DiceError("no candidate rows with an exact candidate: nothing to learn from")
+    raw = out_of_fold(candidates)
+    points_raw, points_cal = isotonic(raw, [r.exact for r in candidates])
+    from dice_lsp.completion.decide import Calibration
+
+    calibration = Calibration(tuple(points_raw), tuple(points_cal))
+    calibrated = iter(calibration(p) for p in raw)
+    chances = [next(calibrated) if r.features else -1.0 for r in rows]
+    grouped = by_hole(rows, chances)
+    thresholds = sorted({round(c, 4) for c in chances if c >= 0} | {0.0})
+    points = curve(grouped, thresholds)
+    reaching = [p for p in points if not math.isnan(p.precision) and p.precision >= target and p.shown > 0]
+    chosen = min(reaching, key=lambda p: p.threshold) if reaching else max(points, key=lambda p: p.threshold)
+    booster = _fit(candidates)
+    return {
+        "format": FORMAT, "features": list(FEATURES), "booster": booster.model_to_string(),
+        "calibration": {"raw": [round(v, 6) for v in points_raw], "calibrated": [round(v, 6) for v in points_cal]},
+        "threshold": chosen.threshold, "target_precision": target,
+        "trained_on": {"holes": len(grouped), "candidates": len(candidates),
+                       "exact_candidates": sum(r.exact for r in candidates)},
+        "out_of_fold": [p.__dict__ for p in _thinned(points)],
+    }
+
+
+def _thinned(points: list[Point], count: int = 40) -> list[Point]:
+    """At most about `count` points of the curve, evenly by show rate (the stored curve is for reading)."""
+    kept: list[Point] = []
+    for point in points:
+        if not kept or abs(kept[-1].shown - point.shown) >= 1 / count or point is points[-1]:
+            kept.append(point)
+    return kept
+
+
+def _table(points: list[Point]) -> str:
+    lines = ["| P ≥ | shown % | precision % | exact % of holes | completed code % |", "|---|---|---|---|---|"]
+    lines += [f"| {p.threshold:.2f} | {100 * p.shown:.1f} | {100 * p.precision:.1f} | {100 * p.exact:.1f} | "
+              f"{100 * p.completed:.1f} |" for p in points if not math.isnan(p.precision)]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m dice_lsp.training.show_filter",
+                                     description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    take = commands.add_parser("collect", help="candidate rows of a split's one-line holes")
+    take.add_argument("--split", default="dev")
+    take.add_argument("--out", type=Path, required=True)
+    take.add_argument("--limit", type=int, help="the first N holes of each kind")
+    take.add_argument("--twins", action="store_true", help="the workspace keeps parallel copies (cuda/rocm twins)")
+    take.add_argument("--json", action="store_true")
+    fit = commands.add_parser("train", help="fit, calibrate and pick the threshold")
+    fit.add_argument("--rows", type=Path, required=True)
+    fit.add_argument("--out", type=Path, required=True, help=f"the filter's JSON (a model folder's {FILE_NAME})")
+    fit.add_argument("--precision", type=float, default=0.6, help="target precision of shown (0-1)")
+    fit.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "collect":
+            if args.limit is not None and args.limit < 1:
+                raise DiceError("--limit must be at least 1")
+            if args.split == "test":
+                raise DiceError("the test split measures the product: the show filter is never trained on it")
+            from tqdm import tqdm
+
+            with tqdm(desc="holes", unit="hole", file=sys.stderr) as bar:
+                rows = collect(args.split, args.out, args.limit, args.twins, bar.update)
+            summary = {"rows": sum(1 for r in rows if r.features), "holes": len({r.hole for r in rows}),
+                       "exact rows": sum(r.exact for r in rows), "out": str(args.out)}
+            print(json.dumps(summary) if args.json else f"{summary['rows']} candidates of {summary['holes']} holes "
+                  f"({summary['exact rows']} exact) -> {args.out}")
+            return 0
+        if not 0 < args.precision < 1:
+            raise DiceError("--precision must be between 0 and 1")
+        data = train(read_rows(args.rows), args.precision)
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(data, indent=0, sort_keys=True) + "\n", encoding="utf-8")
+        points = [Point(**p) for p in data["out_of_fold"]]
+        if args.json:
+            print(json.dumps({k: v for k, v in data.items() if k not in ("booster", "calibration")}))
+        else:
+            print(_table(points))
+            print(f"threshold {data['threshold']:.3f} for precision ≥ {args.precision:.0%} (out of fold) -> {args.out}")
+        return 0
+    except DiceError as exc:
+        print(f"show_filter: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -20,7 +20,7 @@ from dice_lsp.completion.sources import Candidate
 SOURCE = "document"
 ABOVE_WEIGHT = 0.7  # the line above a hole says more about it than the line below
 MAX_CANDIDATES = 3
-_TOKEN = re.compile(r"\w+|[^\w\s]")
+TOKEN = re.compile(r"\w+|[^\w\s]")  # a word or one other character (shared with the workspace source)
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class Line:
 
     @cached_property
     def tokens(self) -> Counter[str]:
-        return Counter(_TOKEN.findall(self.text))
+        return Counter(TOKEN.findall(self.text))
 
 
 def similarity(a: Line, b: Line) -> float:
@@ -47,11 +47,16 @@ def _neighbours(lines: list[Line], index: int, skip: int | None = None) -> tuple
     return above, below
 
 
+def context_score(above: float, below: float) -> float:
+    """How much a line's context looks like the hole's, from the similarities of the two lines above and of the
+    two lines below (0.0 where either is missing); shared with the workspace source, so scores compare."""
+    return ABOVE_WEIGHT * above + (1 - ABOVE_WEIGHT) * below
+
+
 def _context_score(hole: tuple[Line | None, Line | None], other: tuple[Line | None, Line | None]) -> float:
-    scores = []
-    for weight, mine, theirs in ((ABOVE_WEIGHT, hole[0], other[0]), (1 - ABOVE_WEIGHT, hole[1], other[1])):
-        scores.append(weight * (similarity(mine, theirs) if mine is not None and theirs is not None else 0.0))
-    return sum(scores)
+    above, below = ((similarity(mine, theirs) if mine is not None and theirs is not None else 0.0)
+                    for mine, theirs in zip(hole, other, strict=True))
+    return context_score(above, below)
 
 
 def candidates(before: str, after: str, limit: int = MAX_CANDIDATES) -> list[Candidate]:

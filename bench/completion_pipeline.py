@@ -15,8 +15,14 @@ Stages (each adds one mechanism to the one before; `dice_lsp.complete.Pipeline`)
 - `+entropy decoding`: the entropy-bounded sampler with at most 8 steps (the product's decoding);
 - `+clang front end`: the best fills are read by clang's front end too (`dice.typeCheck`; with no clang on the
   machine this stage equals the one before);
-- `+document lines (product)`: the document's own line for a hole on one line, where its neighbours look like the
+- `+document lines`: the document's own line for a hole on one line, where its neighbours look like the
   hole's (`dice_lsp.completion.sources.document`), is a candidate too, ranked before the model's fills;
+- `+sources and show filter (product)`: every source proposes (the document, the workspace: the other files of
+  the hole's project, `--no-twins` without parallel copies; the idiom bank; a run's next line) and the model's
+  show filter ranks the candidates and shows the best only at P(right) >= its threshold
+  (`dice_lsp.completion.decide`);
+- `+sources, every candidate (P >= 0)`: the same with `dice.minConfidence` 0: what the filter would show at any
+  threshold; its report keeps each shown fill's P, from which `--curve` draws precision against show rate;
 - `checks off`: the product's decoding and filters without the checks (every cleaned fill is shown): the
   model's raw fills, as a model comparison wants them;
 - decoding variants of the full pipeline: more denoising steps per 32 canvas tokens, and the adaptive
@@ -40,6 +46,8 @@ from typing import Any
 from tqdm import tqdm
 
 from dice_lsp.complete import PRODUCT, Pipeline
+from dice_lsp.completion.sources import Source
+from dice_lsp.completion.sources.workspace import workspace_for
 from dice_lsp.cuda.checks import header_names
 from dice_lsp.cuda.postprocess import (
     FILTERS,
@@ -53,36 +61,41 @@ from dice_lsp.cuda.postprocess import (
 )
 from dice_lsp.engine import EMBEDDED_MODEL, load_model
 from dice_lsp.evals import systems
-from dice_lsp.evals.results import EvalReport
+from dice_lsp.evals.results import EvalReport, FillRow
 from dice_lsp.evals.run import compile_checked, evaluate
 from dice_lsp.evals.stats import bootstrap
-from dice_lsp.evals.suite import KINDS, load_suite
+from dice_lsp.evals.suite import KINDS, SuiteHole, load_suite
 from dice_lsp.settings import Settings
 
 ORIGINAL_FILTERS = (strip_special_tokens, cut_suffix_repeat, balance_braces, fix_indentation,
                     drop_degenerate)  # the filters before this pipeline
 OLD_DECODING: dict[str, Any] = {"sampler": "low-confidence", "steps": 4}  # the default before the pipeline
-NO_CLANG = replace(PRODUCT, front_end=False, document=False)  # the model's fills, without clang's check
+# the model's fills alone, as the product made them before other sources proposed
+MODEL_ONLY = replace(PRODUCT, document=False, analogue=False, workspace=False, idioms=False, decide=False)
+NO_CLANG = replace(MODEL_ONLY, front_end=False)  # the model's fills, without clang's check
+DOCUMENT = replace(MODEL_ONLY, document=True)  # and the document's strong lines (the product of 2026-12-06)
 STAGES: dict[str, tuple[Pipeline, dict[str, Any]]] = {
-    "before": (Pipeline(ORIGINAL_FILTERS, lengths=False, checks=False, remask_rounds=0, document=False), OLD_DECODING),
-    "+filters": (Pipeline(lengths=False, checks=False, remask_rounds=0, document=False), OLD_DECODING),
-    "+lengths": (Pipeline(checks=False, remask_rounds=0, document=False), OLD_DECODING),
-    "+checks": (Pipeline(remask_rounds=0, front_end=False, document=False), OLD_DECODING),
+    "before": (replace(NO_CLANG, filters=ORIGINAL_FILTERS, lengths=False, checks=False, remask_rounds=0), OLD_DECODING),
+    "+filters": (replace(NO_CLANG, lengths=False, checks=False, remask_rounds=0), OLD_DECODING),
+    "+lengths": (replace(NO_CLANG, checks=False, remask_rounds=0), OLD_DECODING),
+    "+checks": (replace(NO_CLANG, remask_rounds=0), OLD_DECODING),
     "+remask": (NO_CLANG, OLD_DECODING),
     "+entropy decoding": (NO_CLANG, {}),
-    "+clang front end": (replace(PRODUCT, document=False), {}),
-    "+document lines (product)": (PRODUCT, {}),
-    "+clang, no renames": (replace(PRODUCT, renames=False), {}),
+    "+clang front end": (MODEL_ONLY, {}),
+    "+document lines": (DOCUMENT, {}),
+    "+sources and show filter (product)": (PRODUCT, {}),
+    "+sources, every candidate (P >= 0)": (PRODUCT, {"min_confidence": 0.0}),
+    "+clang, no renames": (replace(MODEL_ONLY, renames=False), {}),
     "+clang, no retyped-word strip or bracket close": (
-        replace(PRODUCT, filters=tuple(f for f in FILTERS if f not in (strip_retyped_word, close_open_brackets))),
+        replace(MODEL_ONLY, filters=tuple(f for f in FILTERS if f not in (strip_retyped_word, close_open_brackets))),
         {}),
-    "+clang judges unknown names": (replace(PRODUCT, names_by_front_end=True), {}),
-    "+clang, 2 re-mask rounds": (replace(PRODUCT, remask_rounds=2), {}),
-    "+clang, re-mask ≤4 steps": (replace(PRODUCT, remask_steps=4), {}),
-    "+clang, re-mask ≤3 steps": (replace(PRODUCT, remask_steps=3), {}),
-    "+clang, re-mask ≤2 steps": (replace(PRODUCT, remask_steps=2), {}),
-    "+clang, 4 sampled candidates": (PRODUCT, {"candidates": 4}),
-    "checks off": (Pipeline(checks=False, remask_rounds=0, document=False), {}),
+    "+clang judges unknown names": (replace(MODEL_ONLY, names_by_front_end=True), {}),
+    "+clang, 2 re-mask rounds": (replace(MODEL_ONLY, remask_rounds=2), {}),
+    "+clang, re-mask ≤4 steps": (replace(MODEL_ONLY, remask_steps=4), {}),
+    "+clang, re-mask ≤3 steps": (replace(MODEL_ONLY, remask_steps=3), {}),
+    "+clang, re-mask ≤2 steps": (replace(MODEL_ONLY, remask_steps=2), {}),
+    "+clang, 4 sampled candidates": (MODEL_ONLY, {"candidates": 4}),
+    "checks off": (replace(MODEL_ONLY, checks=False, remask_rounds=0), {}),
     "steps 6": (NO_CLANG, {"sampler": "low-confidence", "steps": 6}),
     "steps 8": (NO_CLANG, {"sampler": "low-confidence", "steps": 8}),
     "steps 16": (NO_CLANG, {"sampler": "low-confidence", "steps": 16}),
@@ -104,8 +117,16 @@ def pct(values: list[float]) -> str:
     return f"{100 * interval.mean:.1f} [{100 * interval.low:.1f}, {100 * interval.high:.1f}] of {interval.n}"
 
 
-def rows_of(stage: str, report: EvalReport) -> list[str]:
-    """One table row per hole kind (and all kinds together) of one stage's report."""
+def completed(fills: list[FillRow], lengths: dict[str, int]) -> float:
+    """Characters of the exact shown fills over characters of all the holes' truths (the code the product wrote
+    for the user)."""
+    total = sum(lengths[f.hole] for f in fills) or 1
+    return sum(lengths[f.hole] for f in fills if f.score.shown and f.score.exact_ws) / total
+
+
+def rows_of(stage: str, report: EvalReport, lengths: dict[str, int]) -> list[str]:
+    """One table row per hole kind (and all kinds together) of one stage's report; `lengths`: each hole's truth
+    length in characters."""
     lines = []
     for kind in (*KINDS, "all"):
         fills = [f for f in report.fills if kind in ("all", f.kind)]
@@ -117,7 +138,8 @@ def rows_of(stage: str, report: EvalReport) -> list[str]:
         similarity = row.similarity.mean if row.similarity else 0.0
         lines.append(" | ".join([
             stage, kind, str(len(fills)), pct([float(s.shown) for s in scores]),
-            pct([float(s.exact_ws) for s in scores]), f"{similarity:.2f}",
+            pct([float(s.exact_ws) for s in scores]), pct([float(s.exact_ws) for s in shown]),
+            f"{100 * completed(fills, lengths):.1f}", f"{similarity:.2f}",
             pct([float(s.parses) for s in shown]),
             pct([float(bool(s.compiles)) for s in shown if s.compiles is not None]),
             f"{sum(f.model_calls or 0 for f in fills) / len(fills):.1f}",
@@ -125,8 +147,24 @@ def rows_of(stage: str, report: EvalReport) -> list[str]:
     return lines
 
 
-HEADER = ("| model | stage | kind | holes | shown % | exact (ws) % | edit sim | shown: parse % | shown: compile % "
-          "| model calls | p50 ms | p95 ms |\n|---|---|---|---|---|---|---|---|---|---|---|---|")
+HEADER = ("| model | stage | kind | holes | shown % | exact (ws) % | precision of shown % | completed code % "
+          "| edit sim | shown: parse % | shown: compile % | model calls | p50 ms | p95 ms |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+
+
+def risk_coverage(report: EvalReport, lengths: dict[str, int]) -> list[dict[str, float]]:
+    """Precision of shown against show rate as the threshold on the shown fill's P(right) rises (a report made
+    at `dice.minConfidence` 0): one point per distinct P."""
+    fills = report.fills
+    points = []
+    for threshold in sorted({0.0, *(f.confidence for f in fills if f.confidence is not None)}):
+        shown = [f for f in fills if f.score.shown and (f.confidence is None or f.confidence >= threshold)]
+        right = [f for f in shown if f.score.exact_ws]
+        points.append({"threshold": threshold, "shown": len(shown) / len(fills),
+                       "precision": len(right) / len(shown) if shown else float("nan"),
+                       "exact": len(right) / len(fills),
+                       "completed": sum(lengths[f.hole] for f in right) / (sum(lengths.values()) or 1)})
+    return points
 
 
 def main() -> int:
@@ -142,6 +180,8 @@ def main() -> int:
     parser.add_argument("--dtype", default="auto",
                         help="auto (the product's choice: int8 products for an int8 checkpoint on the CPU), "
                              "float32, bfloat16")
+    parser.add_argument("--no-twins", action="store_true",
+                        help="the workspace leaves out parallel copies of the file (cuda/rocm twins)")
     parser.add_argument("--model", action="append", default=[], metavar="NAME=DIR",
                         help="checkpoints to compare, each through every stage (default: the embedded model)")
     args = parser.parse_args()
@@ -160,20 +200,31 @@ def main() -> int:
         print(f"bench: --model wants NAME=FOLDER with an existing folder, got {args.model}", file=sys.stderr)
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
+    lengths = {hole.id: hole.end - hole.start for hole in holes}
+    twins = not args.no_twins
+
+    def workspace(hole: SuiteHole) -> tuple[Source, ...]:
+        return (workspace_for(hole.file, args.split, twins=twins),)
+
     table = [HEADER]
     for name, folder in named:
         model = load_model(folder, args.device, args.dtype, False)
         for stage in args.stages:
             pipeline, changes = STAGES[stage]
             settings = replace(Settings(), **changes)
-            system = systems.ModelSystem(stage, stage, model, settings, pipeline)
+            system = systems.ModelSystem(stage, stage, model, settings, pipeline, workspace=workspace)
             with tqdm(total=len(holes), desc=f"{name}: {stage}", unit="hole", file=sys.stderr) as bar:
                 report = evaluate(suite, holes, system, settings={"stage": stage, "model": name, **changes},
                                   progress=bar.update)
             stem = re.sub(r"[^0-9A-Za-z.]+", "_", stage.replace("+", "plus_")).strip("_")
             prefix = f"{name}_" if args.model else ""
             (args.out / f"{prefix}{stem}.json").write_text(json.dumps(report.to_json()))
-            table += [f"| {name} | {line} |" for line in rows_of(stage, report)]
+            if any(f.confidence is not None for f in report.fills):
+                curve = {kind: risk_coverage(replace(report, fills=[f for f in report.fills if f.kind == kind]),
+                                             {h.id: lengths[h.id] for h in holes if h.kind == kind})
+                         for kind in args.kinds}
+                (args.out / f"{prefix}{stem}.curve.json").write_text(json.dumps(curve))
+            table += [f"| {name} | {line} |" for line in rows_of(stage, report, lengths)]
             print("\n".join(table[-(len(args.kinds) + 1):]), flush=True)
     (args.out / "table.md").write_text("\n".join(table) + "\n")
     print("\n".join(table))

@@ -121,6 +121,7 @@ class Suggestion:
     votes: tuple[tuple[str, float], ...] = ()
     renamed: bool = False  # its names were repaired (`dice_lsp.cuda.renames`)
     confidence: float | None = None
+    support: tuple[tuple[str, float], ...] = ()  # a source's evidence beyond its score (`features.SUPPORT`)
 
     @property
     def shown(self) -> bool:
@@ -129,10 +130,11 @@ class Suggestion:
         checks = self.checks
         return checks.parses and checks.names and checks.types is not False and checks.compiles is not False
 
-    def rank(self) -> tuple[int, float, int, float]:
-        score = _score(self.score)
+    def rank(self) -> tuple[bool, float, int, bool, float]:
+        """Showable first; then the show filter's P(right) where it decided; then more checks passed, a source's
+        line before the model's fill, and the score."""
         confidence = self.confidence if self.confidence is not None else -1.0
-        return self.checks.passed, confidence, self.source != "model", score
+        return self.shown, confidence, self.checks.passed, self.source != "model", _score(self.score)
 
     def voted(self, source: str, score: float) -> Suggestion:
         """This suggestion with `source`'s vote too (the best score kept); it is said to come from the first of
@@ -350,7 +352,10 @@ def with_sources(found: list[Suggestion], prepared: PreparedFill, checker: Check
                                    pipeline.filters, pipeline.renames):
             key = " ".join(cleaned.text.split())
             known = merged.get(key, replace(cleaned, source=candidate.source))
-            merged[key] = known.voted(candidate.source, candidate.score)
+            support = dict(known.support)
+            for name, value in features.support(candidate).items():
+                support[name] = max(value, support.get(name, value))
+            merged[key] = replace(known.voted(candidate.source, candidate.score), support=tuple(support.items()))
     return list(merged.values())
 
 
@@ -359,8 +364,8 @@ def feature_rows(found: list[Suggestion], context: FillContext) -> list[list[flo
     hole = features.Hole(context.before, context.after)
     votes = (s.evidence.get("model", math.nan) for s in found)
     model = sorted((score for score in votes if not math.isnan(score)), reverse=True)
-    return [features.row(features.Evidence(s.text, s.evidence, s.checks.parses, s.checks.names, s.renamed), hole,
-                         model, len(found)) for s in found]
+    return [features.row(features.Evidence(s.text, s.evidence, s.checks.parses, s.checks.names, s.renamed,
+                                           dict(s.support)), hole, model, len(found)) for s in found]
 
 
 def _confident(found: list[Suggestion], context: FillContext, decision: Decision | None) -> list[Suggestion]:

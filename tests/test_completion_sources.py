@@ -149,3 +149,33 @@ def test_a_run_the_code_below_completes_is_not_proposed() -> None:
     text = AXES.replace("{typed}", "\n    int iz = blockIdx.z * blockDim.z + threadIdx.z;")
     before, after = split(text, Position(3, 4))
     assert analogue.candidates(before, after) == []
+
+
+# ------------------------------------------------------------------------------------ names adapted to the hole
+def test_pairing_renames_one_to_one_and_keeps_builtins() -> None:
+    from dice_lsp.completion.adapt import pairing, renamed
+
+    renames = pairing(["int r = blockIdx.y * blockDim.y + threadIdx.y;", "int c = blockIdx.x;"],
+                      ["int row = blockIdx.y * blockDim.y + threadIdx.y;", "int col = blockIdx.x;"])
+    assert renames == {"r": "row", "c": "col"}
+    assert renamed("if (r < m && c < n) out[r * n + c] = p.x;", renames) == (
+        "if (row < m && col < n) out[row * n + col] = p.x;")
+    assert pairing(["int a = b;"], ["int a = a;"]) is None, "b -> a while a stays a: not one to one"
+    assert pairing(["s.x = 1;"], ["s.y = 1;"]) is None, "a member is never renamed"
+    assert pairing(["int a;"], ["float a;"]) is None, "a keyword or type differs: another shape"
+
+
+def test_a_like_kernel_with_other_names_gives_its_line_renamed() -> None:
+    text = ("__global__ void add(const float* a, float* out, int n) {\n"
+            "    int idx = blockIdx.x * blockDim.x + threadIdx.x;\n"
+            "    if (idx < n) out[idx] = a[idx] + 1.0f;\n"
+            "}\n"
+            "__global__ void twice(const float* x, float* y, int count) {\n"
+            "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+            "    \n"
+            "}\n")
+    before, after = split(text, Position(6, 4))
+    found = candidates(before, after)
+    adapted = [c for c in found if getattr(c, "adapted", False)]
+    # the names the context pairs up are renamed (idx -> i); the others stay, for the checks to judge
+    assert [(c.text, c.score) for c in adapted] == [("if (i < n) out[i] = a[i] + 1.0f;", 1.0)]

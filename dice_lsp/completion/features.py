@@ -15,7 +15,9 @@ import math
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from dice_lsp.completion.sources import Candidate
 
 SOURCES = ("model", "document", "workspace", "idiom", "analogue")
 _TOKEN = re.compile(r"\w+|[^\w\s]")
@@ -23,7 +25,8 @@ _DECLARATION = re.compile(r"^\s*(?:const\s+)?[A-Za-z_][\w:<>]*[\s*&]+[A-Za-z_]\w
 
 FEATURES: tuple[str, ...] = (
     "from_model", "from_document", "from_workspace", "from_idiom", "from_analogue",  # who proposed it
-    "model_logprob", "document_score", "workspace_score", "workspace_files", "idiom_score", "analogue_score",
+    "model_logprob", "document_score", "document_adapted", "workspace_score", "workspace_files",
+    "idiom_score", "idiom_files", "idiom_sources", "idiom_share", "analogue_score",
     "sources", "model_rank", "model_best", "model_margin", "model_fills",
     "parses", "names", "renamed",
     "chars", "tokens", "repeats_above", "repeats_below", "declares",
@@ -58,7 +61,24 @@ class Evidence:
     parses: bool
     names: bool
     renamed: bool = False  # its names were repaired (`dice_lsp.cuda.renames`)
-    workspace_files: int = 0  # files of the workspace whose line this is after a like context
+    support: Mapping[str, float] = field(default_factory=dict)  # `SUPPORT` values its sources gave
+
+
+# A source's evidence beyond its score, by the candidate attribute that carries it (`support`): a document line
+# adapted to the hole's names (`adapt`); the workspace's count of files with the line after a like context; the
+# idiom bank's files, sources and share of continuations.
+SUPPORT = {"document_adapted": ("document", "adapted"), "workspace_files": ("workspace", "files"),
+           "idiom_files": ("idiom", "files"), "idiom_sources": ("idiom", "sources"), "idiom_share": ("idiom", "share")}
+
+
+def support(candidate: Candidate) -> dict[str, float]:
+    """The `SUPPORT` values `candidate` carries (none for a source that keeps only a score)."""
+    found = {}
+    for name, (source, attribute) in SUPPORT.items():
+        value = getattr(candidate, attribute, None)
+        if candidate.source == source and isinstance(value, int | float):
+            found[name] = float(value)
+    return found
 
 
 def _tokens(text: str) -> Counter[str]:
@@ -87,8 +107,12 @@ def row(candidate: Evidence, hole: Hole, model_scores: Sequence[float], candidat
         "model_logprob": nan if model is None else model,
         "document_score": votes.get("document", nan),
         "workspace_score": votes.get("workspace", nan),
-        "workspace_files": float(candidate.workspace_files),
+        "document_adapted": candidate.support.get("document_adapted", nan),
+        "workspace_files": candidate.support.get("workspace_files", nan),
         "idiom_score": votes.get("idiom", nan),
+        "idiom_files": candidate.support.get("idiom_files", nan),
+        "idiom_sources": candidate.support.get("idiom_sources", nan),
+        "idiom_share": candidate.support.get("idiom_share", nan),
         "analogue_score": votes.get("analogue", nan),
         "sources": float(len(votes)),
         "model_rank": float(rank),

@@ -47,16 +47,19 @@ class FillRow:
     latency_ms: float
     model_calls: int | None  # None only in reports older than the count
     score: FillScore
+    confidence: float | None = None  # the show filter's P(right) of the fill (written only when a filter decided)
 
     def to_json(self) -> dict[str, Any]:
         calls = {} if self.model_calls is None else {"model_calls": self.model_calls}
+        chance = {} if self.confidence is None else {"confidence": self.confidence}
         return {"hole": self.hole, "kind": self.kind, "fill": self.fill, "latency_ms": self.latency_ms, **calls,
-                **asdict(self.score)}
+                **asdict(self.score), **chance}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> FillRow:
         score = FillScore(**{name: data[name] for name in _SCORE_FIELDS})
-        return cls(data["hole"], _kind(data["kind"]), data["fill"], data["latency_ms"], data.get("model_calls"), score)
+        return cls(data["hole"], _kind(data["kind"]), data["fill"], data["latency_ms"], data.get("model_calls"), score,
+                   data.get("confidence"))
 
     def suite_hole(self) -> SuiteHole:
         """A stand-in hole with this row's id and kind, executable where the fill was run (for `summarise`)."""

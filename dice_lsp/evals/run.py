@@ -75,5 +75,5 @@ def evaluate(suite: Suite, holes: list[SuiteHole], system: System, execute: bool
     return EvalReport(
         suite=suite.name, split=suite.split, system=system.name, label=system.label, executed=execute,
         settings=settings or {}, holes=len(holes), kinds=summarise(rows),
-        fills=[FillRow(h.id, h.kind, a.fill, round(a.latency_ms, 1), a.model_calls, s)
+        fills=[FillRow(h.id, h.kind, a.fill, round(a.latency_ms, 1), a.model_calls, s, a.confidence)
                for h, s, a in zip(holes, scores, answers, strict=True)])

@@ -24,11 +24,13 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
 from dice_lsp.complete import PRODUCT, Pipeline, fill_hole, front_end_for
+from dice_lsp.completion.sources import Source
 from dice_lsp.cuda import holes as editor
 from dice_lsp.cuda.functions import enclosing_function
 from dice_lsp.engine import EMBEDDED_MODEL, LoadedModel, fill
@@ -48,6 +50,7 @@ class Answer:
     fill: str | None  # what the editor would show; None when it shows nothing
     latency_ms: float
     model_calls: int = 0  # the model calls it took (re-masking rounds included); 0: no model
+    confidence: float | None = None  # the show filter's P(right) of what is shown (None: no filter decided)
 
 
 class System(Protocol):
@@ -99,6 +102,7 @@ class ModelSystem:
     settings: Settings
     pipeline: Pipeline = PRODUCT
     opened: bool = True  # the file was open before the completion: clang's preamble is built, untimed
+    workspace: Callable[[SuiteHole], tuple[Source, ...]] | None = None  # the hole's workspace (its project's files)
 
     def answer(self, document: str, hole: SuiteHole) -> Answer:
         if self.opened and self.pipeline.front_end:
@@ -111,12 +115,14 @@ class ModelSystem:
         if region.kind == "marker":  # an explicit canvas: let it be as large as the kind asks
             settings = replace(settings, max_canvas=max(settings.max_canvas, region.canvas_tokens))
         front_end = front_end_for(document, None, CompileFlags(), settings) if self.pipeline.front_end else None
+        sources = self.workspace(hole) if self.workspace is not None else ()
         completion = fill_hole(self.model, document, region, settings, lambda request: fill(self.model, request),
-                               pipeline=self.pipeline, front_end=front_end)
+                               pipeline=self.pipeline, front_end=front_end, sources=sources)
         elapsed = (time.perf_counter() - started) * 1000
         texts = completion.texts
         shown = texts[0] if texts and texts[0].strip() else None
-        return Answer(shown, elapsed, completion.model_calls)
+        confidence = completion.confidences[0] if shown is not None and completion.confidences else None
+        return Answer(shown, elapsed, completion.model_calls, confidence)
 
     def open(self, document: str) -> None:
         """What the language server does when the editor opens a file (`DiceServer.warm_front_end`), waited for:

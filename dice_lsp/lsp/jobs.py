@@ -24,6 +24,7 @@ from typing import Any, Protocol, TypeVar
 
 from dice_lsp.backends import read_reply
 from dice_lsp.complete import Compiler, Completion, complete_at
+from dice_lsp.completion.sources import Source
 from dice_lsp.errors import Cancelled
 from dice_lsp.harness.bench import BenchReport, bench_file, gpu_arch, kernelbench_reference
 from dice_lsp.harness.limits import Limits
@@ -68,7 +69,10 @@ class EditorJobs(Protocol):
     def start(self, settings: Settings) -> Starting: ...
 
     async def complete(self, job: DocumentJob, where: Position, compiler: Callable[[], Compiler | None],
-                       front_end: Callable[[], Compiler | None] = lambda: None) -> Completion:
+                       front_end: Callable[[], Compiler | None] = lambda: None,
+                       sources: tuple[Source, ...] = ()) -> Completion:
+        """The completion at `where`; `sources`: proposers besides the model and the document (the workspace
+        index), used where the completion is made here (a team server has no index of this workspace)."""
         ...
 
     async def optimize(self, job: DocumentJob, kernel: str) -> OptimizeReport: ...
@@ -102,11 +106,12 @@ class LocalJobs:
         return Starting(f"loading {settings.model or 'dice-tiny'}", ready())
 
     async def complete(self, job: DocumentJob, where: Position, compiler: Callable[[], Compiler | None],
-                       front_end: Callable[[], Compiler | None] = lambda: None) -> Completion:
+                       front_end: Callable[[], Compiler | None] = lambda: None,
+                       sources: tuple[Source, ...] = ()) -> Completion:
         text, settings, judge, reader = job.text, job.settings, compiler(), front_end()
         ticket = self.host.ticket(job.key)
         future = self.host.submit(lambda model: complete_at(model, text, where, settings, cancel=ticket,
-                                                            compiler=judge, front_end=reader))
+                                                            compiler=judge, front_end=reader, sources=sources))
         future.add_done_callback(lambda done: self._told_cancelled(job.key, done))
         try:
             return await asyncio.wrap_future(future)
@@ -197,7 +202,8 @@ class TeamJobs:
         return read_reply(self.address, method, await self.team.ask(job.key, method, params, listener), read)
 
     async def complete(self, job: DocumentJob, where: Position, compiler: Callable[[], Compiler | None],
-                       front_end: Callable[[], Compiler | None] = lambda: None) -> Completion:
+                       front_end: Callable[[], Compiler | None] = lambda: None,
+                       sources: tuple[Source, ...] = ()) -> Completion:
         params = {"text": job.text, "line": where.line, "character": where.character}
         return await self.ask(job, "complete", params, lambda found: Completion.from_json(found, where))
 

@@ -23,6 +23,7 @@ Errors, one policy:
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 from collections.abc import Awaitable, Callable
@@ -36,6 +37,7 @@ from pygls.uris import to_fs_path
 
 from dice_lsp import __version__
 from dice_lsp.complete import Compiler, CompileVerdicts, Completion, front_end_for, nvcc_compiler
+from dice_lsp.completion.sources.workspace import WorkspaceIndex, WorkspaceIndexer
 from dice_lsp.cuda.checks import Checks
 from dice_lsp.cuda.holes import find_markers
 from dice_lsp.errors import Cancelled, DiceError
@@ -77,6 +79,7 @@ FILL_COMMAND = "dice.fillHole"
 APPLY = "Apply"
 WATCH_SETTLE_SECONDS = 0.3  # a checkout writes many files: wait for the burst to end before compiling
 CONFIGURATION_SECONDS = 30.0  # longest wait for the client's answer to workspace/configuration
+INDEXER_STOP_SECONDS = 2.0  # longest wait at exit for a workspace indexer (it stops between two files)
 MODEL_STOP_SECONDS = 60.0  # longest wait at exit for the model thread (one native call: a shard being read)
 T = TypeVar("T")
 
@@ -104,12 +107,18 @@ class DiceServer(LanguageServer):
         self.jobs: EditorJobs = self.local  # a team server's when dice.server.url is set (`load_model`)
         self.verdict_worker = ThreadPoolExecutor(1, thread_name_prefix="dice-verdicts")  # one nvcc at a time
         self.verdicts = CompileVerdicts(self.verdict_worker.submit)
+        # the workspace's CUDA/C++ lines, for completions (`sources.workspace`): indexed in the background, only
+        # in a trusted workspace
+        self.index = WorkspaceIndex()
+        self.indexers: list[WorkspaceIndexer] = []
 
     def shutdown(self) -> None:
         """The end of the session: stop pygls's workers, then the model thread, before the process exits
         (see `ModelHost.close` for why an exit must wait for it). A thread still busy past the bound is
         left by exiting at once, without the interpreter's finalization that would crash on it."""
         super().shutdown()  # type: ignore[no-untyped-call]
+        for indexer in self.indexers:
+            indexer.stop(INDEXER_STOP_SECONDS)
         if not self.host.close(MODEL_STOP_SECONDS):
             LOG.error("the model thread is still busy after %.0f s; exiting without waiting for it",
                       MODEL_STOP_SECONDS)
@@ -190,8 +199,29 @@ class DiceServer(LanguageServer):
         folders = [Path(to_fs_path(f.uri) or f.uri) for f in self.workspace.folders.values()]
         return next((f for f in folders if path.is_relative_to(f)), None)
 
+    def index_workspace(self) -> None:
+        """Start indexing each workspace folder not yet indexed (`WorkspaceIndexer`: nothing is read while the
+        workspace is untrusted; a `$/progress`-free background walk, said in the log when done)."""
+        for folder in self.workspace.folders.values():
+            root = Path(to_fs_path(folder.uri) or folder.uri)
+            if not root.is_dir() or any(indexer.root == root.resolve() for indexer in self.indexers):
+                continue
+            indexer = WorkspaceIndexer(root, self.index, trusted=self.settings.trusted,
+                                       progress=functools.partial(self._indexed, root))
+            self.indexers.append(indexer)
+            indexer.start()
+
+    def _indexed(self, root: Path, done: int, total: int) -> None:
+        """The indexer's progress (from its thread): the end of a walk is said in the client's log."""
+        if done == total and self.loop is not None and not self.loop.is_closed():
+            message = f"dice-lsp: {done} files of {root.name} indexed for completions ({self.index.lines} lines)"
+            self.loop.call_soon_threadsafe(self.log, message, types.MessageType.Log)
+
     def file_changed_on_disk(self, changed: Path) -> None:
-        """Recompile the open documents that include `changed` (or take their flags from it)."""
+        """Recompile the open documents that include `changed` (or take their flags from it), and index it
+        again."""
+        for indexer in self.indexers:
+            indexer.changed(changed)
         for request in self.checks.affected_by(changed):
             if request.path != changed:  # an open document's own buffer wins over its file
                 self.check_document(request.uri, delay=WATCH_SETTLE_SECONDS)
@@ -249,6 +279,8 @@ class DiceServer(LanguageServer):
         """The user trusted the workspace (or no longer does): reasons are said afresh, the open documents
         compile again with the flags now allowed, and lenses that said "not run" go."""
         LOG.info("workspace %s", "trusted" if self.settings.trusted else "not trusted")
+        for indexer in self.indexers:
+            indexer.set_trusted(self.settings.trusted)
         self.notices.reset()
         kept = {uri: r for uri, r in self.bench_reports.items() if r.reason != NOT_BENCHMARKED}
         dropped, self.bench_reports = len(kept) < len(self.bench_reports), kept
@@ -434,7 +466,8 @@ class DiceServer(LanguageServer):
         job = self.document_job(uri, uri)
         try:
             completion = await self.jobs.complete(job, where, lambda: self.verdicts_for(job.path, text, settings),
-                                                  lambda: self.front_end_for(job.path, text, settings))
+                                                  lambda: self.front_end_for(job.path, text, settings),
+                                                  (self.index.source(exclude=str(job.path)),))
         except Cancelled:
             return None
         except DiceError as exc:
@@ -519,6 +552,7 @@ async def initialized(ls: DiceServer, params: types.InitializedParams) -> None:
     for error in [*ls.init_errors, *errors]:  # initializationOptions' own, once, with the configuration's
         ls.tell(error)
     ls.tell_untrusted()
+    ls.index_workspace()
     try:
         await ls.load_model()
     except asyncio.CancelledError:  # the session ended while the model loaded (pygls would log a traceback)

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from dice_lsp import sandbox
-from dice_lsp.complete import Completion, Filler, front_end_for, lf_text, prepare
+from dice_lsp.complete import Completion, Filler, decision_for, front_end_for, lf_text, model_sources, prepare
 from dice_lsp.engine.fill_types import FillRequest, FillResult
 from dice_lsp.engine.tokenizer import Tokenizer
 from dice_lsp.errors import DiceError
@@ -73,8 +73,9 @@ class Begin:
 class _Run:
     """One completion on a thread of a worker; its filler sends fill requests to the server and waits."""
 
-    def __init__(self, begin: Begin, tokenizer: tuple[Tokenizer, int], send: Callable[[int, Any], None]) -> None:
-        self.begin, self.tokenizer, self.send = begin, tokenizer, send
+    def __init__(self, begin: Begin, tokenizer: tuple[Tokenizer, int], send: Callable[[int, Any], None],
+                 folder: Path) -> None:
+        self.begin, self.tokenizer, self.send, self.folder = begin, tokenizer, send, folder
         self.answers: queue.Queue[FillResult | BaseException] = queue.Queue()
         self.clock = time.perf_counter()  # the worker's time is counted from here to each message it sends
 
@@ -92,7 +93,9 @@ class _Run:
 
     def _complete(self) -> Completion | None:
         b = self.begin
-        prepared = prepare(*self.tokenizer, b.text, b.position, b.settings, b.selection)
+        # the same pipeline as the editor's: the model's idiom bank proposes, its show filter decides (the client's
+        # workspace is not here: its index is the client's)
+        prepared = prepare(*self.tokenizer, b.text, b.position, b.settings, b.selection, model_sources(self.folder))
         if prepared is None:
             return None
         prepared = replace(prepared, started=b.started)
@@ -102,7 +105,8 @@ class _Run:
         front_end = front_end_for(document, None, CompileFlags(arch=b.settings.arch, std=b.settings.std,
                                                                defines=b.settings.defines), b.settings)
         filler: Filler = self._fill
-        return prepared.completion(filler(prepared.request), filler, document=document, front_end=front_end)
+        return prepared.completion(filler(prepared.request), filler, document=document, front_end=front_end,
+                                   decision=decision_for(self.folder, b.settings))
 
     def _fill(self, request: FillRequest) -> FillResult:
         self._say(request, None)
@@ -136,7 +140,7 @@ def serve_worker(connection: Connection, folder: Path, window: int, server: int,
     connection.send((-1, "ready"))
     while (message := connection.recv()) is not None:
         if isinstance(message, Begin):  # registered before it runs: its last message takes it out
-            runs[message.job] = run = _Run(message, tokenizer, send)
+            runs[message.job] = run = _Run(message, tokenizer, send, folder)
             run.start()
         else:
             job, answer = message

@@ -15,6 +15,7 @@ from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
 
+from dice_lsp.completion.adapt import pairing, renamed
 from dice_lsp.completion.sources import Candidate
 
 SOURCE = "document"
@@ -76,14 +77,59 @@ def candidates(before: str, after: str, limit: int = MAX_CANDIDATES) -> list[Can
     hole = len(above_text)
     context = _neighbours(lines, hole, skip=hole)
     best: dict[str, float] = {}
+    adapted: dict[str, float] = {}
     for index, line in enumerate(lines):
-        if index == hole or not line.text or not line.text.startswith(typed) or len(line.text) == len(typed):
-            continue
-        text = line.text[len(typed):]
-        if line is context[0] or line is context[1] or (context[0] is not None and line.text == context[0].text):
+        if index == hole or not line.text or line is context[0] or line is context[1]:
             continue  # the line just above or below: a repeat, never the answer
-        score = _context_score(context, _neighbours(lines, index, skip=hole))
-        if score > best.get(text, -1.0):
-            best[text] = score
+        if context[0] is not None and line.text == context[0].text:
+            continue
+        theirs = _neighbours(lines, index, skip=hole)
+        if line.text.startswith(typed) and len(line.text) > len(typed):
+            score = _context_score(context, theirs)
+            text = line.text[len(typed):]
+            best[text] = max(score, best.get(text, -1.0))
+        found = _adapted(lines, index, hole, context, theirs, typed)
+        if found is not None and found[0] not in best:
+            adapted[found[0]] = max(found[1], adapted.get(found[0], -1.0))
     ranked = sorted(best.items(), key=lambda item: -item[1])[:limit]
-    return [Candidate(text, SOURCE, round(score, 4)) for text, score in ranked]
+    renamed_ = sorted(((t, s) for t, s in adapted.items() if t not in best), key=lambda item: -item[1])[:limit]
+    return ([Candidate(text, SOURCE, round(score, 4)) for text, score in ranked]
+            + [AdaptedCandidate(text, SOURCE, round(score, 4)) for text, score in renamed_])
+
+
+@dataclass(frozen=True)
+class AdaptedCandidate(Candidate):
+    """A line of the document with its identifiers renamed to the hole's (`dice_lsp.completion.adapt`)."""
+
+    adapted: bool = True
+
+
+def _second_above(lines: list[Line], index: int, skip: int) -> Line | None:
+    """The second nearest non-blank line above `index` (never the line `skip`)."""
+    found = [i for i in range(index - 1, -1, -1) if lines[i].text and i != skip][1:2]
+    return lines[found[0]] if found else None
+
+
+def _adapted(lines: list[Line], index: int, hole: int, context: tuple[Line | None, Line | None],
+             theirs: tuple[Line | None, Line | None], typed: str) -> tuple[str, float] | None:
+    """Line `index` renamed to the hole's names (`adapt.pairing` of the lines around it and around the hole: the
+    line above must have the hole's shape, the second above and the one below join when theirs agree), as the
+    rest after `typed`, with its context score once renamed; None when no name differs or it does not continue
+    `typed`."""
+    if context[0] is None or theirs[0] is None or len(context[0].tokens) != len(theirs[0].tokens):
+        return None
+    renames = pairing([theirs[0].text], [context[0].text])
+    if renames is None:
+        return None
+    pairs = [(theirs[1], context[1]), (_second_above(lines, index, hole), _second_above(lines, hole, hole))]
+    for their_line, my_line in pairs:
+        if their_line is not None and my_line is not None:
+            more = pairing([theirs[0].text, their_line.text], [context[0].text, my_line.text])
+            renames = more if more is not None else renames
+    if not renames:
+        return None
+    text = renamed(lines[index].text, renames)
+    if not text.startswith(typed) or len(text) == len(typed) or text == lines[index].text:
+        return None
+    moved = tuple(None if line is None else Line(renamed(line.text, renames)) for line in theirs)
+    return text[len(typed):], _context_score(context, (moved[0], moved[1]))

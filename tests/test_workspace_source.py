@@ -103,6 +103,9 @@ def test_a_line_after_the_same_context_in_several_files_counts_them() -> None:
         built.add(f"/w/{name}", ADD if name != "c.cu" else SCALE)
     proposed = built.candidates(SUB_BEFORE, SUB_AFTER, limit=3)
     assert found(proposed) == [(TRUTH, 1.0, 2, "/w/a.cu"), ("if (i < n) x[i] *= s;", 1.0, 1, "/w/c.cu")]
+    assert [c.rivals for c in proposed] == [1, 1], "each has the other as a rival at 1.0"
+    built.remove("/w/c.cu")
+    assert [(c.text, c.files, c.rivals) for c in built.candidates(SUB_BEFORE, SUB_AFTER)] == [(TRUTH, 2, 0)]
 
 
 def test_whitespace_does_not_split_identical_lines() -> None:

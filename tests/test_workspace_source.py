@@ -479,3 +479,16 @@ def test_a_folder_created_or_moved_in_is_indexed(tree: Path) -> None:
     indexer.changed(tree / "lib" / "k")  # a folder deleted
     assert [p for p in indexed(indexer) if p.startswith("lib")] == []
     indexer.stop()
+
+
+def test_the_edited_file_is_excluded_through_a_link_to_its_folder(tree: Path, tmp_path: Path) -> None:
+    """The editor may name the file through a linked folder; the indexer names it by its resolved path."""
+    (tmp_path / "alias").symlink_to(tree, target_is_directory=True)
+    indexer = WorkspaceIndexer(tree, WorkspaceIndex(), trusted=True)
+    indexer.start()
+    indexer.wait(30)
+    indexer.index.add(tree / "src" / "sub.cu", SUB_BEFORE + "if (i < n) c[i] = 0;" + SUB_AFTER)
+    proposed = indexer.index.candidates(SUB_BEFORE, SUB_AFTER, limit=10, exclude=tmp_path / "alias" / "src" / "sub.cu")
+    assert found(proposed[:1]) == [(TRUTH, 1.0, 1, str(tree / "src" / "add.cu"))]
+    assert "if (i < n) c[i] = 0;" not in [c.text for c in proposed]
+    indexer.stop()

@@ -104,8 +104,8 @@ def line_key(text: str) -> int:
 
 
 def path_key(path: str | os.PathLike[str]) -> str:
-    """How a path names a file in the index: as given, normalised (`a/./b` is `a/b`), never resolved (the
-    indexer gives resolved paths; the language server should pass `Path(...).resolve()` too)."""
+    """How a path names a file in the index: as given, normalised (`a/./b` is `a/b`). `WorkspaceIndexer` gives
+    resolved paths; an excluded path is looked up both as given and resolved."""
     return os.path.normpath(os.fspath(path))
 
 
@@ -362,10 +362,10 @@ class WorkspaceIndex:
         typed, above, below = hole
         if exclude is None:
             excluded: set[str] = set()
-        elif isinstance(exclude, str | os.PathLike):
-            excluded = {path_key(exclude)}
         else:
-            excluded = {path_key(p) for p in exclude}
+            given = [exclude] if isinstance(exclude, str | os.PathLike) else list(exclude)
+            # as given and with links resolved: the indexer names files by their resolved paths, an editor may not
+            excluded = {path_key(p) for p in given} | {path_key(os.path.realpath(p)) for p in given}
         with self._readers_lock:
             self._readers += 1
         try:

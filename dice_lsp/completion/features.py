@@ -25,7 +25,7 @@ _DECLARATION = re.compile(r"^\s*(?:const\s+)?[A-Za-z_][\w:<>]*[\s*&]+[A-Za-z_]\w
 
 FEATURES: tuple[str, ...] = (
     "from_model", "from_document", "from_workspace", "from_idiom", "from_analogue",  # who proposed it
-    "model_logprob", "document_score", "document_adapted", "workspace_score", "workspace_files",
+    "model_logprob", "document_score", "document_adapted", "workspace_score", "workspace_files", "workspace_rivals",
     "idiom_score", "idiom_files", "idiom_sources", "idiom_share", "analogue_score",
     "sources", "model_rank", "model_best", "model_margin", "model_fills",
     "parses", "names", "renamed",
@@ -65,9 +65,10 @@ class Evidence:
 
 
 # A source's evidence beyond its score, by the candidate attribute that carries it (`support`): a document line
-# adapted to the hole's names (`adapt`); the workspace's count of files with the line after a like context; the
-# idiom bank's files, sources and share of continuations.
+# adapted to the hole's names (`adapt`); the workspace's count of files with the line after a like context and of
+# other lines whose context scores the same; the idiom bank's files, sources and share of continuations.
 SUPPORT = {"document_adapted": ("document", "adapted"), "workspace_files": ("workspace", "files"),
+           "workspace_rivals": ("workspace", "rivals"),
            "idiom_files": ("idiom", "files"), "idiom_sources": ("idiom", "sources"), "idiom_share": ("idiom", "share")}
 
 
@@ -109,6 +110,7 @@ def row(candidate: Evidence, hole: Hole, model_scores: Sequence[float], candidat
         "workspace_score": votes.get("workspace", nan),
         "document_adapted": candidate.support.get("document_adapted", nan),
         "workspace_files": candidate.support.get("workspace_files", nan),
+        "workspace_rivals": candidate.support.get("workspace_rivals", nan),
         "idiom_score": votes.get("idiom", nan),
         "idiom_files": candidate.support.get("idiom_files", nan),
         "idiom_sources": candidate.support.get("idiom_sources", nan),

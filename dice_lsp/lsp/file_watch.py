@@ -17,7 +17,9 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
 LOG = logging.getLogger("dice_lsp.watch")
-WATCHED_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".hh", ".inl", ".json")  # .json: compile_commands.json
+# .json: compile_commands.json; C/C++ sources and .gitignore: the workspace index (`sources.workspace`)
+WATCHED_SUFFIXES = (".cu", ".cuh", ".cuinl", ".h", ".hpp", ".hh", ".inl", ".c", ".cc", ".cpp", ".cxx", ".json",
+                    ".gitignore")
 CHANGES = ("created", "modified", "moved", "deleted", "closed")
 
 

@@ -217,6 +217,14 @@ class DiceServer(LanguageServer):
             message = f"dice-lsp: {done} files of {root.name} indexed for completions ({self.index.lines} lines)"
             self.loop.call_soon_threadsafe(self.log, message, types.MessageType.Log)
 
+    def reindex(self, uri: str) -> None:
+        """Index a saved or closed document again from disk (what other files' completions see of it)."""
+        path = to_fs_path(uri)
+        if path is None:
+            return
+        for indexer in self.indexers:
+            indexer.changed(path)
+
     def file_changed_on_disk(self, changed: Path) -> None:
         """Recompile the open documents that include `changed` (or take their flags from it), and index it
         again."""
@@ -679,16 +687,19 @@ async def optimize_command(ls: DiceServer, uri: str, kernel: str, version: int |
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
 def did_open(ls: DiceServer, params: types.DidOpenTextDocumentParams) -> None:
     ls.document_opened(params.text_document.uri)
+    ls.index.touch(to_fs_path(params.text_document.uri) or params.text_document.uri)  # kept over files not open
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: DiceServer, params: types.DidCloseTextDocumentParams) -> None:
     ls.checks.forget(params.text_document.uri)
+    ls.reindex(params.text_document.uri)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
 async def did_save(ls: DiceServer, params: types.DidSaveTextDocumentParams) -> None:
     ls.document_opened(params.text_document.uri)
+    ls.reindex(params.text_document.uri)
     if ls.settings.bench_on_save and ls.checks.wants(params.text_document.uri):
         await ls.bench_document(params.text_document.uri)
 

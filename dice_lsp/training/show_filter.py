@@ -151,7 +151,7 @@ def _workspace_sources(twins: bool) -> Callable[[Any], tuple[Any, ...]]:
         from dice_lsp.completion.sources.workspace import workspace_for
     except ImportError:
         return lambda _file: ()
-    return lambda file: (workspace_for(file.id, twins=twins),)
+    return lambda file: (workspace_for(file, twins=twins),)
 
 
 def write_rows(path: Path, rows: Sequence[Row]) -> None:

@@ -1,0 +1,421 @@
+"""Candidates from the idiom bank: the statement lines every CUDA programmer writes, mined from the training
+corpus (dice_lsp.training.idioms) and shipped beside the model (dice-tiny/idioms.json.gz).
+
+A hole's context is the nearest code line above it (`context_line`: blank lines, comment lines and a line that
+is only `{` are skipped). That line is normalised the way the miner normalised every line it learnt from
+(`abstract_key`): comments dropped, whitespace reduced to what separates two words, a trailing `{` dropped, and
+each identifier that is not C/C++/CUDA vocabulary (keywords, types, builtins such as `threadIdx`, `__`-names
+such as `__syncthreads` and `__shfl_down_sync`, `atomic*`, `cuda*`, math functions, numbers) replaced by a
+placeholder `$0`, `$1`, ... in order of first appearance (a preprocessor line, such as `#pragma unroll`, is
+kept whole). The bank maps such a key to the lines that followed it in the corpus, written with the same
+placeholders.
+
+Each context line has two keys. The generic key abstracts every name of the code; the specific key keeps
+concrete the names common across the corpus (found in the GPU files of at least `min_name_projects` projects,
+listed in the bank's `names`: `i`, `tid`, `idx`, `offset`, ...), so `int i = blockIdx.x * blockDim.x +
+threadIdx.x;` has statistics of its own beside those of every `int $0 = ...`. The miner counts a pair under
+both keys (once where they are the same); a hole gets the values of both, and for a text both propose, the
+better-scored evidence.
+
+A value may name what the key does not bind. Stored as it was (`if ($0 < n) {`), it is proposed as it is: the
+miner kept it only because that very name was frequent after the key. Stored with a free placeholder
+(`$1 += __shfl_down_sync(0xffffffff, $1, $0);` after `for (int $0 = 16; $0 > 0; $0 /= 2)`), it is proposed
+only on a half-typed line whose typed text binds it (`sum += ` -> `__shfl_down_sync(0xffffffff, sum, offset);`,
+`bind_typed`); a line hole cannot write it.
+
+Lookup is a dict access per key: the values are instantiated with the hole's own names (`$0` -> the identifier
+that stood at `$0` in the hole's line above), and on a half-typed line only values that begin with the typed
+text (whitespace aside) are kept, the candidate being what follows it.
+
+Score (in [0, 1]): `files / (total + PRIOR)`, the pair's share of the key's continuations with PRIOR pseudo
+continuations of "something else" added to the key's total; `files` is the number of distinct corpus files in
+which the value followed the key, `total` the same count summed over every value (as written) that followed the
+key. A pair seen in 3 files out of 3 scores 3/7 = 0.43, 80 out of 100 scores 0.77, 300 out of 310 scores 0.96:
+the score rises with both the share and the evidence behind it. It does not condition on the typed text (a
+half-typed line's candidate is likelier than its score says). `IdiomCandidate` carries the raw evidence (files,
+projects, share, total, whether typed names were bound) for the ranking stage.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from dice_lsp.completion.sources import Candidate
+
+SOURCE = "idiom"
+FORMAT = "dice-idioms/1"
+PRIOR = 4  # pseudo continuations added to a key's total: little evidence -> low score
+MAX_CANDIDATES = 3
+MAX_LINE_CHARS = 200  # longer lines are neither keys nor values
+DEFAULT_PATH = Path(__file__).resolve().parents[2] / "models" / "dice-tiny" / "idioms.json.gz"
+LOG = logging.getLogger("dice_lsp.idioms")
+
+# -------------------------------------------------------------------------------------------------- lexing
+
+_TOKEN = re.compile(r"""
+    (?P<comment>//.*|/\*.*?(?:\*/|$))
+  | (?P<string>"(?:\\.|[^"\\])*"?|'(?:\\.|[^'\\])*'?)
+  | (?P<number>0[xX][0-9a-fA-F]+[uUlL]*|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?[uUlLfF]*)
+  | (?P<word>[A-Za-z_]\w*)
+  | (?P<op>::|->|\+\+|--|<<=|>>=|<<|>>|<=|>=|==|!=|&&|\|\||[-+*/%&|^]=|\S)
+""", re.VERBOSE)
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+KEYWORDS = _words("""
+    alignas alignof and asm auto bool break case catch char char16_t char32_t class const const_cast constexpr
+    continue decltype default delete do double dynamic_cast else enum explicit extern false float for friend
+    goto if inline int long mutable namespace new noexcept not nullptr operator or private protected public
+    register reinterpret_cast return short signed sizeof static static_assert static_cast struct switch
+    template this throw true try typedef typeid typename union unsigned using virtual void volatile while
+    NULL
+""")
+TYPES = _words("""
+    size_t ptrdiff_t ssize_t int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t uint intptr_t
+    uintptr_t half half2 bfloat16 nv_bfloat16 nv_bfloat162 dim3 cudaStream_t cudaError_t cudaEvent_t
+    char1 char2 char3 char4 uchar1 uchar2 uchar3 uchar4 short1 short2 short3 short4 ushort1 ushort2 ushort3
+    ushort4 int1 int2 int3 int4 uint1 uint2 uint3 uint4 long1 long2 long3 long4 ulong1 ulong2 ulong3 ulong4
+    longlong1 longlong2 longlong3 longlong4 ulonglong1 ulonglong2 ulonglong3 ulonglong4 float1 float2 float3
+    float4 double1 double2 double3 double4 std cub thrust cooperative_groups
+""")
+BUILTINS = _words("""
+    threadIdx blockIdx blockDim gridDim warpSize printf assert min max abs
+    sqrt sqrtf rsqrt rsqrtf cbrt cbrtf exp expf exp2 exp2f exp10 exp10f expm1 expm1f log logf log2 log2f
+    log10 log10f log1p log1pf pow powf sin sinf cos cosf tan tanf sinh sinhf cosh coshf tanh tanhf asin asinf
+    acos acosf atan atanf atan2 atan2f erf erff erfc erfcf fabs fabsf fmax fmaxf fmin fminf fma fmaf floor
+    floorf ceil ceilf round roundf rint rintf trunc truncf fmod fmodf hypot hypotf isnan isinf isfinite
+    signbit copysign copysignf ldexp ldexpf frexp frexpf sincos sincosf rcbrt rcbrtf normcdf normcdff
+""")
+_KEPT_PREFIXES = ("__", "atomic", "cuda", "cublas", "curand", "cufft", "cusparse", "cusolver", "make_")
+_MEMBERS = frozenset({"x", "y", "z", "w"})  # .x .y .z .w: vector and builtin components
+_PLACEHOLDER = re.compile(r"\$(\d+)")
+
+
+@dataclass(frozen=True)
+class Token:
+    text: str
+    kind: str  # "string" | "number" | "word" | "op"
+    spaced: bool  # whitespace stood before it in the line
+
+
+def tokens(line: str) -> list[Token]:
+    """The line's code tokens, comments dropped (an unterminated `/*` drops the rest of the line)."""
+    out: list[Token] = []
+    end = 0
+    for match in _TOKEN.finditer(line):
+        kind = match.lastgroup or "op"
+        if kind != "comment":
+            out.append(Token(match.group(), kind, match.start() > end))
+        end = match.end()
+    return out
+
+
+def is_vocabulary(word: str) -> bool:
+    """C/C++/CUDA vocabulary: keywords, types, builtins, `__`-names, CUDA API and intrinsic families."""
+    return word in KEYWORDS or word in TYPES or word in BUILTINS or word.startswith(_KEPT_PREFIXES)
+
+
+def is_kept(toks: list[Token], index: int) -> bool:
+    """Whether the identifier at `index` stays concrete: vocabulary of C/C++/CUDA, not a name of the code."""
+    word = toks[index].text
+    if is_vocabulary(word):
+        return True
+    before = toks[index - 1].text if index else ""
+    if before in (".", "->") and word in _MEMBERS:
+        return True
+    return before == "::" and index >= 2 and toks[index - 2].text in ("std", "cub", "thrust")
+
+
+def render(words: list[str], toks: list[Token], compact: bool) -> str:
+    """Join `words` (the tokens' texts, some replaced): `compact` puts a space only between two word-like
+    tokens (the key form: blind to spacing); otherwise one space wherever the line had whitespace."""
+    out: list[str] = []
+    for i, (word, tok) in enumerate(zip(words, toks, strict=True)):
+        if i:
+            if compact:
+                if toks[i - 1].kind in ("word", "number") and tok.kind in ("word", "number"):
+                    out.append(" ")
+            elif tok.spaced:
+                out.append(" ")
+        out.append(word)
+    return "".join(out)
+
+
+def abstract_key(line: str, common: frozenset[str] = frozenset()) -> tuple[str, list[str]] | None:
+    """The key of a context line and the names its placeholders stand for ($i -> names[i]); None for a line
+    with no code, a `$`, or longer than MAX_LINE_CHARS. Names in `common` stay concrete too (the specific key:
+    module docstring)."""
+    if len(line) > MAX_LINE_CHARS or "$" in line:
+        return None
+    toks = tokens(line)
+    if toks and toks[-1].text == "{" and len(toks) > 1:
+        toks = toks[:-1]
+    if not toks:
+        return None
+    names: list[str] = []
+    index: dict[str, int] = {}
+    words: list[str] = []
+    directive = toks[0].text == "#"  # `#pragma unroll`, `#endif`: kept as they are
+    for i, tok in enumerate(toks):
+        if tok.kind == "word" and not directive and tok.text not in common and not is_kept(toks, i):
+            if tok.text not in index:
+                index[tok.text] = len(names)
+                names.append(tok.text)
+            words.append(f"${index[tok.text]}")
+        else:
+            words.append(tok.text)
+    return render(words, toks, compact=True), names
+
+
+def abstract_value(line: str, names: list[str], free: bool = False,
+                   keep: frozenset[str] = frozenset()) -> tuple[str, str] | None:
+    """(compact form, spaced form) of a statement line with the key's names as placeholders; identifiers the key
+    does not have stay as they are, or with `free` become placeholders too, numbered on from the key's (a free
+    placeholder is bound by the typed text of a half-typed line: `bind_typed`), except those in `keep` (the
+    names a specific key has concretely). None for a line with no code, a `$` or longer than MAX_LINE_CHARS."""
+    if len(line) > MAX_LINE_CHARS or "$" in line:
+        return None
+    toks = tokens(line)
+    if not toks:
+        return None
+    index = {name: i for i, name in enumerate(names)}
+    words: list[str] = []
+    for i, tok in enumerate(toks):
+        if tok.kind != "word" or is_kept(toks, i) or (tok.text not in index and (not free or tok.text in keep)):
+            words.append(tok.text)
+            continue
+        if tok.text not in index:
+            index[tok.text] = len(index)
+        words.append(f"${index[tok.text]}")
+    return render(words, toks, compact=True), render(words, toks, compact=False)
+
+
+def instantiate(value: str, names: Sequence[str | None]) -> str | None:
+    """The value with each `$i` replaced by names[i]; None when it names a placeholder that is not bound."""
+    for match in _PLACEHOLDER.finditer(value):
+        i = int(match.group(1))
+        if i >= len(names) or names[i] is None:
+            return None
+    return _PLACEHOLDER.sub(lambda m: names[int(m.group(1))] or "", value)
+
+
+_NAME = re.compile(r"[A-Za-z_]\w*")
+_PARTS = re.compile(r"(\$\d+)")  # a value split into its text and its placeholders
+
+
+def bind_typed(value: str, names: list[str], typed: str) -> list[str | None] | None:
+    """`names` extended with the identifiers the typed text puts where `value` has placeholders the key did not
+    bind (`$1 += __shfl_down_sync(0xffffffff, $1, $0);` typed `sum +=` binds $1 to `sum`); None when the typed
+    text departs from the value (whitespace aside) or ends inside a name that a placeholder would take."""
+    bound: list[str | None] = [*names]
+    pos = 0
+    for part in _PARTS.split(value):
+        while pos < len(typed) and typed[pos].isspace():
+            pos += 1
+        if pos >= len(typed):
+            return bound
+        match = _PLACEHOLDER.fullmatch(part)
+        if match is not None:
+            i = int(match.group(1))
+            if i >= len(bound):
+                bound.extend([None] * (i + 1 - len(bound)))
+            if bound[i] is None:
+                name = _NAME.match(typed, pos)
+                if name is None or name.end() == len(typed) or is_vocabulary(name.group()):
+                    return None
+                bound[i] = name.group()
+                pos = name.end()
+                continue
+            part = bound[i] or ""
+        for char in part:
+            if char.isspace():
+                continue
+            while pos < len(typed) and typed[pos].isspace():
+                pos += 1
+            if pos >= len(typed):
+                return bound
+            if typed[pos] != char:
+                return None
+            pos += 1
+    return bound if pos >= len(typed.rstrip()) else None
+
+
+# -------------------------------------------------------------------------------------------------- lines
+
+def is_comment(stripped: str) -> bool:
+    """A line that is only a comment (or the inside of a `/* ... */` block written with leading stars)."""
+    return stripped.startswith(("//", "/*", "*/", "* ")) or stripped == "*"
+
+
+def is_context(stripped: str) -> bool:
+    """A line that can be a key: code that is not blank, not only a comment, and not a lone `{` (a comment may
+    follow it)."""
+    if not stripped or is_comment(stripped):
+        return False
+    return not (stripped[0] == "{" and (len(stripped) == 1 or is_comment(stripped[1:].lstrip())))
+
+
+def context_line(before: str, end: int) -> str | None:
+    """The nearest line of `before[:end]` (end: the start of the hole's line) that `is_context`, stripped."""
+    while end > 0:
+        start = before.rfind("\n", 0, end - 1) + 1
+        stripped = before[start:end].strip()
+        if is_context(stripped):
+            return stripped
+        end = start
+    return None
+
+
+def continuation(value: str, typed: str) -> str | None:
+    """What `value` adds after `typed` (whitespace aside), or None when it does not begin with it. A typed
+    text ending in whitespace gets the rest without its leading space."""
+    pos = 0
+    for char in typed:
+        if char.isspace():
+            continue
+        while pos < len(value) and value[pos].isspace():
+            pos += 1
+        if pos >= len(value) or value[pos] != char:
+            return None
+        pos += 1
+    rest = value[pos:]
+    if typed and typed[-1].isspace():
+        rest = rest.lstrip()
+    return rest if rest.strip() else None
+
+
+# -------------------------------------------------------------------------------------------------- bank
+
+@dataclass(frozen=True)
+class IdiomCandidate(Candidate):
+    """An idiom's text with the evidence behind its score: the value followed the key in `files` corpus files
+    of `projects` upstream projects, `share` of the key's `total` continuations; `key` and `value` as stored;
+    `typed_names`: the typed text bound placeholders the key did not (the value's pattern, not its names, is
+    what the evidence is about)."""
+
+    files: int
+    projects: int
+    share: float
+    total: int
+    key: str
+    value: str
+    typed_names: bool = False
+
+
+def score(files: int, total: int) -> float:
+    """files / (total + PRIOR): the share, shrunk where the key has little evidence (module docstring)."""
+    return round(files / (total + PRIOR), 4)
+
+
+@dataclass(frozen=True)
+class Entry:
+    value: str  # spaced form with placeholders
+    files: int
+    projects: int
+    share: float
+
+
+# key -> [total, [[value, files, projects, share], ...]], as stored (read lazily: loading stays a JSON parse)
+Entries = dict[str, list[Any]]
+
+
+class IdiomBank:
+    """The mined (key -> values) table; `candidates` answers the Source protocol."""
+
+    def __init__(self, entries: Entries, meta: dict[str, Any] | None = None, common: frozenset[str] = frozenset()):
+        self.entries = entries
+        self.meta = meta or {}
+        self.common = common
+
+    def __len__(self) -> int:
+        return sum(len(values) for _, values in self.entries.values())
+
+    def values(self, key: str) -> tuple[int, list[Entry]]:
+        """The key's total and its values (none for a key the bank lacks)."""
+        total, values = self.entries.get(key, (0, ()))
+        return int(total), [Entry(v, int(f), int(p), float(sh)) for v, f, p, sh in values]
+
+    @staticmethod
+    def load(path: Path | str = DEFAULT_PATH) -> IdiomBank:
+        """The bank at `path`, read once per path; a missing or unreadable bank is an empty one (logged once)."""
+        return _load(str(Path(path).resolve()))
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> IdiomBank:
+        """A bank from the miner's JSON (format FORMAT)."""
+        if data.get("format") != FORMAT:
+            raise ValueError(f"not an idiom bank (format {data.get('format')!r}, expected {FORMAT!r})")
+        entries = data["entries"]
+        if not isinstance(entries, dict):
+            raise ValueError("idiom bank entries are not a table")
+        meta = {k: v for k, v in data.items() if k not in ("entries", "names")}
+        return cls(entries, meta, frozenset(data.get("names", ())))
+
+    def keys(self, line: str) -> list[tuple[str, list[str]]]:
+        """The bank's keys for a context line with their names: the specific key (common names concrete) before
+        the generic one, each only where the bank has it."""
+        found = [abstract_key(line, self.common)] if self.common else []
+        found.append(abstract_key(line))
+        out: list[tuple[str, list[str]]] = []
+        for key in found:
+            if key is not None and key[0] in self.entries and all(key[0] != k for k, _ in out):
+                out.append(key)
+        return out
+
+    def lookup(self, before: str, after: str, limit: int = MAX_CANDIDATES) -> list[IdiomCandidate]:
+        """Idioms for a hole on one line (`before` ends at the cursor, `after` starts there), best first: the
+        values the bank holds for the hole's context line, instantiated with its names, continuing the typed
+        text. A hole with text after the cursor on its line, or no context line, gets none."""
+        rest_end = after.find("\n")
+        if after[:rest_end if rest_end >= 0 else len(after)].strip():
+            return []
+        head_start = before.rfind("\n") + 1
+        typed = before[head_start:].lstrip()
+        above = context_line(before, head_start)
+        best: dict[str, IdiomCandidate] = {}
+        for key, names in self.keys(above) if above is not None else []:
+            total, values = self.values(key)
+            for entry in values:
+                text = instantiate(entry.value, names)
+                typed_names = text is None
+                if typed_names and typed:  # placeholders the key does not bind: maybe the typed text does
+                    bound = bind_typed(entry.value, names, typed)
+                    text = instantiate(entry.value, bound) if bound is not None else None
+                rest = continuation(text, typed) if text is not None else None
+                if rest is None:
+                    continue
+                found = IdiomCandidate(rest, SOURCE, score(entry.files, total), entry.files, entry.projects,
+                                       entry.share, total, key, entry.value, typed_names)
+                if rest not in best or found.score > best[rest].score:
+                    best[rest] = found
+        return sorted(best.values(), key=lambda c: (-c.score, c.text))[:limit]
+
+    def candidates(self, before: str, after: str, limit: int = MAX_CANDIDATES) -> list[Candidate]:
+        return list(self.lookup(before, after, limit))
+
+
+@lru_cache(maxsize=8)
+def _load(path: str) -> IdiomBank:
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            return IdiomBank.from_json(json.load(handle))
+    except FileNotFoundError:
+        LOG.info("no idiom bank at %s: no idiom candidates", path)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        LOG.warning("idiom bank %s unreadable (%s): no idiom candidates", path, exc)
+    return IdiomBank({})
+
+
+def candidates(before: str, after: str, limit: int = MAX_CANDIDATES) -> list[Candidate]:
+    """Idioms of the bank shipped with the model for a hole (see `IdiomBank.lookup`)."""
+    return IdiomBank.load().candidates(before, after, limit)

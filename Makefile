@@ -27,7 +27,7 @@ setup: $(VENV)/.installed
 sdar-env: $(SDAR_VENV)/.installed
 
 demo: setup
-	$(VENV)/bin/dice-lsp complete examples/vector_add.cu --line 7 --character 4
+	$(VENV)/bin/dice-lsp complete examples/vector_ops.cu --line 12 --character 4
 
 # The tests run on every core (pytest-xdist; each test process uses one torch thread, tests/__init__.py):
 # most tests wait on a server, nvcc or clang in another process, so two cores run the suite in ~60% of the time.

@@ -21,6 +21,7 @@ from dice_lsp.settings import Settings
 
 if TYPE_CHECKING:
     from dice_lsp.complete import Completion
+    from dice_lsp.completion.sources import Source
     from dice_lsp.engine import LoadedModel
     from dice_lsp.harness.bench import BenchReport
     from dice_lsp.optimize import OptimizeReport, RepairResult
@@ -134,7 +135,7 @@ class JobBackend(Protocol):
     """The CLI's jobs, run here or on a team server."""
 
     def complete(self, file: str, text: str, position: Position, settings: Settings,
-                 compile_check: bool, flags: FlagOptions) -> Completed: ...
+                 compile_check: bool, flags: FlagOptions, workspace: str | None = None) -> Completed: ...
 
     def check(self, file: str, text: str, flags: FlagOptions) -> CheckReport: ...
 
@@ -156,6 +157,23 @@ class ModelOptions:
     trust_remote_code: bool = False
 
 
+def _workspace_source(folder: str, file: str) -> Source:
+    """The lines of `folder`'s CUDA/C/C++ files (as the editor's index has them: ignore files respected), for a
+    completion in `file` (left out); indexed now, with a progress bar."""
+    from dice_lsp.completion.sources.workspace import WorkspaceIndex, WorkspaceIndexer
+
+    index = WorkspaceIndex()
+    from tqdm import tqdm
+
+    with tqdm(desc="indexing", unit="file", file=sys.stderr, disable=None, leave=False) as bar:
+        indexer = WorkspaceIndexer(folder, index, trusted=True, pause_s=0.0,
+                                   progress=lambda done, total: bar.update(done - bar.n))
+        indexer.start()
+        indexer.wait()
+        indexer.stop()
+    return index.source(exclude=str(Path(file).resolve()))
+
+
 class LocalBackend:
     """This machine's model (loaded the first time a job needs it), nvcc and GPU."""
 
@@ -172,10 +190,12 @@ class LocalBackend:
         return self._model
 
     def complete(self, file: str, text: str, position: Position, settings: Settings,
-                 compile_check: bool, flags: FlagOptions, patient: bool = True) -> Completed:
+                 compile_check: bool, flags: FlagOptions, workspace: str | None = None,
+                 patient: bool = True) -> Completed:
         """The completion at `position`, its fills read by clang and nvcc with the file's flags (`flags` on top of
-        its compile_commands.json, as `check` compiles); `patient`: clang's check gets the time it needs (a
-        command waits for its answer; False: an editor's bounds)."""
+        its compile_commands.json, as `check` compiles); `workspace`: a folder whose files propose lines too
+        (indexed now, the file itself left out); `patient`: clang's check gets the time it needs (a command
+        waits for its answer; False: an editor's bounds)."""
         from dice_lsp.complete import complete_at, front_end_for, nvcc_compiler
         from dice_lsp.cuda.checks import header_names
 
@@ -185,9 +205,10 @@ class LocalBackend:
         compile_flags = flags.on_top_of_file(file)
         compiler = nvcc_compiler(text, folder, compile_flags) if compile_check else None
         front_end = front_end_for(text, folder, compile_flags, settings, patient=patient)
+        sources = (_workspace_source(workspace, file),) if workspace is not None else ()
         with step_bar("denoising") as bar:
             completion = complete_at(model, text, position, settings, progress=lambda _calls: bar.update(1),
-                                     compiler=compiler, front_end=front_end)
+                                     compiler=compiler, front_end=front_end, sources=sources)
         return Completed(completion, model.name, str(model.device), f"{completion.model_calls} model calls",
                          completion.to_json(model))
 
@@ -290,7 +311,8 @@ class TeamBackend:
         return file_request(Path(file), text, Path(ref) if ref is not None else None)
 
     def complete(self, file: str, text: str, position: Position, settings: Settings,
-                 compile_check: bool, flags: FlagOptions) -> Completed:
+                 compile_check: bool, flags: FlagOptions, workspace: str | None = None) -> Completed:
+        """The team server's completion (`workspace` is not sent: the server proposes from the text alone)."""
         from dice_lsp.complete import Completion
 
         settings, errors = settings.updated(flags.as_settings())

@@ -144,11 +144,14 @@ def cmd_complete(args: argparse.Namespace) -> int:
 
     text = read_source(args.file)
     position = Position(args.line, args.character)
-    settings, errors = settings_from_args(args).updated({"type_check": args.type_check, "clang": args.clang})
+    settings, errors = settings_from_args(args).updated({"type_check": args.type_check, "clang": args.clang,
+                                                         "min_confidence": args.min_confidence})
     if errors:
         raise DiceError(errors[0])
+    if args.workspace is not None and not Path(args.workspace).is_dir():
+        raise DiceError(f"--workspace {args.workspace}: not a folder")
     completed = backend_for(args).complete(args.file, text, position, settings, args.compile_check,
-                                           FlagOptions.from_args(args))
+                                           FlagOptions.from_args(args), workspace=args.workspace)
     completion = completed.completion
     if args.json:
         print(json.dumps(completed.json))
@@ -163,16 +166,22 @@ def cmd_complete(args: argparse.Namespace) -> int:
         print(f"dice-lsp: no completion shown: {completion.withheld or 'the model wrote nothing'}", file=sys.stderr)
     passed: list[Checks | None] = [*completion.checks] if completion.checks is not None else [None] * len(texts)
     sources = completion.sources or ["model"] * len(texts)
-    for index, (fill, checks, source) in enumerate(zip(texts, passed, sources, strict=True)):
+    chances = completion.confidences or [None] * len(texts)
+    for index, (fill, checks, source, chance) in enumerate(zip(texts, passed, sources, chances, strict=True)):
         if len(texts) > 1:
             print(f"--- candidate {index + 1} ---")
         print(fill)
         if checks is not None:
-            origin = " · from this file" if source == "document" else ""
-            print(f"[checks: {checks_line(checks)}{origin}]", file=sys.stderr)
+            origin = f" · {ORIGINS[source]}" if source in ORIGINS else ""
+            sure = f" · P(right) {chance:.2f}" if chance is not None else ""
+            print(f"[checks: {checks_line(checks)}{origin}{sure}]", file=sys.stderr)
     latency = round(completion.latency_ms, 1)  # as the JSON has it
     print(f"[{completed.model} on {completed.device}, {latency:.0f} ms, {completed.where}]", file=sys.stderr)
     return 0
+
+
+ORIGINS = {"document": "from this file", "workspace": "from the workspace", "idiom": "a CUDA idiom",
+           "analogue": "the next line of a run"}  # where a shown text came from, as the CLI says it
 
 
 def checks_line(checks: Checks) -> str:
@@ -549,6 +558,12 @@ def build_parser() -> argparse.ArgumentParser:
                                "clang++ is found)")
     complete.add_argument("--clang", metavar="PATH", help="clang++ for --type-check (default: clang++ or "
                           "clang++-N on PATH)")
+    complete.add_argument("--min-confidence", type=float, default=None, metavar="P",
+                          help="show only a completion the show filter gives at least this P(right), 0-1 (default: "
+                               "the model's own threshold; 0: whatever passes the checks)")
+    complete.add_argument("--workspace", metavar="DIR",
+                          help="a folder whose CUDA/C/C++ files propose lines too (read now; the editor indexes "
+                               "its trusted workspace in the background)")
     add_flag_arguments(complete)
     add_server_arguments(complete, SENDS_TEXT)
     add_model_arguments(complete)

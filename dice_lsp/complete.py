@@ -679,9 +679,16 @@ def lf_text(text: str) -> tuple[str, str]:
     return lf, "\n" if lf == text else "\r\n"
 
 
+IDIOM_BANK = "idioms.json.gz"  # a model folder's idiom bank (`dice_lsp.completion.sources.idioms`)
+
+
 def model_sources(folder: Path) -> tuple[Source, ...]:
-    """The candidate sources that ship with the model in `folder` (its idiom bank)."""
-    return ()
+    """The candidate sources that ship with the model in `folder`: its idiom bank, where it has one (a bank is
+    read once per folder)."""
+    from dice_lsp.completion.sources.idioms import IdiomBank
+
+    bank = folder / IDIOM_BANK
+    return (IdiomBank.load(bank),) if bank.is_file() else ()
 
 
 def prepare(tokenizer: Tokenizer, window: int, text: str, position: Position, settings: Settings,

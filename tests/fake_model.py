@@ -75,6 +75,10 @@ def answer(model: LoadedModel, _prompt: str, max_tokens: int, count: int, sample
 engine.fill = fill  # type: ignore[attr-defined]
 engine.answer = answer  # type: ignore[attr-defined]
 complete.warm_up = lambda model, settings, filler=None: None
+# No show filter: its features include the model's own scores, which fixed texts do not have; what these tests
+# assert is everything around the decision (the checks, re-masking, the edits). The filter's decisions are tested
+# with the real model (tests/test_show_filter.py, test_cli_complete.py, test_lsp_workspace_index.py).
+complete.decision_for = lambda folder, settings: None
 
 if __name__ == "__main__":
     sys.exit(cli.main(sys.argv[1:]))

@@ -36,6 +36,19 @@ LOOP_HEADER = (  # a half-typed loop header dice-tiny finishes with code that pa
     "        out[i] = 1.0f;\n    }\n}\n"
 )
 
+TWO_KERNELS = (  # the second kernel's index line, which the product proposes from the first (and shows by default)
+    "__global__ void add(const float* a, const float* b, float* c, int n) {\n"
+    "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "    if (i < n) c[i] = a[i] + b[i];\n"
+    "}\n"
+    "\n"
+    "__global__ void sub(const float* a, const float* b, float* c, int n) {\n"
+    "    \n"  # the cursor: line 6, character 4
+    "    if (i < n) c[i] = a[i] - b[i];\n"
+    "}\n"
+)
+INDEX_LINE = "int i = blockIdx.x * blockDim.x + threadIdx.x;"
+
 FAST = {"steps": 4, "maxCanvas": 24}
 
 

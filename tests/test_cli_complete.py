@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -54,18 +55,26 @@ FOR_HEADER = ("__global__ void fill_ones(float* out, int n) {\n"
 
 
 def test_the_embedded_model_finishes_a_loop_header_and_says_which_checks_it_passed(tmp_path: Path) -> None:
-    """End to end: dice-tiny, the pipeline's checks and nvcc; the shown text parses, resolves and compiles."""
+    """End to end: dice-tiny, the pipeline's checks and nvcc. dice-tiny ends this grid-stride loop's header with
+    `i++) {`, which compiles but is not the loop's step: the show filter withholds it and says why; a user who
+    asks for whatever passes the checks (`--min-confidence 0`) gets it, with the checks it passed."""
     path = tmp_path / "fill_ones.cu"
     path.write_text(FOR_HEADER)
     fast = ("--steps", "4")  # at most 4 steps per 32 tokens: where dice-tiny writes this loop's increment
     at = ["complete", str(path), "--line", "1", "--character", "63", *fast]
-    proc, human = cli_runs([*at, "--json"], at, timeout=120)  # JSON and human output side by side
+    proc = run(*at, "--json")
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
-    assert [item["text"] for item in data["items"]] == ["i++) {"]
+    assert data["items"] == []
+    assert re.fullmatch(r"the best candidate is likely not what you would write \(P\(right\) 0\.\d\d < "
+                        r"0\.\d\d, dice\.minConfidence\)", data["withheld"]), data["withheld"]
+    proc, human = cli_runs([*at, "--json", "--min-confidence", "0"], [*at, "--min-confidence", "0"], timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert [item["text"] for item in data["items"]][:1] == ["i++) {"]
     assert data["items"][0]["checks"] == {"parses": True, "names": True, "types": TYPES, "compiles": True}
-    assert data["withheld"] is None
-    assert human.stdout == "i++) {\n" and CHECKS_LINE in human.stderr
+    assert isinstance(data["items"][0]["confidence"], float) and data["withheld"] is None
+    assert human.stdout.startswith("i++) {\n") and f"{CHECKS_LINE[:-1]} · P(right) 0." in human.stderr
 
 
 def test_human_output_says_why_nothing_is_shown(kernel_file: Path, native_dir: Path) -> None:

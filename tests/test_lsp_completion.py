@@ -8,7 +8,7 @@ from pytest_lsp import LanguageClient
 
 from dice_lsp.toolchain.clang import find_clang
 
-from .lsp_client import LOOP_HEADER, URI, open_document, ready, start
+from .lsp_client import INDEX_LINE, TWO_KERNELS, URI, open_document, ready, start
 
 pytestmark = pytest.mark.asyncio
 
@@ -16,13 +16,13 @@ pytestmark = pytest.mark.asyncio
 async def test_completion_offers_the_fill_as_an_item_with_a_text_edit(client: LanguageClient) -> None:
     statuses = await start(client)
     await ready(statuses, client)
-    open_document(client, LOOP_HEADER)
+    open_document(client, TWO_KERNELS)
     result = await client.text_document_completion_async(types.CompletionParams(
-        text_document=types.TextDocumentIdentifier(uri=URI), position=types.Position(1, 63)))
+        text_document=types.TextDocumentIdentifier(uri=URI), position=types.Position(6, 4)))
     assert isinstance(result, types.CompletionList) and result.items
     item = result.items[0]
     assert isinstance(item.text_edit, types.TextEdit)
-    assert item.text_edit.range.start == types.Position(1, 63)
+    assert item.text_edit.range.start == types.Position(6, 4) and item.text_edit.new_text == INDEX_LINE
     types_check = "types ✓ · " if find_clang() is not None else ""  # clang's front end, where installed (CI has it)
     assert item.detail == f"dice-lsp: parses ✓ · names ✓ · {types_check}compiles not checked"
     assert item.text_edit.new_text.strip() and item.label == item.text_edit.new_text.strip().splitlines()[0][:60]

@@ -16,7 +16,17 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 
 from dice_lsp.toolchain.clang import find_clang
 
-from .lsp_client import FAST, LOOP_HEADER, URI, fake_calls, fake_fills, open_document, ready, start
+from .lsp_client import (
+    FAST,
+    INDEX_LINE,
+    TWO_KERNELS,
+    URI,
+    fake_calls,
+    fake_fills,
+    open_document,
+    ready,
+    start,
+)
 
 pytestmark = pytest.mark.asyncio
 SCRATCH = Path(tempfile.mkdtemp(prefix="dice-test-tmp-"))  # the server's TMPDIR: where its clang preambles go
@@ -55,16 +65,18 @@ async def test_initialize_advertises_inline_completion_and_loads_the_model(clien
 
 
 async def test_inline_completion_covers_the_region_at_the_cursor(client: LanguageClient) -> None:
+    """The product's default path (the model, the document, the idiom bank, the checks and the show filter): the
+    second kernel's index line, which the first kernel has, is shown over the empty line."""
     statuses = await start(client)
     await ready(statuses, client)
-    open_document(client, LOOP_HEADER)
+    open_document(client, TWO_KERNELS)
     result = await client.text_document_inline_completion_async(types.InlineCompletionParams(
-        text_document=types.TextDocumentIdentifier(uri=URI), position=types.Position(1, 63),
+        text_document=types.TextDocumentIdentifier(uri=URI), position=types.Position(6, 4),
         context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Invoked)))
     assert isinstance(result, types.InlineCompletionList) and result.items
     item = result.items[0]
-    assert isinstance(item.insert_text, str) and item.insert_text.strip() and "<|" not in item.insert_text
-    assert item.range is not None and item.range.start == types.Position(1, 63)
+    assert item.insert_text == INDEX_LINE
+    assert item.range == types.Range(types.Position(6, 4), types.Position(6, 4))
     assert item.command is not None and item.command.command == "dice.completionChecks"
     types_check = True if find_clang() is not None else None  # clang's front end, where installed (CI installs it)
     assert list(item.command.arguments or []) == [{"parses": True, "names": True, "types": types_check,

@@ -12,7 +12,16 @@ import torch
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from .lsp_client import FAST, LOOP_HEADER, URI, open_document, read_code_actions_as_vscode_does, start, wait_status
+from .lsp_client import (
+    FAST,
+    INDEX_LINE,
+    TWO_KERNELS,
+    URI,
+    open_document,
+    read_code_actions_as_vscode_does,
+    start,
+    wait_status,
+)
 from .remote_server import free_port, serving, token_file
 from .test_lsp_optimize import EXAMPLE, lines, optimize
 
@@ -44,10 +53,11 @@ async def test_completions_come_from_the_team_server(client: LanguageClient, tea
     statuses = await start(client, configuration=remote(team_server[0], TOKEN))
     status = await wait_status(statuses, "ready")
     assert status["server"] == team_server[0] and status["model"] == "dice-tiny"
-    open_document(client, LOOP_HEADER)  # where dice-tiny writes checked code
-    result = await inline_at(client, 1, 63)
+    open_document(client, TWO_KERNELS)  # the server's pipeline is the editor's: the document's line is shown
+    result = await inline_at(client, 6, 4)
     assert isinstance(result, types.InlineCompletionList) and result.items
-    assert result.items[0].range is not None and result.items[0].range.start == types.Position(1, 63)
+    assert result.items[0].insert_text == INDEX_LINE
+    assert result.items[0].range is not None and result.items[0].range.start == types.Position(6, 4)
 
 
 async def test_an_unreachable_server_is_a_status_not_a_hang(client: LanguageClient) -> None:

@@ -26,7 +26,8 @@ _DECLARATION = re.compile(r"^\s*(?:const\s+)?[A-Za-z_][\w:<>]*[\s*&]+[A-Za-z_]\w
 FEATURES: tuple[str, ...] = (
     "from_model", "from_document", "from_workspace", "from_idiom", "from_analogue",  # who proposed it
     "model_logprob", "document_score", "document_adapted", "workspace_score", "workspace_files", "workspace_rivals",
-    "idiom_score", "idiom_files", "idiom_sources", "idiom_share", "analogue_score",
+    "idiom_score", "idiom_files", "idiom_projects", "idiom_share", "idiom_total", "idiom_typed_names",
+    "analogue_score",
     "sources", "model_rank", "model_best", "model_margin", "model_fills",
     "parses", "names", "renamed",
     "chars", "tokens", "repeats_above", "repeats_below", "declares",
@@ -66,10 +67,12 @@ class Evidence:
 
 # A source's evidence beyond its score, by the candidate attribute that carries it (`support`): a document line
 # adapted to the hole's names (`adapt`); the workspace's count of files with the line after a like context and of
-# other lines whose context scores the same; the idiom bank's files, sources and share of continuations.
+# other lines whose context scores the same; the idiom bank's files and projects, share of the key's continuations,
+# the key's count, and whether the typed text named what the key did not.
 SUPPORT = {"document_adapted": ("document", "adapted"), "workspace_files": ("workspace", "files"),
-           "workspace_rivals": ("workspace", "rivals"),
-           "idiom_files": ("idiom", "files"), "idiom_sources": ("idiom", "sources"), "idiom_share": ("idiom", "share")}
+           "workspace_rivals": ("workspace", "rivals"), "idiom_files": ("idiom", "files"),
+           "idiom_projects": ("idiom", "projects"), "idiom_share": ("idiom", "share"),
+           "idiom_total": ("idiom", "total"), "idiom_typed_names": ("idiom", "typed_names")}
 
 
 def support(candidate: Candidate) -> dict[str, float]:
@@ -113,8 +116,10 @@ def row(candidate: Evidence, hole: Hole, model_scores: Sequence[float], candidat
         "workspace_rivals": candidate.support.get("workspace_rivals", nan),
         "idiom_score": votes.get("idiom", nan),
         "idiom_files": candidate.support.get("idiom_files", nan),
-        "idiom_sources": candidate.support.get("idiom_sources", nan),
+        "idiom_projects": candidate.support.get("idiom_projects", nan),
         "idiom_share": candidate.support.get("idiom_share", nan),
+        "idiom_total": candidate.support.get("idiom_total", nan),
+        "idiom_typed_names": candidate.support.get("idiom_typed_names", nan),
         "analogue_score": votes.get("analogue", nan),
         "sources": float(len(votes)),
         "model_rank": float(rank),

@@ -43,6 +43,7 @@ PARAMS: dict[str, Any] = {"objective": "binary", "learning_rate": 0.05, "num_lea
                           "verbose": -1, "seed": 0, "deterministic": True, "num_threads": 1}
 ROUNDS = 150
 FOLDS = 5
+CORPUS_HOLES_PER_FILE = 3  # holes of each kind cut from one corpus file
 
 
 @dataclass(frozen=True)
@@ -95,9 +96,42 @@ class CachedFiller:
                 handle.write((json.dumps(self.known[key]) + "\n").encode("utf-8"))
 
 
+def corpus_suite(path: Path, per_file: int = CORPUS_HOLES_PER_FILE, seed: int = 0) -> Any:
+    """One-line holes cut from the CUDA files of a corpus split (`data/corpus/valid.jsonl`: files the model and the
+    idiom bank were not trained on), as the suite builder cuts them (`evals.build.cut_holes`), at most `per_file`
+    of each kind per file; a suite of their own ("corpus"), without a workspace."""
+    import random
+
+    from dice_lsp.evals.build import cut_holes
+    from dice_lsp.evals.suite import Suite, SuiteFile, SuiteHole
+
+    if not path.is_file():
+        raise DiceError(f"{path}: no corpus split (python -m dice_lsp.training.corpus --out data/corpus)")
+    rng = random.Random(seed)
+    files: dict[str, SuiteFile] = {}
+    holes: list[SuiteHole] = []
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            entry = json.loads(line)
+            if entry.get("lang") != "cuda":
+                continue
+            file = SuiteFile(f"corpus/{entry['source']}/{entry['path']}", entry["source"], entry["path"],
+                             entry.get("license", ""), entry["text"], None)
+            files[file.id] = file
+            cuts = cut_holes(file.text, rng)
+            for kind in ("line", "midline"):
+                mine = [h for h in cuts if h[0] == kind]
+                for number, (_, start, end, function, template) in enumerate(rng.sample(mine, min(per_file,
+                                                                                                   len(mine)))):
+                    holes.append(SuiteHole(f"{file.id}#{kind}{number}", kind, file.id, start, end, function,
+                                           template))
+    return Suite("corpus", path.stem, files, holes)
+
+
 def collect(split: str, out: Path, limit: int | None, twins: bool,
             progress: Callable[[int], object] | None = None) -> list[Row]:
-    """One row per checked candidate of every one-line hole of `split` (see the module docstring)."""
+    """One row per checked candidate of every one-line hole of `split` (see the module docstring); `split` is a
+    CUDA-Infill split, or a corpus split's JSON-lines file (`corpus_suite`)."""
     from dice_lsp.complete import PRODUCT, PreparedFill, feature_rows, fill_request, model_sources, suggestions
     from dice_lsp.complete import with_sources as add_sources
     from dice_lsp.cuda.checks import header_names
@@ -109,13 +143,14 @@ def collect(split: str, out: Path, limit: int | None, twins: bool,
 
     if split == "test":
         raise DiceError("the test split measures the product: the show filter is never trained on it")
-    suite = load_suite("cuda-infill", split)
+    in_corpus = split.endswith(".jsonl")
+    suite = corpus_suite(Path(split)) if in_corpus else load_suite("cuda-infill", split)
     holes = suite.select(["line", "midline"], limit)
     header_names()
     model = load_model(EMBEDDED_MODEL, "cpu", "auto", False)
     filler = CachedFiller(model, out.with_name(out.name.replace(".jsonl.gz", "") + ".fills.jsonl.gz"))
     settings = Settings()
-    workspace = _workspace_sources(twins)
+    workspace = _workspace_sources(twins) if not in_corpus else (lambda _file: ())
     rows: list[Row] = []
     for done, hole in enumerate(holes, 1):
         had = len(rows)
@@ -244,7 +279,9 @@ def by_hole(rows: Sequence[Row], chances: Sequence[float]) -> dict[str, list[tup
 
 
 def train(rows: list[Row], target: float) -> dict[str, Any]:
-    """The filter's JSON (`dice_lsp.completion.decide.ShowFilter.from_json`) trained on `rows`."""
+    """The filter's JSON (`dice_lsp.completion.decide.ShowFilter.from_json`) trained on `rows` (the dev split's and
+    corpus windows'); the threshold and the stored curve are the dev split's holes' alone, out of fold (corpus
+    windows teach the booster, but the suite's holes are what the product is measured on)."""
     candidates = [r for r in rows if r.features]
     if not candidates or not any(r.exact for r in candidates):
         raise DiceError("no candidate rows with an exact candidate: nothing to learn from")
@@ -255,7 +292,8 @@ def train(rows: list[Row], target: float) -> dict[str, Any]:
     calibration = Calibration(tuple(points_raw), tuple(points_cal))
     calibrated = iter(calibration(p) for p in raw)
     chances = [next(calibrated) if r.features else -1.0 for r in rows]
-    grouped = by_hole(rows, chances)
+    on_dev = [(r, c) for r, c in zip(rows, chances, strict=True) if not r.file.startswith("corpus/")]
+    grouped = by_hole([r for r, _ in on_dev] or rows, [c for _, c in on_dev] or chances)
     thresholds = sorted({round(c, 4) for c in chances if c >= 0} | {0.0})
     points = curve(grouped, thresholds)
     reaching = [p for p in points if not math.isnan(p.precision) and p.precision >= target and p.shown > 0]
@@ -265,8 +303,10 @@ def train(rows: list[Row], target: float) -> dict[str, Any]:
         "format": FORMAT, "features": list(FEATURES), "booster": booster.model_to_string(),
         "calibration": {"raw": [round(v, 6) for v in points_raw], "calibrated": [round(v, 6) for v in points_cal]},
         "threshold": chosen.threshold, "target_precision": target,
-        "trained_on": {"holes": len(grouped), "candidates": len(candidates),
-                       "exact_candidates": sum(r.exact for r in candidates)},
+        "trained_on": {"holes": len({r.hole for r in rows}), "candidates": len(candidates),
+                       "exact_candidates": sum(r.exact for r in candidates),
+                       "corpus_holes": len({r.hole for r in rows if r.file.startswith("corpus/")})},
+        "curve_holes": len(grouped),
         "out_of_fold": [p.__dict__ for p in _thinned(points)],
     }
 
@@ -292,13 +332,14 @@ def main(argv: list[str] | None = None) -> int:
                                      description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     take = commands.add_parser("collect", help="candidate rows of a split's one-line holes")
-    take.add_argument("--split", default="dev")
+    take.add_argument("--split", default="dev",
+                      help="a CUDA-Infill split (dev), or a corpus split's file (data/corpus/valid.jsonl)")
     take.add_argument("--out", type=Path, required=True)
     take.add_argument("--limit", type=int, help="the first N holes of each kind")
     take.add_argument("--twins", action="store_true", help="the workspace keeps parallel copies (cuda/rocm twins)")
     take.add_argument("--json", action="store_true")
     fit = commands.add_parser("train", help="fit, calibrate and pick the threshold")
-    fit.add_argument("--rows", type=Path, required=True)
+    fit.add_argument("--rows", type=Path, nargs="+", required=True, help="collected rows (several: all of them)")
     fit.add_argument("--out", type=Path, required=True, help=f"the filter's JSON (a model folder's {FILE_NAME})")
     fit.add_argument("--precision", type=float, default=0.6, help="target precision of shown (0-1)")
     fit.add_argument("--json", action="store_true")
@@ -320,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if not 0 < args.precision < 1:
             raise DiceError("--precision must be between 0 and 1")
-        data = train(read_rows(args.rows), args.precision)
+        data = train([row for path in args.rows for row in read_rows(path)], args.precision)
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(data, indent=0, sort_keys=True) + "\n", encoding="utf-8")
         points = [Point(**p) for p in data["out_of_fold"]]

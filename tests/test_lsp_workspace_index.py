@@ -57,7 +57,7 @@ async def test_a_trusted_workspace_completes_with_its_other_files(client: Langua
     open_document(client, KERNEL.replace("{hole}", "    "), uri)
     assert (await complete(client, uri))[:1] == [LINE]
     said = [m.message for m in client.log_messages if "indexed for completions" in m.message]
-    assert said[0] == f"dice-lsp: 2 files of {tmp_path.name} indexed for completions (11 lines)"
+    assert said[0] == f"dice-lsp: 2 files of {tmp_path.name} indexed for completions (9 lines)"
 
 
 async def test_an_untrusted_workspace_is_not_read(client: LanguageClient, tmp_path: Path) -> None:

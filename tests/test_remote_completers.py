@@ -20,7 +20,9 @@ from dice_lsp.textdoc import Position
 
 from .lsp_client import LOOP_HEADER
 
-SETTINGS = Settings(max_canvas=24, type_check=False)
+# whatever passes the checks is shown (dice.minConfidence 0): these tests are about the round trips and the checks;
+# the show filter's decisions are the editor's (tests/test_lsp_workspace_index.py, tests/test_cli_complete.py)
+SETTINGS = Settings(max_canvas=24, type_check=False, min_confidence=0.0)
 AT = Position(1, 63)  # after `i < n; ` in LOOP_HEADER
 
 
@@ -140,3 +142,32 @@ def test_a_worker_that_dies_fails_its_completion_and_is_replaced(completers: Com
         completers.complete(LOOP_HEADER, AT, SETTINGS, None, 0.0, killing_fill)
     completion = completers.complete(LOOP_HEADER, AT, SETTINGS, None, 0.0, lambda _: FillResult(["++i) {"], 4))
     assert completion is not None and completion.texts == ["++i) {"]
+
+
+BLEND = ("__global__ void blend(const float* src, float* dst, float alpha, int n) {\n"
+         "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+         "    if (i >= n) return;\n"
+         "    \n"
+         "}\n")
+BLEND_LINE = "dst[i] = alpha * src[i] + (1.0f - alpha) * dst[i];"
+
+
+def test_the_clients_workspace_lines_are_candidates_on_the_server_too(completers: Completers) -> None:
+    """A team server has no copy of the client's workspace: the client sends what its index proposes for the hole
+    (`proposals`), and the worker checks, ranks and decides on them with the model's fills."""
+    from dice_lsp.completion.sources.workspace import WorkspaceCandidate
+    from dice_lsp.lsp.jobs import proposals
+    from dice_lsp.remote.requests import read_proposals
+
+    class Index:
+        def candidates(self, before: str, after: str, limit: int = 3) -> list[WorkspaceCandidate]:
+            assert before.endswith("return;\n    ") and after.startswith("\n}")
+            return [WorkspaceCandidate(BLEND_LINE, "workspace", 1.0, files=2, rivals=0)]
+
+    sent = proposals(BLEND, Position(3, 4), (Index(),))
+    assert sent == [{"text": BLEND_LINE, "score": 1.0, "files": 2, "rivals": 0}]
+    completion = completers.complete(BLEND, Position(3, 4), SETTINGS, None, 0.0,
+                                     lambda request: FillResult(["dst[i] = 0;"], 4, [-0.4]), read_proposals(sent))
+    assert completion is not None and completion.texts[:1] == [BLEND_LINE]
+    assert completion.sources is not None and completion.sources[0] == "workspace"
+    assert completion.confidences is not None and completion.confidences[0] is not None

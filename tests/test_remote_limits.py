@@ -500,3 +500,27 @@ def test_the_ray_app_takes_the_limits_and_refuses_unknown_args() -> None:
         build_app({"max_candidates": 0})
     with pytest.raises(DiceError, match="unknown args in the serve config: max_candidate"):
         build_app({"max_candidate": 8})
+
+
+LONG_OR_SEVERAL = "complete: a proposal's text must be one non-empty line of at most 400 characters"
+
+
+@pytest.mark.parametrize(("proposals", "message"), [
+    ("x", "complete: proposals must be a list of at most 6 candidates"),
+    ([{"text": "a;", "score": 0.5}] * 7, "complete: proposals must be a list of at most 6 candidates"),
+    ([{"text": "a;", "score": 0.5, "path": "/etc/passwd"}],
+     "complete: a proposal is a map of text, score, files and rivals"),
+    ([{"text": "a;\nb;", "score": 0.5}], LONG_OR_SEVERAL),
+    ([{"text": "x" * 401, "score": 0.5}], LONG_OR_SEVERAL),
+    ([{"text": "a;", "score": 2}], "complete: a proposal's score must be a number in [0, 1]"),
+    ([{"text": "a;", "score": float("nan")}], "complete: a proposal's score must be a number in [0, 1]"),
+    ([{"text": "a;", "score": 0.5, "files": -1}], "complete: a proposal's files must be an integer in [0, 1048576]"),
+    ([{"text": "a;", "score": 0.5, "rivals": True}],
+     "complete: a proposal's rivals must be an integer in [0, 1048576]"),
+])
+def test_a_completions_proposals_are_checked_in_one_line(proposals: object, message: str) -> None:
+    from dice_lsp.remote.limits import RequestLimits, check_params
+
+    with pytest.raises(RemoteError) as raised:
+        check_params("complete", {"text": "k", "line": 0, "character": 0, "proposals": proposals}, RequestLimits())
+    assert (raised.value.code, str(raised.value)) == ("bad_params", message)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from dice_lsp.backends import read_reply
-from dice_lsp.complete import Compiler, Completion, complete_at
+from dice_lsp.complete import Compiler, Completion, complete_at, lf_text
 from dice_lsp.completion.sources import Source
 from dice_lsp.errors import Cancelled
 from dice_lsp.harness.bench import BenchReport, bench_file, gpu_arch, kernelbench_reference
@@ -33,8 +33,9 @@ from dice_lsp.lsp.team_server import TeamServer
 from dice_lsp.lsp.trust import effective, without_databases
 from dice_lsp.optimize import OptimizeReport, OptimizeRequest, RepairResult, checker, optimize, repair
 from dice_lsp.remote.client import file_request
+from dice_lsp.remote.limits import MAX_PROPOSAL_CHARS, MAX_PROPOSALS
 from dice_lsp.settings import UNTRUSTED, Settings
-from dice_lsp.textdoc import Position
+from dice_lsp.textdoc import Position, offset_at
 from dice_lsp.toolchain.flags import CompileFlags
 from dice_lsp.toolchain.nvcc import find_nvcc
 
@@ -63,6 +64,18 @@ class Starting:
     ready: Awaitable[str]
 
 
+def proposals(text: str, where: Position, sources: tuple[Source, ...]) -> list[dict[str, Any]]:
+    """What this editor's `sources` (its workspace index) propose at `where`, as a team server's request carries
+    them (`remote.limits.check_proposals`): the server has the document, not the workspace."""
+    lf = lf_text(text)[0]
+    cursor = offset_at(lf, where)
+    found = [c for source in sources for c in source.candidates(lf[:cursor], lf[cursor:])]
+    return [{"text": c.text, "score": min(1.0, max(0.0, c.score)), "files": int(getattr(c, "files", 1)),
+             "rivals": int(getattr(c, "rivals", 0))}
+            for c in found if c.text.strip() and "\n" not in c.text and len(c.text) <= MAX_PROPOSAL_CHARS
+            ][:MAX_PROPOSALS]
+
+
 class EditorJobs(Protocol):
     """The language server's jobs, run here or on a team server."""
 
@@ -72,7 +85,7 @@ class EditorJobs(Protocol):
                        front_end: Callable[[], Compiler | None] = lambda: None,
                        sources: tuple[Source, ...] = ()) -> Completion:
         """The completion at `where`; `sources`: proposers besides the model and the document (the workspace
-        index), used where the completion is made here (a team server has no index of this workspace)."""
+        index): asked here, and what they propose is sent along to a team server (`proposals`)."""
         ...
 
     async def optimize(self, job: DocumentJob, kernel: str) -> OptimizeReport: ...
@@ -204,8 +217,11 @@ class TeamJobs:
     async def complete(self, job: DocumentJob, where: Position, compiler: Callable[[], Compiler | None],
                        front_end: Callable[[], Compiler | None] = lambda: None,
                        sources: tuple[Source, ...] = ()) -> Completion:
-        params = {"text": job.text, "line": where.line, "character": where.character}
-        return await self.ask(job, "complete", params, lambda found: Completion.from_json(found, where))
+        params: dict[str, Any] = {"text": job.text, "line": where.line, "character": where.character}
+        found = proposals(job.text, where, sources)
+        if found:
+            params["proposals"] = found
+        return await self.ask(job, "complete", params, lambda reply: Completion.from_json(reply, where))
 
     def files(self, job: DocumentJob, ref: Path | None = None) -> dict[str, Any]:
         """The document and its local headers as the request's files (no compilation database when the

@@ -37,6 +37,7 @@ from typing import Any
 
 from dice_lsp import sandbox
 from dice_lsp.complete import Completion, Filler, decision_for, front_end_for, lf_text, model_sources, prepare
+from dice_lsp.completion.sources import Candidate, Proposed
 from dice_lsp.engine.fill_types import FillRequest, FillResult
 from dice_lsp.engine.tokenizer import Tokenizer
 from dice_lsp.errors import DiceError
@@ -68,6 +69,7 @@ class Begin:
     settings: Settings
     selection: tuple[Position, Position] | None
     started: float  # time.perf_counter() when the server got the request (one clock for all processes)
+    proposals: tuple[Candidate, ...] = ()  # the client's workspace candidates for the hole
 
 
 class _Run:
@@ -93,9 +95,10 @@ class _Run:
 
     def _complete(self) -> Completion | None:
         b = self.begin
-        # the same pipeline as the editor's: the model's idiom bank proposes, its show filter decides (the client's
-        # workspace is not here: its index is the client's)
-        prepared = prepare(*self.tokenizer, b.text, b.position, b.settings, b.selection, model_sources(self.folder))
+        # the same pipeline as the editor's: the model's idiom bank and the client's workspace lines (`proposals`,
+        # from its own index) propose, the model's show filter decides
+        prepared = prepare(*self.tokenizer, b.text, b.position, b.settings, b.selection,
+                           (*model_sources(self.folder), *((Proposed(b.proposals),) if b.proposals else ())))
         if prepared is None:
             return None
         prepared = replace(prepared, started=b.started)
@@ -255,13 +258,14 @@ class Completers:
 
     def complete(self, text: str, position: Position, settings: Settings,
                  selection: tuple[Position, Position] | None, started: float,
-                 fill: Callable[[FillRequest], FillResult]) -> Completion | None:
-        """The completion at `position` (None: the cursor is at no hole), its fills made by `fill`."""
+                 fill: Callable[[FillRequest], FillResult], proposals: tuple[Candidate, ...] = ()) -> Completion | None:
+        """The completion at `position` (None: the cursor is at no hole), its fills made by `fill`; `proposals`:
+        candidates the client's workspace index made for the hole."""
         index, job = self._pick(text), next(self._jobs)
         worker_ms = model_ms = 0.0
         try:
             worker = self._worker(index)
-            box = worker.send(job, Begin(job, text, position, settings, selection, started))
+            box = worker.send(job, Begin(job, text, position, settings, selection, started, proposals))
             try:
                 while True:
                     step = box.get()

@@ -257,6 +257,31 @@ def check_position(method: str, params: dict[str, Any]) -> None:
         raise bad(f"{method}: selection must be [[line, character], [line, character]] of non-negative integers")
 
 
+MAX_PROPOSALS = 6  # workspace candidates a completion request may carry (a client's index proposes 3)
+MAX_PROPOSAL_CHARS = 400  # one proposed line, at most
+MAX_PROPOSAL_COUNT = 1 << 20  # files/rivals of a proposal: a count, not a payload
+
+
+def check_proposals(method: str, found: Any) -> None:
+    """A completion request's `proposals`: at most `MAX_PROPOSALS` maps of one line of text (`text`), a score in
+    [0, 1] and optional non-negative `files`/`rivals` counts; a `bad_params` error names what is wrong."""
+    if not isinstance(found, list) or len(found) > MAX_PROPOSALS:
+        raise bad(f"{method}: proposals must be a list of at most {MAX_PROPOSALS} candidates")
+    for proposal in found:
+        if not isinstance(proposal, dict) or set(proposal) - {"text", "score", "files", "rivals"}:
+            raise bad(f"{method}: a proposal is a map of text, score, files and rivals")
+        line = proposal.get("text")
+        if not isinstance(line, str) or not line.strip() or "\n" in line or len(line) > MAX_PROPOSAL_CHARS:
+            raise bad(f"{method}: a proposal's text must be one non-empty line of at most {MAX_PROPOSAL_CHARS} "
+                      "characters")
+        if not finite_number(proposal.get("score")) or not 0 <= proposal["score"] <= 1:
+            raise bad(f"{method}: a proposal's score must be a number in [0, 1]")
+        for name in ("files", "rivals"):
+            count = proposal.get(name, 0)
+            if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_PROPOSAL_COUNT:
+                raise bad(f"{method}: a proposal's {name} must be an integer in [0, {MAX_PROPOSAL_COUNT}]")
+
+
 def check_params(method: str, params: dict[str, Any], limits: RequestLimits) -> None:
     """Every parameter of one request, by type and against the limits; a `bad_params` RemoteError names the
     first one that is wrong. Settings are checked by `check_settings` once they are merged."""
@@ -266,6 +291,8 @@ def check_params(method: str, params: dict[str, Any], limits: RequestLimits) -> 
     if method == "complete":
         text(method, params, "text", required=True)
         check_position(method, params)
+        if params.get("proposals") is not None:
+            check_proposals(method, params["proposals"])
     elif method == "fill":
         text(method, params, "prefix", required=True)
         max_tokens = integer(method, params, "max_tokens", 1)

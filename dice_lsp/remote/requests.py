@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from dice_lsp.completion.sources import Candidate
 from dice_lsp.harness.limits import Limits
 from dice_lsp.remote.limits import RequestLimits
 from dice_lsp.settings import REPAIR_CANDIDATES, Settings
@@ -34,6 +35,7 @@ class CompleteParams:
     position: Position
     selection: tuple[Position, Position] | None
     settings: Settings
+    proposals: tuple[Candidate, ...] = ()  # the client's workspace lines for the hole (`read_proposals`)
 
 
 @dataclass(frozen=True)
@@ -92,7 +94,16 @@ def read_complete(params: dict[str, Any], settings: Settings) -> CompleteParams:
     selection = params.get("selection")
     span = None if selection is None else (Position(*selection[0]), Position(*selection[1]))
     return CompleteParams(str(params["text"]), Position(int(params["line"]), int(params["character"])), span,
-                          settings)
+                          settings, read_proposals(params.get("proposals") or []))
+
+
+def read_proposals(found: list[dict[str, Any]]) -> tuple[Candidate, ...]:
+    """The client's workspace candidates (checked by `limits.check_proposals`) as the workspace source's: the
+    server checks, ranks and decides on them as on its own candidates."""
+    from dice_lsp.completion.sources.workspace import SOURCE, WorkspaceCandidate
+
+    return tuple(WorkspaceCandidate(str(p["text"]), SOURCE, float(p["score"]), files=int(p.get("files", 1)),
+                                    rivals=int(p.get("rivals", 0))) for p in found)
 
 
 def read_params(method: str, params: dict[str, Any], settings: Settings, limits: RequestLimits) -> Params:

@@ -195,7 +195,8 @@ class Service:
         assert self.completers is not None
         check_sources({"kernel.cu": request.text}, self._toolkit(request.settings))  # clang reads what it names
         completion = self.completers.complete(request.text, request.position, request.settings, request.selection,
-                                              started, lambda fill: self.host.fill(fill, ticket).result())
+                                              started, lambda fill: self.host.fill(fill, ticket).result(),
+                                              request.proposals)
         return completion or no_completion(request.position, started)
 
     def _fill(self, request: FillParams, ticket: Ticket, _progress: Said) -> FillResult:

@@ -27,3 +27,14 @@ class Source(Protocol):
     """A proposer of candidates for a hole on one line (`before` ends at the cursor, `after` starts there)."""
 
     def candidates(self, before: str, after: str, limit: int = 3) -> list[Candidate]: ...
+
+
+@dataclass(frozen=True)
+class Proposed:
+    """Candidates another process proposed for this very hole, given back as they are: a team server's client
+    sends what its workspace index proposes (the server has no copy of the client's workspace)."""
+
+    found: tuple[Candidate, ...]
+
+    def candidates(self, before: str, after: str, limit: int = 3) -> list[Candidate]:
+        return list(self.found)

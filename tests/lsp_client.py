@@ -36,12 +36,12 @@ LOOP_HEADER = (  # a half-typed loop header dice-tiny finishes with code that pa
     "        out[i] = 1.0f;\n    }\n}\n"
 )
 
+ADD_KERNEL = ("__global__ void add(const float* a, const float* b, float* c, int n) {\n"
+              "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+              "    if (i < n) c[i] = a[i] + b[i];\n"
+              "}\n")
 TWO_KERNELS = (  # the second kernel's index line, which the product proposes from the first (and shows by default)
-    "__global__ void add(const float* a, const float* b, float* c, int n) {\n"
-    "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-    "    if (i < n) c[i] = a[i] + b[i];\n"
-    "}\n"
-    "\n"
+    f"{ADD_KERNEL}\n"
     "__global__ void sub(const float* a, const float* b, float* c, int n) {\n"
     "    \n"  # the cursor: line 6, character 4
     "    if (i < n) c[i] = a[i] - b[i];\n"

@@ -13,12 +13,10 @@ from dice_lsp.engine.tokenizer import Tokenizer
 from dice_lsp.settings import Settings
 from dice_lsp.textdoc import Position
 
+from .lsp_client import ADD_KERNEL
+
 TWO_KERNELS = (
-    "__global__ void add(const float* a, const float* b, float* c, int n) {\n"
-    "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-    "    if (i < n) c[i] = a[i] + b[i];\n"
-    "}\n"
-    "\n"
+    f"{ADD_KERNEL}\n"
     "__global__ void sub(const float* a, const float* b, float* c, int n) {\n"
     "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
     "    \n"

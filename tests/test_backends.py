@@ -107,7 +107,7 @@ def test_a_team_reply_this_version_cannot_read_is_one_line_naming_the_server() -
 REPLY = {"items": [{"text": "i < n; i++", "range": {"start": {"line": 1, "character": 4},
                                                      "end": {"line": 1, "character": 9}},
                     "checks": {"parses": True, "names": True, "types": None, "compiles": False},
-                    "source": "document"}],
+                    "source": "document", "confidence": 0.71}],
          "hole": "loop_header", "withheld": None, "model": "dice-tiny", "device": "cuda:0", "latency_ms": 12.6}
 
 
@@ -124,7 +124,7 @@ def test_a_team_completion_is_the_typed_completion_and_keeps_the_reply_for_json(
     completed = team.complete("k.cu", "text", Position(1, 4), Settings(), False, FlagOptions(arch="sm_80"))
     assert completed == Completed(
         Completion(["i < n; i++"], Position(1, 4), Position(1, 9), 12.6, 0, "loop_header",
-                   [Checks(True, True, False, None)], None, ["document"]),
+                   [Checks(True, True, False, None)], None, ["document"], [0.71]),
         "dice-tiny", "cuda:0", "tcp://gpu:7878", REPLY)
     sent = Settings(arch="sm_80").per_request()
     assert asked == [("complete", {"text": "text", "line": 1, "character": 4, "settings": sent})]
@@ -143,7 +143,7 @@ def test_the_cli_prints_a_completion_from_its_typed_fields(monkeypatch: pytest.M
     assert cli.main(["complete", str(tmp_path / "k.cu"), "--line", "1", "--character", "4"]) == 0
     out, err = capsys.readouterr()
     assert out == "i < n; i++\n"
-    assert err == ("[checks: parses ✓ · names ✓ · types not checked · compiles ✗ · from this file]\n"
+    assert err == ("[checks: parses ✓ · names ✓ · types not checked · compiles ✗ · from this file · P(right) 0.71]\n"
                    "[dice-tiny on cuda:0, 13 ms, tcp://gpu:7878]\n")
     assert cli.main(["complete", str(tmp_path / "k.cu"), "--line", "1", "--character", "4", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == REPLY

@@ -65,7 +65,8 @@ async def test_a_socket_client_gets_a_completion(server: tuple[str, int]) -> Non
             ready.set()
 
     await client.initialize_async(types.InitializeParams(capabilities=types.ClientCapabilities(),
-                                                         initialization_options={"dice": FAST, "authToken": TOKEN}))
+                                                         initialization_options={"dice": {**FAST, "minConfidence": 0},
+                                                                                 "authToken": TOKEN}))
     client.initialized(types.InitializedParams())
     await asyncio.wait_for(ready.wait(), timeout=120)
     uri = "file:///socket/kernel.cu"

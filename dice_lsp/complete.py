@@ -13,11 +13,15 @@ The pipeline every caller shares (the CLI, the language server, the team server,
 6. a fill that fails a check has the tokens of the offending spans (and a few around them) masked again and
    denoised in place (`Draft`), at most `REMASK_ROUNDS` times, kept when it passes more checks than before;
    what only a diffusion model can do (autoregressive checkpoints skip it);
-7. the document proposes too (`dice_lsp.completion.sources.document`): for a hole on one line, the file's own
-   line whose neighbours look most like the hole's (what follows the typed text, for a half-typed line), when
-   that evidence is strong (`DOCUMENT_THRESHOLD`); it is cleaned and checked like a fill;
-8. rank by checks passed, then a strong document candidate before the model's fills, then by score; show the
-   best that parses and whose names resolve, or nothing (silence over garbage), and log why at debug level.
+7. other sources propose for a hole on one line (`dice_lsp.completion.sources`): the document (its line whose
+   neighbours look most like the hole's, also with its names renamed to the hole's), the caller's workspace index,
+   the model's idiom bank and the next line of a run; each candidate is cleaned and checked like a fill, and a text
+   several sources propose is one suggestion with every source's vote;
+8. decide (`dice_lsp.completion.decide`): the model's show filter gives each one-line candidate its P(right) from
+   cheap features (`dice_lsp.completion.features`); rank showable first, then by P(right); show the best only at
+   P >= `dice.minConfidence` (the filter's own threshold by default), else nothing, with the reason. A model
+   without a show filter is ranked by checks passed, then a strong document line (`DOCUMENT_THRESHOLD`) before
+   the model's fills, then by score, and shows the best that passes the checks.
 A caller that has clang (`front_end`, `dice_lsp.toolchain.clang`) has the best fills that passed the cheap
 checks read by clang's front end too, on the critical path (~50 ms): a fill that adds an error (a type, an
 overload, a member that does not exist) is re-masked where clang points and withdrawn when it still fails.

@@ -302,7 +302,14 @@ def test_cli_complete_through_the_server_prints_what_a_local_run_prints(server: 
                                       [*common, "--no-compile-check"],  # the server does not compile fills
                                       [*common, "--server", url])
     assert remote.returncode == 0 and local.returncode == 0
-    assert json.loads(remote.stdout)["items"] == json.loads(local.stdout)["items"]
+
+    def shown(stdout: str) -> list[tuple[Any, ...]]:
+        """What is shown, where it came from and how sure the filter is, and the checks that do not depend on
+        time (clang's verdict may differ: the server's check has the editor's time bound, the CLI waits)."""
+        return [(item["text"], item["range"], item["source"], item["confidence"], item["checks"]["parses"],
+                 item["checks"]["names"]) for item in json.loads(stdout)["items"]]
+
+    assert shown(remote.stdout) == shown(local.stdout)
     assert refused.returncode == 2 and "token is required" in refused.stderr
     assert refused.stderr.count("\n") == 1
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 
-_TOKEN = re.compile(r"\w+|[^\w\s]")
+from dice_lsp.completion.sources import TOKEN
+
 _NAME = re.compile(r"[A-Za-z_]\w*")
 _FIXED_WORDS = """
     if else for while do return break continue switch case default goto sizeof typedef struct class union enum
@@ -39,7 +40,7 @@ def pairing(theirs: list[str], mine: list[str]) -> dict[str, str] | None:
     forward: dict[str, str] = {}
     backward: dict[str, str] = {}
     for their_line, my_line in zip(theirs, mine, strict=True):
-        one, two = _TOKEN.findall(their_line), _TOKEN.findall(my_line)
+        one, two = TOKEN.findall(their_line), TOKEN.findall(my_line)
         if len(one) != len(two):
             return None
         renamable = {index for index, _ in _names(one)}
@@ -59,7 +60,7 @@ def renamed(text: str, renames: dict[str, str]) -> str:
     """`text` with its renamable identifiers renamed (`pairing`), its spacing kept."""
     if not renames:
         return text
-    tokens = list(_TOKEN.finditer(text))
+    tokens = list(TOKEN.finditer(text))
     words = [m.group() for m in tokens]
     out = text
     for index, name in reversed(_names(words)):

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
-from dice_lsp.completion.sources import Candidate
+from dice_lsp.completion.sources import TOKEN, Candidate
+from dice_lsp.completion.sources.document import Line, similarity
 
 SOURCES = ("model", "document", "workspace", "idiom", "analogue")
-_TOKEN = re.compile(r"\w+|[^\w\s]")
 _DECLARATION = re.compile(r"^\s*(?:const\s+)?[A-Za-z_][\w:<>]*[\s*&]+[A-Za-z_]\w*\s*(?:=|;|\[)")
 
 FEATURES: tuple[str, ...] = (
@@ -42,15 +42,26 @@ class Hole:
     before: str
     after: str
 
-    @property
+    @cached_property
     def typed(self) -> str:
         """What the hole's line holds before the cursor (its indentation stripped)."""
         return self.before[self.before.rfind("\n") + 1:].lstrip()
 
-    def neighbour(self, above: bool) -> str:
-        """The nearest non-blank line above (or below) the hole's line."""
-        lines = self.before.split("\n")[:-1][::-1] if above else self.after.split("\n")[1:]
-        return next((line.strip() for line in lines if line.strip()), "")
+    @cached_property
+    def above(self) -> Line:
+        """The nearest non-blank line above the hole's line (computed once per hole, not per candidate)."""
+        lines = self.before.split("\n")[:-1][::-1]
+        return Line(next((line.strip() for line in lines if line.strip()), ""))
+
+    @cached_property
+    def below(self) -> Line:
+        """The nearest non-blank line below the hole's line."""
+        lines = self.after.split("\n")[1:]
+        return Line(next((line.strip() for line in lines if line.strip()), ""))
+
+    @cached_property
+    def lines(self) -> int:
+        return self.before.count("\n") + self.after.count("\n") + 1
 
 
 @dataclass(frozen=True)
@@ -83,16 +94,6 @@ def support(candidate: Candidate) -> dict[str, float]:
         if candidate.source == source and isinstance(value, int | float):
             found[name] = float(value)
     return found
-
-
-def _tokens(text: str) -> Counter[str]:
-    return Counter(_TOKEN.findall(text))
-
-
-def _dice(a: str, b: str) -> float:
-    one, two = _tokens(a), _tokens(b)
-    total = sum(one.values()) + sum(two.values())
-    return 2 * sum((one & two).values()) / total if total else 0.0
 
 
 def row(candidate: Evidence, hole: Hole, model_scores: Sequence[float], candidates: int) -> list[float]:
@@ -130,13 +131,13 @@ def row(candidate: Evidence, hole: Hole, model_scores: Sequence[float], candidat
         "names": float(candidate.names),
         "renamed": float(candidate.renamed),
         "chars": float(len(candidate.text.strip())),
-        "tokens": float(len(_TOKEN.findall(candidate.text))),
-        "repeats_above": _dice(line, hole.neighbour(above=True)),
-        "repeats_below": _dice(line, hole.neighbour(above=False)),
+        "tokens": float(len(TOKEN.findall(candidate.text))),
+        "repeats_above": similarity(Line(line), hole.above),
+        "repeats_below": similarity(Line(line), hole.below),
         "declares": float(bool(_DECLARATION.match(line))),
         "typed_chars": float(len(typed)),
-        "typed_tokens": float(len(_TOKEN.findall(typed))),
-        "file_lines": float(hole.before.count("\n") + hole.after.count("\n") + 1),
+        "typed_tokens": float(len(TOKEN.findall(typed))),
+        "file_lines": float(hole.lines),
         "candidates": float(candidates),
     }
     return [values[name] for name in FEATURES]

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import re
 
-from dice_lsp.completion.sources import Candidate
+from dice_lsp.completion.sources import TOKEN, Candidate
 
 SOURCE = "analogue"
 MAX_CHANGES = 4  # tokens that may differ between the two lines above (a step changes each axis's tokens)
-_TOKEN = re.compile(r"\w+|[^\w\s]")
 _AXES = "xyzw"
 
 
@@ -51,7 +50,7 @@ def _split_number(token: str) -> tuple[str, str]:
 def _stepped(first: str, second: str) -> str | None:
     """`second` with every token that differs from `first` stepped once more, when the two lines differ only in
     such tokens (the same other tokens, in the same order); None otherwise."""
-    one, two = _TOKEN.findall(first), _TOKEN.findall(second)
+    one, two = TOKEN.findall(first), TOKEN.findall(second)
     if len(one) != len(two) or one == two:
         return None
     changed = [(i, a, b) for i, (a, b) in enumerate(zip(one, two, strict=True)) if a != b]
@@ -64,7 +63,7 @@ def _stepped(first: str, second: str) -> str | None:
             return None
     text = second
     # replace the changed tokens in place, right to left, so that offsets stay valid
-    spans = [m.span() for m in _TOKEN.finditer(second)]
+    spans = [m.span() for m in TOKEN.finditer(second)]
     for index, a, b in reversed(changed):
         lo, hi = spans[index]
         text = text[:lo] + steps[(a, b)] + text[hi:]

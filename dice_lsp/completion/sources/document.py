@@ -10,18 +10,16 @@ indentation.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
 
 from dice_lsp.completion.adapt import pairing, renamed
-from dice_lsp.completion.sources import Candidate
+from dice_lsp.completion.sources import TOKEN, Candidate
 
 SOURCE = "document"
 ABOVE_WEIGHT = 0.7  # the line above a hole says more about it than the line below
 MAX_CANDIDATES = 3
-TOKEN = re.compile(r"\w+|[^\w\s]")  # a word or one other character (shared with the workspace source)
 
 
 @dataclass(frozen=True)

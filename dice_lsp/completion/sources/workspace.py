@@ -59,8 +59,8 @@ from functools import cache
 from itertools import islice
 from pathlib import Path
 
-from dice_lsp.completion.sources import Candidate, Source
-from dice_lsp.completion.sources.document import MAX_CANDIDATES, TOKEN, context_score
+from dice_lsp.completion.sources import TOKEN, Candidate, Source
+from dice_lsp.completion.sources.document import MAX_CANDIDATES, context_score
 from dice_lsp.evals.suite import SPLITS, SUITE_ROOT, SuiteFile, inner_path, load_suite
 
 SOURCE = "workspace"

@@ -48,6 +48,7 @@ class Host:
     folder: Path
     secret: Path  # a file of the server's host holding SECRET
     home: Path  # the server's $HOME
+    pid: int  # the server's process
 
 
 @pytest.fixture(scope="module")
@@ -60,8 +61,8 @@ def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Host]:
     with pytest.MonkeyPatch.context() as env:
         env.setenv("HOME", str(home))
         env.setenv("DICE_SERVER_SECRET", SECRET)
-        with serving("--port", "0", "--token-file", str(tokens), token=TOKEN) as (url, _):
-            yield Host(url, folder, secret, home)
+        with serving("--port", "0", "--token-file", str(tokens), token=TOKEN) as (url, process):
+            yield Host(url, folder, secret, home, process.pid)
 
 
 def call(host: Host, method: str, params: dict[str, Any]) -> Any:
@@ -164,14 +165,25 @@ def test_a_request_names_no_host_folder_and_the_server_changes_no_owner(host: Ho
     assert call(host, "check", own)["diagnostics"] == [], "a folder the request sent is fine"
 
 
-def _clang_processes(seen: dict[int, tuple[int, int, str]], stop: threading.Event) -> None:
-    """Note (uid, PID namespace, command line) of every clang process until `stop`."""
+def _descends_from(pid: int, ancestor: int) -> bool:
+    """Whether process `pid` runs under `ancestor` (its parents read from /proc; OSError once one exits)."""
+    while pid > 1:
+        pid = int(Path(f"/proc/{pid}/status").read_text().split("PPid:")[1].split()[0])
+        if pid == ancestor:
+            return True
+    return False
+
+
+def _clang_processes(server: int, seen: dict[int, tuple[int, int, str]], stop: threading.Event) -> None:
+    """Note (uid, PID namespace, command line) of every clang process the server at `server` started, until `stop`
+    (tests in other workers run clang of their own at the same time)."""
     while not stop.is_set():
         for entry in os.scandir("/proc"):
             if not entry.name.isdigit():
                 continue
             with contextlib.suppress(OSError):
-                if Path(f"/proc/{entry.name}/comm").read_text().startswith("clang"):
+                if (Path(f"/proc/{entry.name}/comm").read_text().startswith("clang")
+                        and _descends_from(int(entry.name), server)):
                     uid = int(Path(f"/proc/{entry.name}/status").read_text().split("Uid:")[1].split()[1])
                     line = Path(f"/proc/{entry.name}/cmdline").read_bytes().replace(b"\0", b" ").decode()
                     namespace = os.stat(f"/proc/{entry.name}/ns/pid").st_ino
@@ -189,7 +201,7 @@ def test_a_team_completion_reads_nothing_of_the_host_and_runs_clang_in_the_sandb
         assert error.code == "bad_params" and "names a file outside the request" in str(error)
     seen: dict[int, tuple[int, int, str]] = {}
     stop = threading.Event()
-    watcher = threading.Thread(target=_clang_processes, args=(seen, stop), daemon=True)
+    watcher = threading.Thread(target=_clang_processes, args=(host.pid, seen, stop), daemon=True)
     watcher.start()
     try:
         for n in range(3):  # a new file each time: clang reads it through, then checks the fills

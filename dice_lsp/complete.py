@@ -320,7 +320,8 @@ def suggestions(texts: list[str], scores: list[float], ctx: FillContext, checker
     return list(best.values())
 
 
-def _proposals(prepared: PreparedFill, pipeline: Pipeline, weighed: bool) -> list[Candidate]:
+def _proposals(prepared: PreparedFill, pipeline: Pipeline, weighed: bool,
+               checker: CheckContext | None) -> list[Candidate]:
     """What the sources other than the model propose for a hole on one line. Unless a show filter weighs them
     (`weighed`), only the document's strong candidates (`DOCUMENT_THRESHOLD`): the other sources' evidence means
     something only to a filter trained to weigh it."""
@@ -337,8 +338,9 @@ def _proposals(prepared: PreparedFill, pipeline: Pipeline, weighed: bool) -> lis
     if pipeline.analogue:
         found += analogue.candidates(before, after)
     wanted = {"workspace": pipeline.workspace, "idiom": pipeline.idioms}
+    needed = checker.needed if checker is not None else frozenset()
     for source in prepared.sources:
-        found += [c for c in source.candidates(before, after) if wanted.get(c.source, True)]
+        found += [c for c in source.candidates(before, after, needed=needed) if wanted.get(c.source, True)]
     return found
 
 
@@ -347,7 +349,7 @@ def with_sources(found: list[Suggestion], prepared: PreparedFill, checker: Check
     """`found` (the model's fills) with the other sources' candidates, cleaned and checked as fills are; a text
     several sources propose is one suggestion with every source's vote (`Suggestion.votes`). `weighed`: a show
     filter will weigh them (every source proposes; see `_proposals`)."""
-    proposed = _proposals(prepared, pipeline, weighed)
+    proposed = _proposals(prepared, pipeline, weighed, checker)
     if not proposed:
         return found
     merged = {" ".join(s.text.split()): s for s in found}
@@ -455,10 +457,11 @@ def finish(prepared: PreparedFill, result: FillResult, filler: Filler | None = N
                 break
         ranked = sorted(_confident(ranked, ctx, decision), key=Suggestion.rank, reverse=True)
     if front_end is not None and pipeline.front_end and document is not None and ranked and checker is not None:
-        ranked, spent = _judged(prepared, ranked, front_end, "types", document, checker, filler, pipeline)
+        ranked, spent = _judged(prepared, ranked, front_end, "types", document, checker, filler, pipeline, decision)
         calls += spent
     if compiler is not None and document is not None and ranked and checker is not None:
-        ranked, spent = _judged(prepared, ranked, compiler, "compiles", document, checker, filler, pipeline)
+        ranked, spent = _judged(prepared, ranked, compiler, "compiles", document, checker, filler, pipeline,
+                                decision)
         calls += spent
     return ranked, calls
 
@@ -580,9 +583,13 @@ def _with(checks: Checks, check: str, verdict: bool | None) -> Checks:
     return replace(checks, compiles=verdict)
 
 
-def _judgeable(suggestion: Suggestion, check: str, pipeline: Pipeline) -> bool:
-    """Worth a judge's run: shown on the cheap checks, or (clang, `names_by_front_end`) parsing with names the
-    name index does not know: clang reads the headers and the file as the compiler does, and decides."""
+def _judgeable(suggestion: Suggestion, check: str, pipeline: Pipeline, decision: Decision | None) -> bool:
+    """Worth a judge's run: sure enough to be shown where a show filter decides (a verdict on a candidate that
+    is withheld anyway only costs the editor time: clang ~0.2 s a run on 2 cores), and shown on the cheap checks,
+    or (clang, `names_by_front_end`) parsing with names the name index does not know: clang reads the headers
+    and the file as the compiler does, and decides."""
+    if decision is not None and not decision.sure(suggestion):
+        return False
     if suggestion.shown:
         return True
     checks = suggestion.checks
@@ -590,8 +597,8 @@ def _judgeable(suggestion: Suggestion, check: str, pipeline: Pipeline) -> bool:
 
 
 def _judged(prepared: PreparedFill, ranked: list[Suggestion], judge: Compiler, check: str, document: str,
-            checker: CheckContext, filler: Filler | None = None,
-            pipeline: Pipeline = PRODUCT) -> tuple[list[Suggestion], int]:
+            checker: CheckContext, filler: Filler | None = None, pipeline: Pipeline = PRODUCT,
+            decision: Decision | None = None) -> tuple[list[Suggestion], int]:
     """The best cheap-checked fills judged in the document (`check`: "types" for clang, "compiles" for nvcc):
     a fill that adds an error drops below every fill that does not. When none passes and the judge says where
     (`new_errors`: `NvccJudge`, `ClangJudge`), the best one has the tokens at those columns re-masked and
@@ -601,7 +608,7 @@ def _judged(prepared: PreparedFill, ranked: list[Suggestion], judge: Compiler, c
     checked = []
     judged = 0
     for suggestion in ranked:
-        if judged < COMPILED_CANDIDATES and _judgeable(suggestion, check, pipeline):
+        if judged < COMPILED_CANDIDATES and _judgeable(suggestion, check, pipeline, decision):
             judged += 1
             verdict = judge(document[:hole.start] + suggestion.text + document[hole.end:])
             suggestion = replace(suggestion, checks=_with(suggestion.checks, check, verdict))

@@ -19,6 +19,7 @@ from dice_lsp.cuda.postprocess import (
     drop_comment_only,
     drop_degenerate,
     drop_neighbour_repeat,
+    drop_unreachable_jump,
     fix_indentation,
     postprocess,
     strip_retyped_word,
@@ -70,6 +71,12 @@ DOCUMENTS = {  # `‸` is the cursor; each gives a real hole
     "typed prefix": KERNEL + "    float _storage_x = 0.f;\n    _st‸\n    c[0] = _storage_x;\n}\n",
     "typed word": KERNEL + "    float2 _storage;\n    _storage‸\n    c[0] = _storage.x;\n}\n",
     "typed s": KERNEL + "    int ss_ = 0, s = 1;\n    s‸\n    c[0] = ss_ + s;\n}\n",
+    "typed guarded": KERNEL + "    if (n < 1)\n        ret‸\n    c[0] = 1;\n}\n",
+    "mid block": KERNEL + "    float v = a[0];\n    ‸\n    // store it\n    c[0] = v;\n}\n",
+    "guarded": KERNEL + "    if (n < 1)\n        ‸\n    c[0] = 1;\n}\n",
+    "typed return": KERNEL + "    float v = a[0];\n    ret‸\n    c[0] = v;\n}\n",
+    "before case": KERNEL + "    switch (n) {\n    case 1:\n        c[0] = 1;\n        ‸\n    case 2:\n"
+                   "        c[0] = 2;\n    }\n}\n",
 }
 
 
@@ -389,6 +396,21 @@ DROP_NEIGHBOUR_REPEAT = [
     ("empty", "c[i] = 0;", "c[i] = 0;"),
 ]
 
+DROP_UNREACHABLE_JUMP = [
+    ("mid block", "return;", None),  # `c[0] = v;` below could never run
+    ("mid block", "continue;", None),
+    ("mid block", "c[1] = v;", "c[1] = v;"),
+    ("mid block", "if (v < 0) return;", "if (v < 0) return;"),  # a guard
+    ("mid block", "returned = 1;", "returned = 1;"),
+    ("typed return", "urn;", None),  # judged with what was typed
+    ("end of block", "return;", "return;"),  # nothing after it in its block
+    ("guarded", "return;", "return;"),  # the brace-less `if` above makes it conditional
+    ("before case", "break;", "break;"),
+    ("body", "return;\n    c[0] = 1;", "return;\n    c[0] = 1;"),  # not a line hole
+    ("typed guarded", "urn;", "urn;"),
+    ("typed return", "urn f<float>(", "urn f<float>("),  # the statement goes on below
+]
+
 DROP_COMMENT_ONLY = [
     ("empty", "// thread", None),
     ("empty", "// int row = 1", None),  # commented-out code is not code
@@ -417,6 +439,7 @@ DROP_COMMENT_ONLY = [
     (drop_block_closer, DROP_BLOCK_CLOSER),
     (drop_neighbour_repeat, DROP_NEIGHBOUR_REPEAT),
     (drop_comment_only, DROP_COMMENT_ONLY),
+    (drop_unreachable_jump, DROP_UNREACHABLE_JUMP),
 ], ids=lambda value: getattr(value, "__name__", ""))
 def test_golden(filter_: object, table: list[tuple[str, str, str | None]]) -> None:
     assert callable(filter_)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from dice_lsp.completion.features import support
 from dice_lsp.completion.sources import Candidate
 from dice_lsp.completion.sources.idioms import (
     DEFAULT_PATH,
@@ -19,6 +20,7 @@ from dice_lsp.completion.sources.idioms import (
     candidates,
     context_line,
     continuation,
+    declared_name,
     instantiate,
     score,
 )
@@ -27,6 +29,7 @@ from dice_lsp.training.idioms import (
     Thresholds,
     bank_bytes,
     build_bank,
+    code_lines,
     context_pairs,
     main,
     project_of,
@@ -66,6 +69,22 @@ def test_context_pairs_skip_comments_blocks_and_braces() -> None:
     assert list(context_pairs(macro)) == [("#define LOOP(i, n) \\", "int a = 0;"), ("int a = 0;", "b = a;")]
 
 
+def test_context_pairs_below_pair_each_statement_with_the_next_code_line() -> None:
+    kernel = KERNEL.format(k="k", o="out", i="in", s="sdata")
+    assert list(context_pairs(kernel, "below")) == [
+        ("extern __shared__ float sdata[];", "__global__ void k(float* out, const float* in) {"),
+        ("int tid = threadIdx.x;", "extern __shared__ float sdata[];"),
+        ("sdata[tid] = in[tid];", "int tid = threadIdx.x;"),
+        ("__syncthreads();", "sdata[tid] = in[tid];"),
+        ("out[tid] = sdata[tid];", "__syncthreads();"),
+        ("}", "out[tid] = sdata[tid];"),
+    ]
+    # the signature is a statement line too (a hole may hold it): its context below is the body's first line
+    assert code_lines(kernel)[0] == ("__global__ void k(float* out, const float* in) {", True)
+    macro = "#define LOOP(i, n) \\\n  for (int i = 0; i < n; ++i)\nint a = 0;\n{\n  b = a;\n}\n"
+    assert list(context_pairs(macro, "below")) == [("b = a;", "int a = 0;"), ("}", "b = a;")]
+
+
 def test_abstraction_keeps_cuda_vocabulary_and_numbers() -> None:
     key, names = abstract_key("int idx = blockIdx.x * blockDim.x + threadIdx.x;") or ("", [])
     assert (key, names) == ("int $0=blockIdx.x*blockDim.x+threadIdx.x;", ["idx"])
@@ -89,6 +108,18 @@ def test_miner_gives_exactly_the_frequent_dominant_pairs() -> None:
                                               ["int tid = threadIdx.x;", 3, 2, 1.0]]],
         "int $0=threadIdx.x;": [3, [["$1[$0] = $2[$0];", 3, 2, 1.0]]],
     }
+    # the lines each statement precedes: `int tid = threadIdx.x;` comes before a copy indexed by it, and so does
+    # `__syncthreads();` (the copy back): each half of that key's six lines
+    assert bank["below"] == {
+        "$0[$1]=$2[$1];": [6, [["__syncthreads();", 3, 2, 0.5], ["int $1 = threadIdx.x;", 3, 2, 0.5]]],
+        "__syncthreads();": [3, [["$0[$1] = $2[$1];", 3, 2, 1.0]]],
+        "extern __shared__ float $0[];": [3, [["__global__ void $1(float* $2, const float* $3) {", 3, 2, 1.0]]],
+        "int $0=threadIdx.x;": [3, [["extern __shared__ float $1[];", 3, 2, 1.0]]],
+        "}": [3, [["$0[$1] = $2[$1];", 3, 2, 1.0]]],
+    }
+    # one-line declarations by the name declared: `int tid = threadIdx.x;` in all three files; the shared array is
+    # `sdata` in one project only, `smem` in one file
+    assert bank["declarations"] == {"tid": [3, [["int tid = threadIdx.x;", 3, 2, 1.0]]]}
     assert bank["format"] == FORMAT
     assert bank["corpus"] == {"split": "train", "dialects": ["cuda", "cuda-pystring"], "sources": ["a", "b"],
                               "projects": 2, "files": 3, "pairs": 15}
@@ -139,6 +170,8 @@ def test_cli_mines_a_corpus_and_reports_json(tmp_path: Path, capsys: pytest.Capt
     assert main(["--corpus", str(tmp_path / "corpus"), "--out", str(out), "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert (summary["files"], summary["keys"], summary["entries"]) == (3, 5, 6)
+    assert (summary["below_keys"], summary["below_entries"]) == (5, 6)
+    assert (summary["declared_names"], summary["declarations"]) == (1, 1)
     assert out.read_bytes() == bank_bytes(build_bank(fake_files(), Thresholds()))
 
 
@@ -177,6 +210,74 @@ def test_source_instantiates_bound_placeholders_only() -> None:
     loop = "  for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < len; j += blockDim.x * gridDim.x) {\n\n    "
     assert [c.text for c in hand_bank().candidates(loop, "\n  }\n")] == ["if (j + 1 < len) {"]
     assert all(isinstance(c, Candidate) for c in hand_bank().candidates(loop, "\n"))
+
+
+def test_source_joins_the_evidence_of_the_lines_above_and_below() -> None:
+    bank = IdiomBank.from_json({"format": FORMAT, "names": [], "entries": {
+        "__global__ void $0(const float*$1,float*$2,int $3)": [50, [["int i = threadIdx.x;", 5, 3, 0.1]]],
+        "int $0=threadIdx.x;": [30, [["if ($0 < n) {", 6, 3, 0.2]]],
+    }, "below": {
+        "if($0<$1)$2[$0]=$3[$0];": [40, [["int $0 = blockIdx.x * blockDim.x + threadIdx.x;", 20, 6, 0.5],
+                                           ["int $0 = threadIdx.x;", 10, 4, 0.25]]],
+    }})
+    signature = "__global__ void copy(const float* x, float* y, int n) {\n    "
+    found = bank.lookup(signature, "\n    if (i < n) y[i] = x[i];\n}\n")
+    # the key below binds `i` (and `n`, `y`, `x`); `int i = threadIdx.x;` has both sides' evidence
+    assert [(c.text, c.score, c.sides) for c in found] == [
+        ("int i = blockIdx.x * blockDim.x + threadIdx.x;", round(20 / 44, 4), 1),
+        ("int i = threadIdx.x;", round(1 - (1 - score(10, 40)) * (1 - score(5, 50)), 4), 2),
+    ]
+    both = found[1]
+    assert (both.files, both.total, both.below_files, both.below_share, both.below_total) == (5, 50, 10, 0.25, 40)
+    assert (found[0].files, found[0].below_files, found[0].key) == (None, 20, "if($0<$1)$2[$0]=$3[$0];")
+    # a half-typed line keeps only what continues it, from either side
+    assert [c.text for c in bank.lookup(signature + "int i = b", "\n    if (i < n) y[i] = x[i];\n")] == [
+        "lockIdx.x * blockDim.x + threadIdx.x;"]
+    # `}` below (no key for it): only the line above speaks
+    assert [(c.text, c.below) for c in bank.lookup(signature, "\n\n    // done\n}\n")] == [
+        ("int i = threadIdx.x;", None)]
+
+
+@pytest.mark.parametrize(("line", "name"), [
+    ("int i = blockIdx.x * blockDim.x + threadIdx.x;", "i"),
+    ("unsigned int ixj = i ^ j;", "ixj"),
+    ("extern __shared__ int s[];", "s"),
+    ("__shared__ float tile[TILE_DIM][TILE_DIM + 1];", "tile"),
+    ("float4 vb = *reinterpret_cast<const float4 *>(&b[i]);", "vb"),
+    ("const float* __restrict__ p = q;", "p"),
+    ("const std::vector<int> v = x;", "v"),
+    ("float *row = (float *)((char *)devPtr + r * pitch);", "row"),
+    ("T acc{};", "acc"),
+    ("int pos = atomicAdd(count, 1);  // slot", "pos"),
+    ("i = 0;", None), ("a[i] = b;", None), ("return x;", None), ("foo(x);", None), ("delete p;", None),
+    ("if (x) y = 1;", None), ("int a, b;", None), ("dim3 grid(1, 2);", None), ("int x", None),
+])
+def test_declared_name_reads_one_line_declarations(line: str, name: str | None) -> None:
+    assert declared_name(line) == name
+
+
+DECLARING = IdiomBank.from_json({"format": FORMAT, "names": [], "entries": {}, "below": {}, "declarations": {
+    "i": [100, [["int i = blockIdx.x * blockDim.x + threadIdx.x;", 54, 12, 0.54], ["int i = 0;", 20, 8, 0.2]]],
+    "iz": [10, [["int iz = blockIdx.z * blockDim.z + threadIdx.z;", 8, 3, 0.8]]],
+}})
+
+
+def test_source_declares_the_names_the_code_below_needs() -> None:
+    before = "__global__ void k(float* y, int n) {\n    "
+    after = "\n    if (i < n) y[i] = 0;\n}\n"
+    assert DECLARING.lookup(before, after) == []  # nothing needed: no declaration proposed
+    found = DECLARING.lookup(before, after, needed=frozenset({"i"}))
+    assert [(c.text, c.score, c.declares_files, c.declares_share, c.declares_total, c.files) for c in found] == [
+        ("int i = blockIdx.x * blockDim.x + threadIdx.x;", score(54, 100), 54, 0.54, 100, None),
+        ("int i = 0;", score(20, 100), 20, 0.2, 100, None)]
+    assert found[0].key == "i" and found[0].sides == 1
+    # a half-typed declaration names its variable itself: no need to be told
+    typed = DECLARING.lookup(before + "int iz = ", after)
+    assert [(c.text, c.declares_files) for c in typed] == [("blockIdx.z * blockDim.z + threadIdx.z;", 8)]
+    assert DECLARING.lookup(before + "int i = t", after, needed=frozenset({"i"})) == []  # the typed text departs
+    # what the show filter reads of it: the declarations' evidence; the keys above and below gave none
+    assert support(found[0]) == {"idiom_declares_files": 54.0, "idiom_declares_share": 0.54,
+                                 "idiom_declares_total": 100.0, "idiom_typed_names": 0.0, "idiom_sides": 1.0}
 
 
 def test_source_half_typed_line_gets_the_rest() -> None:
@@ -261,3 +362,16 @@ def test_shipped_bank_completes_a_half_typed_shuffle() -> None:
     line = IdiomBank.load().lookup(loop.removesuffix("val += "), "\n")
     assert [(c.text, c.typed_names) for c in line] == [
         ("val[i] += __shfl_xor_sync(FINAL_MASK, val[i], offset, 32);", False)]
+
+
+@SHIPPED
+def test_shipped_bank_declares_the_index_a_kernel_body_needs() -> None:
+    # The first line of a kernel emptied: the code below uses `i`, which nothing declares. The corpus's most
+    # frequent one-line declaration of `i` is the global thread index, weakly (27 of 427 files' declarations of
+    # an `i`): a proposal for the show filter to weigh, not a decision.
+    before = "__global__ void add(const float* a, const float* b, float* c, int n) {\n    "
+    after = "\n    if (i < n) c[i] = a[i] + b[i];\n}\n"
+    found = IdiomBank.load().lookup(before, after, 3, needed=frozenset({"i"}))
+    assert [(c.text, c.declares_files, c.declares_total) for c in found] == [
+        ("int i = blockIdx.x * blockDim.x + threadIdx.x;", 27, 427), ("int i = 0;", 15, 427), ("int i;", 13, 427)]
+    assert IdiomBank.load().lookup(before, after, 3) != found  # without the checks' needed names: not these

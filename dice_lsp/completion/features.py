@@ -3,7 +3,8 @@
 A candidate is a cleaned text for the hole with the evidence of every source that proposed it (the model's mean
 log-probability, the document's and the workspace's context similarity, the idiom bank's share, a run of lines'
 step) and the checks it passed. The features say how strong and how many those votes are, how the candidate
-relates to the lines around the hole (a repeat of a neighbour is a classic wrong fill), and what the hole is
+relates to the lines around the hole (classic wrong fills: a repeat of a neighbour, a declaration of a name the
+rest of the function never uses, a copy of a line the function already has), and what the hole is
 (typed text, size of the file). Missing values are NaN: the booster treats them as their own branch.
 
 `FEATURES` names the columns in order; the filter stores the names it was trained with and refuses a mismatch.
@@ -19,18 +20,21 @@ from functools import cached_property
 
 from dice_lsp.completion.sources import TOKEN, Candidate
 from dice_lsp.completion.sources.document import Line, similarity
+from dice_lsp.completion.sources.idioms import declared_name
 
 SOURCES = ("model", "document", "workspace", "idiom", "analogue")
-_DECLARATION = re.compile(r"^\s*(?:const\s+)?[A-Za-z_][\w:<>]*[\s*&]+[A-Za-z_]\w*\s*(?:=|;|\[)")
 
 FEATURES: tuple[str, ...] = (
     "from_model", "from_document", "from_workspace", "from_idiom", "from_analogue",  # who proposed it
     "model_logprob", "document_score", "document_adapted", "workspace_score", "workspace_files", "workspace_rivals",
     "idiom_score", "idiom_files", "idiom_projects", "idiom_share", "idiom_total", "idiom_typed_names",
+    "idiom_below_files", "idiom_below_share", "idiom_below_total", "idiom_declares_files", "idiom_declares_share",
+    "idiom_declares_total", "idiom_sides",
     "analogue_score",
     "sources", "model_rank", "model_best", "model_margin", "model_fills",
     "parses", "names", "renamed",
-    "chars", "tokens", "repeats_above", "repeats_below", "declares",
+    "chars", "tokens", "repeats_above", "repeats_below", "declares", "declared_uses_below", "code_below",
+    "copies_above", "copies_below",
     "typed_chars", "typed_tokens", "file_lines", "candidates",
 )
 
@@ -60,6 +64,29 @@ class Hole:
         return Line(next((line.strip() for line in lines if line.strip()), ""))
 
     @cached_property
+    def rest_of_function(self) -> str:
+        """The text after the hole's line up to the end of the function around it, as far as lines tell: the
+        first line that starts with `}` in column 0."""
+        rest = self.after.split("\n")[1:]
+        end = next((i for i, line in enumerate(rest) if line.startswith("}")), len(rest))
+        return "\n".join(rest[:end])
+
+    @cached_property
+    def function_above(self) -> str:
+        """The text of the function around the hole above the hole's line, as far as lines tell: back to the
+        nearest line that starts in column 0 with code (its signature), that line included."""
+        lines = self.before.split("\n")[:-1]
+        start = next((i for i in range(len(lines) - 1, -1, -1)
+                      if lines[i][:1] not in ("", " ", "\t", "{", "#", "/", "*")), 0)
+        return "\n".join(lines[start:])
+
+    @cached_property
+    def code_below(self) -> list[str]:
+        """The code lines of `rest_of_function`, stripped (no blank or comment-only lines)."""
+        lines = (line.strip() for line in self.rest_of_function.split("\n"))
+        return [line for line in lines if line and not line.startswith(("//", "/*", "*"))]
+
+    @cached_property
     def lines(self) -> int:
         return self.before.count("\n") + self.after.count("\n") + 1
 
@@ -79,11 +106,17 @@ class Evidence:
 # A source's evidence beyond its score, by the candidate attribute that carries it (`support`): a document line
 # adapted to the hole's names (`adapt`); the workspace's count of files with the line after a like context and of
 # other lines whose context scores the same; the idiom bank's files and projects, share of the key's continuations,
-# the key's count, and whether the typed text named what the key did not.
+# the key's count, and whether the typed text named what the key did not (the key above the hole); the files, share and
+# count of the key below it; the same of the declarations of a name the code below needs; how many of the three
+# proposed the text.
 SUPPORT = {"document_adapted": ("document", "adapted"), "workspace_files": ("workspace", "files"),
            "workspace_rivals": ("workspace", "rivals"), "idiom_files": ("idiom", "files"),
            "idiom_projects": ("idiom", "projects"), "idiom_share": ("idiom", "share"),
-           "idiom_total": ("idiom", "total"), "idiom_typed_names": ("idiom", "typed_names")}
+           "idiom_total": ("idiom", "total"), "idiom_typed_names": ("idiom", "typed_names"),
+           "idiom_below_files": ("idiom", "below_files"), "idiom_below_share": ("idiom", "below_share"),
+           "idiom_below_total": ("idiom", "below_total"), "idiom_declares_files": ("idiom", "declares_files"),
+           "idiom_declares_share": ("idiom", "declares_share"), "idiom_declares_total": ("idiom", "declares_total"),
+           "idiom_sides": ("idiom", "sides")}
 
 
 def support(candidate: Candidate) -> dict[str, float]:
@@ -96,6 +129,12 @@ def support(candidate: Candidate) -> dict[str, float]:
     return found
 
 
+def _copies(line: str, text: str) -> float:
+    """How many lines of `text` are `line`, white space aside."""
+    key = "".join(line.split())
+    return float(sum(1 for other in text.split("\n") if key and "".join(other.split()) == key))
+
+
 def row(candidate: Evidence, hole: Hole, model_scores: Sequence[float], candidates: int) -> list[float]:
     """The feature values of `candidate` in `FEATURES` order; `model_scores`: the mean log-probabilities of every
     cleaned model fill at this hole, best first (the candidate's own among them if the model proposed it)."""
@@ -103,6 +142,7 @@ def row(candidate: Evidence, hole: Hole, model_scores: Sequence[float], candidat
     nan = math.nan
     typed = hole.typed
     line = typed + candidate.text
+    declared = declared_name(line)
     model = votes.get("model")
     rank = model_scores.index(model) if model is not None and model in model_scores else nan
     best = model_scores[0] if model_scores else nan
@@ -121,6 +161,9 @@ def row(candidate: Evidence, hole: Hole, model_scores: Sequence[float], candidat
         "idiom_share": candidate.support.get("idiom_share", nan),
         "idiom_total": candidate.support.get("idiom_total", nan),
         "idiom_typed_names": candidate.support.get("idiom_typed_names", nan),
+        **{name: candidate.support.get(name, nan) for name in
+           ("idiom_below_files", "idiom_below_share", "idiom_below_total", "idiom_declares_files",
+            "idiom_declares_share", "idiom_declares_total", "idiom_sides")},
         "analogue_score": votes.get("analogue", nan),
         "sources": float(len(votes)),
         "model_rank": float(rank),
@@ -134,7 +177,15 @@ def row(candidate: Evidence, hole: Hole, model_scores: Sequence[float], candidat
         "tokens": float(len(TOKEN.findall(candidate.text))),
         "repeats_above": similarity(Line(line), hole.above),
         "repeats_below": similarity(Line(line), hole.below),
-        "declares": float(bool(_DECLARATION.match(line))),
+        "declares": float(declared is not None),
+        # a declared name the rest of the function never uses is a classic wrong fill, where code follows
+        "declared_uses_below": (nan if declared is None else
+                                float(len(re.findall(rf"\b{re.escape(declared)}\b", hole.rest_of_function)))),
+        "code_below": float(any(not set(code) <= set("{}") for code in hole.code_below)),
+        # the very line written elsewhere in the function: a copy of a line the user already has is rarely
+        # what the hole held (`out[...] = tile[...]` again, from two lines below)
+        "copies_above": _copies(line, hole.function_above),
+        "copies_below": _copies(line, hole.rest_of_function),
         "typed_chars": float(len(typed)),
         "typed_tokens": float(len(TOKEN.findall(typed))),
         "file_lines": float(hole.lines),

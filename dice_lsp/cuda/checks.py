@@ -1100,6 +1100,12 @@ class CheckContext:
         end = self._base_data.find(b"\n", self._hole)
         return start, len(self._base_data) if end < 0 else end
 
+    @property
+    def needed(self) -> frozenset[str]:
+        """Names the code after the hole uses that nothing in scope declares (`_needed`): the hole's code most
+        likely declared them."""
+        return self._needed
+
     @cached_property
     def _needed(self) -> frozenset[str]:
         """Names the code after the hole (in its function) uses like local variables that nothing in scope

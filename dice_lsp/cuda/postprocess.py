@@ -682,10 +682,32 @@ def drop_comment_only(fill: str, ctx: FillContext) -> str | None:
     return None
 
 
+_JUMP = re.compile(r"(?:return|break|continue|goto)\b")
+_REACHABLE_AFTER_JUMP = re.compile(r"[}#]|(?:case\b|default\s*:)|[A-Za-z_]\w*\s*:(?!:)")
+_BRACELESS_HEAD = re.compile(r"(?:\)|\belse)$")
+
+
+def drop_unreachable_jump(fill: str, ctx: FillContext) -> str | None:
+    """Drop a one-line fill of a line hole that is a bare `return`, `break`, `continue` or `goto` with a statement
+    after it in the same block: that code could never run (`return val;` in the middle of a reduction).
+
+    The jump is kept where it does not end its line (`return f<T>(` goes on below), where the next code line
+    closes the block, is a `case`/`default`/label or a preprocessor line, where nothing follows, and where the
+    line above is a brace-less `if (...)`/`for (...)`/`else` head that makes the jump conditional."""
+    if ctx.hole.kind != "line" or "\n" in fill.strip():
+        return fill
+    line = (ctx.line_before + fill + ctx.after.split("\n", 1)[0]).strip()
+    if not _JUMP.match(line) or not line.endswith(";") or _BRACELESS_HEAD.search(ctx.line_above.strip()):
+        return fill
+    code = (text.strip() for text in ctx.after.split("\n")[1:])
+    below = next((text for text in code if text and not text.startswith(("//", "/*", "*"))), "")
+    return fill if not below or _REACHABLE_AFTER_JUMP.match(below) else None
+
+
 FILTERS: tuple[Filter, ...] = (strip_special_tokens, strip_retyped_word, cut_suffix_repeat, balance_braces,
                                fix_indentation, drop_degenerate, cut_line_at_statement_end, cut_marker_at_its_line,
                                balance_brackets, close_open_brackets, drop_block_closer, drop_neighbour_repeat,
-                               drop_comment_only)
+                               drop_comment_only, drop_unreachable_jump)
 
 
 def postprocess(fill: str, ctx: FillContext, filters: tuple[Filter, ...] = FILTERS) -> str | None:

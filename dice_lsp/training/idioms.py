@@ -1,4 +1,5 @@
-"""Mine the idiom bank: the statement lines of GPU code that reliably follow a given line, across projects.
+"""Mine the idiom bank: the statement lines of GPU code that reliably follow a given line, or precede one, across
+projects.
 
     python -m dice_lsp.training.idioms --corpus data/corpus --out dice_lsp/models/dice-tiny/idioms.json.gz
 
@@ -10,7 +11,9 @@ kernels kept from Python strings; HIP mapped to CUDA spellings and OpenCL are le
 What is counted: every statement line (not blank, not a comment, not a preprocessor line or a directive's
 continuation, not a line of only braces/brackets/`;`/`,`) with its context line: the nearest line above that is not
 blank, not a comment and not a lone `{` (the same rule the completion source applies at a hole:
-dice_lsp.completion.sources.idioms.context_line). The context becomes a key by `abstract_key` (comments dropped,
+dice_lsp.completion.sources.idioms.context_line); and, separately, with its context below: the nearest such line
+after it (`below_line`; a hole sits between two lines, and the one after often says most: `if (i < n) {` below
+an emptied line asks for the index that `i` is). The context becomes a key by `abstract_key` (comments dropped,
 spacing reduced to what separates two words, trailing `{` dropped, identifiers that are not C/C++/CUDA vocabulary
 abstracted to `$0`, `$1`, ... in order of appearance); the statement becomes a value by `abstract_value` with the
 key's mapping. Every pair is counted under the context's generic key and, where it differs, its specific key (names
@@ -19,6 +22,9 @@ build the same keys). An identifier of the value that the key does not bind stay
 only when that concrete name itself followed the key often enough (the thresholds below apply to the concrete text),
 so the bank never holds a placeholder a hole cannot bind. Values are grouped by their spacing-blind (compact) form;
 each is stored in its most frequent spacing (one space wherever the code had whitespace).
+
+A third table lists the one-line declarations of each variable name (`declaration_pairs`, every name concrete):
+what a hole whose code below uses a name nothing declares most likely held.
 
 A pair is counted once per file. `files` = distinct files where the value followed the key, `projects` =
 distinct upstream projects among them (`project_of`: versions of one project, such as pytorch 1.13 and 2.6, are
@@ -29,13 +35,15 @@ llama.cpp wrappers, is its own), `total` = the key's pair count over all values 
 
 Format (gzipped JSON, keys sorted, gzip mtime 0, so the same corpus gives the same bytes):
 
-    {"format": "dice-idioms/1",
+    {"format": "dice-idioms/2",
      "corpus": {"split": "train", "dialects": [...], "sources": [...], "projects": N, "files": N, "pairs": N},
      "thresholds": {"min_files": 3, "min_projects": 2, "min_share": 0.02, "max_values": 10,
                     "min_name_projects": 10},
      "score": "files / (total + 4)",
      "names": ["i", "idx", "tid", ...],
-     "entries": {"<key>": [total, [["<value>", files, projects, share], ...]], ...}}
+     "entries": {"<key>": [total, [["<value>", files, projects, share], ...]], ...},
+     "below": {... the same, keyed by the context line below ...},
+     "declarations": {"<name>": [total, [["<declaration of name>", files, projects, share], ...]], ...}}
 
 e.g. "int $0=blockIdx.x*blockDim.x+threadIdx.x;" -> [total, [["if ($0 < n) {", files, projects, share], ...]].
 """
@@ -52,15 +60,17 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from tqdm import tqdm
 
 from dice_lsp.completion.sources.idioms import (
     FORMAT,
     PRIOR,
+    Side,
     abstract_key,
     abstract_value,
+    declared_name,
     is_context,
     is_vocabulary,
 )
@@ -139,10 +149,11 @@ def is_statement(stripped: str) -> bool:
     return bool(stripped) and not set(stripped) <= BRACES_ONLY
 
 
-def context_pairs(text: str) -> Iterator[tuple[str, str]]:
-    """(context line, statement line), both stripped, for every statement line of a file that has a context
-    line above it. Lines inside `/* ... */` blocks and preprocessor continuations are neither."""
-    context: str | None = None
+def code_lines(text: str) -> list[tuple[str, bool]]:
+    """The lines of a file that can be a context (`is_context`), stripped, in order, each with whether a hole may
+    hold it (a statement, not a preprocessor line). Lines inside `/* ... */` blocks and preprocessor
+    continuations are neither."""
+    out: list[tuple[str, bool]] = []
     in_block = in_directive = False
     for raw in text.split("\n"):
         line = raw.strip()
@@ -159,11 +170,21 @@ def context_pairs(text: str) -> Iterator[tuple[str, str]]:
             continue
         if "/*" in line and "*/" not in line.rsplit("/*", 1)[1]:
             in_block = True
-        if line.startswith("#"):
+        directive = line.startswith("#")
+        if directive:
             in_directive = line.endswith("\\")
-        elif context is not None and is_statement(line):
-            yield context, line
-        context = line
+        out.append((line, not directive and is_statement(line)))
+    return out
+
+
+def context_pairs(text: str, side: Side = "above") -> Iterator[tuple[str, str]]:
+    """(context line, statement line), both stripped, for every statement line of a file that has a context
+    line on `side`: the nearest `code_lines` line above it, or below it."""
+    lines = code_lines(text)
+    step = -1 if side == "above" else 1
+    for index, (line, statement) in enumerate(lines):
+        if statement and 0 <= index + step < len(lines):
+            yield lines[index + step][0], line
 
 
 @lru_cache(maxsize=1 << 18)
@@ -177,11 +198,13 @@ def _value(line: str, names: tuple[str, ...], free: bool, keep: frozenset[str]) 
     return abstract_value(line, list(names), free, keep)
 
 
-def file_pairs(text: str, common: frozenset[str] = frozenset()) -> Iterator[tuple[str, str, str, bool]]:
-    """(key, compact value, spaced value, free) for each context pair of a file that abstracts: under its generic
+def file_pairs(text: str, common: frozenset[str] = frozenset(),
+               side: Side = "above") -> Iterator[tuple[str, str, str, bool]]:
+    """(key, compact value, spaced value, free) for each context pair of a file (`side`) that abstracts: under its
+    generic
     key and, where the context line has `common` names, under its specific key too; each value as it is (names
     the key does not bind kept) and, where it has such names, with them as free placeholders (free=True)."""
-    for context, line in context_pairs(text):
+    for context, line in context_pairs(text, side):
         generic = _key(context, frozenset())
         if generic is None:
             continue
@@ -195,6 +218,28 @@ def file_pairs(text: str, common: frozenset[str] = frozenset()) -> Iterator[tupl
             free = _value(line, key[1], True, keep)
             if free is not None and free[0] != value[0]:
                 yield key[0], free[0], free[1], True
+
+
+def declaration_pairs(text: str) -> Iterator[tuple[str, str, str, bool]]:
+    """(declared name, compact line, spaced line, False) for each statement line of a file that declares one
+    variable (`declared_name`), every name in it concrete: the table a hole whose code below uses a name nothing
+    declares reads (`int i = blockIdx.x * blockDim.x + threadIdx.x;` for `i`)."""
+    for line, statement in code_lines(text):
+        name = declared_name(line) if statement else None
+        value = abstract_value(line, []) if name is not None else None
+        if name is not None and value is not None:
+            yield name, value[0], value[1], False
+
+
+Table = Literal["above", "below", "declarations"]
+TABLES: tuple[Table, ...] = ("above", "below", "declarations")
+
+
+def table_pairs(text: str, common: frozenset[str], table: Table) -> Iterator[tuple[str, str, str, bool]]:
+    """The (key, compact value, spaced value, free) pairs of one of the bank's tables in a file."""
+    if table == "declarations":
+        return declaration_pairs(text)
+    return file_pairs(text, common, table)
 
 
 _WORD = re.compile(r"\b[A-Za-z_]\w*")
@@ -227,7 +272,7 @@ class Counts:
     seen_projects: frozenset[str] = frozenset()
 
 
-def count_pairs(files: Iterable[GpuFile], common: frozenset[str] = frozenset()) -> Counts:
+def count_pairs(files: Iterable[GpuFile], common: frozenset[str] = frozenset(), table: Table = "above") -> Counts:
     counts = Counts(Counter(), defaultdict(set), Counter())
     sources: set[str] = set()
     projects: set[str] = set()
@@ -235,7 +280,7 @@ def count_pairs(files: Iterable[GpuFile], common: frozenset[str] = frozenset()) 
         counts.seen_files += 1
         sources.add(file.source)
         projects.add(file.project)
-        for key, value, free in {(k, v, f) for k, v, _, f in file_pairs(file.text, common)}:
+        for key, value, free in {(k, v, f) for k, v, _, f in table_pairs(file.text, common, table)}:
             counts.files[key, value] += 1
             counts.projects[key, value].add(file.project)
             if free:
@@ -264,13 +309,13 @@ def select(counts: Counts, limits: Thresholds) -> dict[str, list[str]]:
     return dict(out)
 
 
-def spellings(files: Iterable[GpuFile], kept: dict[str, list[str]],
-              common: frozenset[str] = frozenset()) -> dict[tuple[str, str], str]:
+def spellings(files: Iterable[GpuFile], kept: dict[str, list[str]], common: frozenset[str] = frozenset(),
+              table: Table = "above") -> dict[tuple[str, str], str]:
     """The most frequent spaced form of every kept (key, compact value) (ties: the smallest text)."""
     wanted = {(key, value) for key, values in kept.items() for value in values}
     seen: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     for file in files:
-        for key, value, spaced, _ in file_pairs(file.text, common):
+        for key, value, spaced, _ in table_pairs(file.text, common, table):
             if (key, value) in wanted:
                 seen[key, value][spaced] += 1
     return {pair: min(forms.items(), key=lambda kv: (-kv[1], kv[0]))[0] for pair, forms in seen.items()}
@@ -279,25 +324,31 @@ def spellings(files: Iterable[GpuFile], kept: dict[str, list[str]],
 def build_bank(files: Sequence[GpuFile], limits: Thresholds, dialects: Sequence[str] = DIALECTS) -> dict[str, Any]:
     """The bank's JSON object (module docstring) for these GPU files."""
     common = common_names(files, limits.min_name_projects) if limits.min_name_projects > 0 else frozenset()
-    counts = count_pairs(files, common)
-    kept = select(counts, limits)
-    spaced = spellings(files, kept, common)
-    entries: dict[str, list[Any]] = {}
-    for key in sorted(kept):
-        total = counts.totals[key]
-        entries[key] = [total, [[spaced[key, v], counts.files[key, v], len(counts.projects[key, v]),
-                                 round(counts.files[key, v] / total, 4)] for v in kept[key]]]
+    tables: dict[Table, dict[str, list[Any]]] = {}
+    corpus: dict[str, Any] = {}
+    for table in TABLES:
+        counts = count_pairs(files, common, table)
+        kept = select(counts, limits)
+        spaced = spellings(files, kept, common, table)
+        tables[table] = {key: [counts.totals[key],
+                              [[spaced[key, v], counts.files[key, v], len(counts.projects[key, v]),
+                                round(counts.files[key, v] / counts.totals[key], 4)] for v in kept[key]]]
+                        for key in sorted(kept)}
+        if table == "above":
+            corpus = {"split": "train", "dialects": sorted(dialects), "sources": sorted(counts.seen_sources),
+                      "projects": len(counts.seen_projects), "files": counts.seen_files,
+                      "pairs": sum(counts.totals.values())}
     return {
         "format": FORMAT,
-        "corpus": {"split": "train", "dialects": sorted(dialects), "sources": sorted(counts.seen_sources),
-                   "projects": len(counts.seen_projects), "files": counts.seen_files,
-                   "pairs": sum(counts.totals.values())},
+        "corpus": corpus,
         "thresholds": {"min_files": limits.min_files, "min_projects": limits.min_projects,
                        "min_share": limits.min_share, "max_values": limits.max_values,
                        "min_name_projects": limits.min_name_projects},
         "names": sorted(common),
         "score": f"files / (total + {PRIOR})",
-        "entries": entries,
+        "entries": tables["above"],
+        "below": tables["below"],
+        "declarations": tables["declarations"],
     }
 
 
@@ -335,9 +386,11 @@ def read_gpu_files(corpus: Path, dialects: Sequence[str], sources: Sequence[str]
 
 
 def summary(bank: dict[str, Any], out: Path, size: int) -> dict[str, Any]:
-    entries = bank["entries"]
+    entries, below, declared = bank["entries"], bank["below"], bank["declarations"]
     return {"out": str(out), "bytes": size, "keys": len(entries),
-            "entries": sum(len(values) for _, values in entries.values()), **bank["corpus"]}
+            "entries": sum(len(values) for _, values in entries.values()), "below_keys": len(below),
+            "below_entries": sum(len(values) for _, values in below.values()), "declared_names": len(declared),
+            "declarations": sum(len(values) for _, values in declared.values()), **bank["corpus"]}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -373,7 +426,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if ns.json:
         print(json.dumps(info, indent=1))
     else:
-        print(f"{info['entries']:,} idioms under {info['keys']:,} keys from {info['files']:,} GPU files of "
+        print(f"{info['entries']:,} idioms under {info['keys']:,} keys above, {info['below_entries']:,} under "
+              f"{info['below_keys']:,} keys below and {info['declarations']:,} declarations of "
+              f"{info['declared_names']:,} names from {info['files']:,} GPU files of "
               f"{len(info['sources'])} sources ({info['projects']} projects) -> {ns.out} ({len(data) / 1e6:.2f} MB)")
     return 0
 

@@ -27,9 +27,12 @@ class Candidate:
 
 
 class Source(Protocol):
-    """A proposer of candidates for a hole on one line (`before` ends at the cursor, `after` starts there)."""
+    """A proposer of candidates for a hole on one line (`before` ends at the cursor, `after` starts there);
+    `needed`: the names the code after the hole uses that nothing declares (the checks' symbol table), which the
+    hole's line most likely declared."""
 
-    def candidates(self, before: str, after: str, limit: int = 3) -> list[Candidate]: ...
+    def candidates(self, before: str, after: str, limit: int = 3,
+                   needed: frozenset[str] = frozenset()) -> list[Candidate]: ...
 
 
 @dataclass(frozen=True)
@@ -39,5 +42,6 @@ class Proposed:
 
     found: tuple[Candidate, ...]
 
-    def candidates(self, before: str, after: str, limit: int = 3) -> list[Candidate]:
+    def candidates(self, before: str, after: str, limit: int = 3,
+                   needed: frozenset[str] = frozenset()) -> list[Candidate]:
         return list(self.found)

@@ -1,14 +1,16 @@
 """Candidates from the idiom bank: the statement lines every CUDA programmer writes, mined from the training
 corpus (dice_lsp.training.idioms) and shipped beside the model (dice-tiny/idioms.json.gz).
 
-A hole's context is the nearest code line above it (`context_line`: blank lines, comment lines and a line that
-is only `{` are skipped). That line is normalised the way the miner normalised every line it learnt from
-(`abstract_key`): comments dropped, whitespace reduced to what separates two words, a trailing `{` dropped, and
-each identifier that is not C/C++/CUDA vocabulary (keywords, types, builtins such as `threadIdx`, `__`-names
-such as `__syncthreads` and `__shfl_down_sync`, `atomic*`, `cuda*`, math functions, numbers) replaced by a
-placeholder `$0`, `$1`, ... in order of first appearance (a preprocessor line, such as `#pragma unroll`, is
-kept whole). The bank maps such a key to the lines that followed it in the corpus, written with the same
-placeholders.
+A hole has two context lines: the nearest code line above it (`context_line`: blank lines, comment lines and a
+line that is only `{` are skipped) and the nearest one below it (`below_line`, the same rule). The bank has a
+table for each side: what followed a line like the one above, and what preceded a line like the one below
+(`if (i < n) {` below an emptied first line of a kernel asks for the `i` it tests). Each line is normalised the
+way the miner normalised every line it learnt from (`abstract_key`): comments dropped, whitespace reduced to what
+separates two words, a trailing `{` dropped, and each identifier that is not C/C++/CUDA vocabulary (keywords,
+types, builtins such as `threadIdx`, `__`-names such as `__syncthreads` and `__shfl_down_sync`, `atomic*`,
+`cuda*`, math functions, numbers) replaced by a placeholder `$0`, `$1`, ... in order of first appearance (a
+preprocessor line, such as `#pragma unroll`, is kept whole). Each table maps such a key to the lines that
+followed (or preceded) it in the corpus, written with the same placeholders.
 
 Each context line has two keys. The generic key abstracts every name of the code; the specific key keeps
 concrete the names common across the corpus (found in the GPU files of at least `min_name_projects` projects,
@@ -24,16 +26,17 @@ only on a half-typed line whose typed text binds it (`sum += ` -> `__shfl_down_s
 `bind_typed`); a line hole cannot write it.
 
 Lookup is a dict access per key: the values are instantiated with the hole's own names (`$0` -> the identifier
-that stood at `$0` in the hole's line above), and on a half-typed line only values that begin with the typed
+that stood at `$0` in the hole's context line), and on a half-typed line only values that begin with the typed
 text (whitespace aside) are kept, the candidate being what follows it.
 
-Score (in [0, 1]): `files / (total + PRIOR)`, the pair's share of the key's continuations with PRIOR pseudo
+Score of one side (in [0, 1]): `files / (total + PRIOR)`, the pair's share of the key's continuations with PRIOR pseudo
 continuations of "something else" added to the key's total; `files` is the number of distinct corpus files in
 which the value followed the key, `total` the same count summed over every value (as written) that followed the
 key. A pair seen in 3 files out of 3 scores 3/7 = 0.43, 80 out of 100 scores 0.77, 300 out of 310 scores 0.96:
 the score rises with both the share and the evidence behind it. It does not condition on the typed text (a
-half-typed line's candidate is likelier than its score says). `IdiomCandidate` carries the raw evidence (files,
-projects, share, total, whether typed names were bound) for the ranking stage.
+half-typed line's candidate is likelier than its score says). A text both sides propose scores
+1 - (1 - above)(1 - below). `IdiomCandidate` carries each side's raw evidence (files, projects, share, total,
+whether typed names were bound) for the ranking stage.
 """
 
 from __future__ import annotations
@@ -46,12 +49,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from dice_lsp.completion.sources import Candidate
 
 SOURCE = "idiom"
-FORMAT = "dice-idioms/1"
+FORMAT = "dice-idioms/2"
+Side = Literal["above", "below"]  # where a key's context line is, seen from the line it proposes
 PRIOR = 4  # pseudo continuations added to a key's total: little evidence -> low score
 MAX_CANDIDATES = 3
 MAX_LINE_CHARS = 200  # longer lines are neither keys nor values
@@ -250,6 +254,43 @@ def bind_typed(value: str, names: list[str], typed: str) -> list[str | None] | N
     return bound if pos >= len(typed.rstrip()) else None
 
 
+_QUALIFIERS = _words("""
+    const volatile static extern register inline constexpr unsigned signed long short __shared__ __constant__
+    __device__ __restrict__ __managed__ auto struct
+""")
+_NOT_TYPES = _words("""
+    return if else for while do switch case goto delete new throw using typedef namespace template break continue
+    default public private protected operator sizeof this true false nullptr NULL
+""")
+
+
+def declared_name(line: str) -> str | None:
+    """The variable a one-line declaration declares (`int i = ...;`, `extern __shared__ float s[];`,
+    `float4 v = ...`, `const T* __restrict__ p = ...`), or None for any other line. Read by tokens: qualifiers,
+    one type word (possibly `a::b`, with `<...>` arguments), `*`/`&`, the name, then `=`, `;`, `[` or `{`."""
+    toks = tokens(line)
+    i = 0
+    while i < len(toks) and toks[i].text in _QUALIFIERS:
+        i += 1
+    if i >= len(toks) or toks[i].kind != "word" or toks[i].text in _NOT_TYPES:
+        return None
+    i += 1
+    while i + 1 < len(toks) and toks[i].text == "::" and toks[i + 1].kind == "word":
+        i += 2
+    if i < len(toks) and toks[i].text == "<":  # template arguments: up to the matching `>`
+        depth = 0
+        while i < len(toks):
+            depth += {"<": 1, ">": -1, ">>": -2}.get(toks[i].text, 0)
+            i += 1
+            if depth <= 0:
+                break
+    while i < len(toks) and (toks[i].text in ("*", "&", "&&") or toks[i].text in _QUALIFIERS):
+        i += 1
+    if i + 1 >= len(toks) or toks[i].kind != "word" or toks[i].text in _NOT_TYPES or is_vocabulary(toks[i].text):
+        return None
+    return toks[i].text if toks[i + 1].text in ("=", ";", "[", "{") else None
+
+
 # -------------------------------------------------------------------------------------------------- lines
 
 def is_comment(stripped: str) -> bool:
@@ -276,6 +317,15 @@ def context_line(before: str, end: int) -> str | None:
     return None
 
 
+def below_line(after: str) -> str | None:
+    """The nearest line after the hole's line (`after` starts at the cursor) that `is_context`, stripped."""
+    for line in after.split("\n")[1:]:
+        stripped = line.strip()
+        if is_context(stripped):
+            return stripped
+    return None
+
+
 def continuation(value: str, typed: str) -> str | None:
     """What `value` adds after `typed` (whitespace aside), or None when it does not begin with it. A typed
     text ending in whitespace gets the rest without its leading space."""
@@ -297,11 +347,11 @@ def continuation(value: str, typed: str) -> str | None:
 # -------------------------------------------------------------------------------------------------- bank
 
 @dataclass(frozen=True)
-class IdiomCandidate(Candidate):
-    """An idiom's text with the evidence behind its score: the value followed the key in `files` corpus files
-    of `projects` upstream projects, `share` of the key's `total` continuations; `key` and `value` as stored;
-    `typed_names`: the typed text bound placeholders the key did not (the value's pattern, not its names, is
-    what the evidence is about)."""
+class Evidence:
+    """What one side's key says of a text: the value followed (or preceded) the key in `files` corpus files of
+    `projects` upstream projects, `share` of the key's `total` lines; `key` and `value` as stored; `typed_names`:
+    the typed text bound placeholders the key did not (the value's pattern, not its names, is what the evidence is
+    about)."""
 
     files: int
     projects: int
@@ -311,10 +361,66 @@ class IdiomCandidate(Candidate):
     value: str
     typed_names: bool = False
 
+    @property
+    def score(self) -> float:
+        return score(self.files, self.total)
+
+
+@dataclass(frozen=True)
+class IdiomCandidate(Candidate):
+    """An idiom's text with the evidence of the key above the hole, of the key below it and of the declarations
+    of a name the code below needs (any may be missing). Its score is the chance that at least one is right,
+    each one's score taken as a chance: 1 - (1 - above)(1 - below)(1 - declares)."""
+
+    above: Evidence | None = None
+    below: Evidence | None = None
+    declares: Evidence | None = None  # a declaration of a name the code below needs (key: the name)
+
+    @property
+    def _found(self) -> list[Evidence]:
+        return [side for side in (self.above, self.below, self.declares) if side is not None]
+
+    # the features' view (`dice_lsp.completion.features.SUPPORT`): None where that evidence is missing
+    files = property(lambda self: _get(self.above, "files"))
+    projects = property(lambda self: _get(self.above, "projects"))
+    share = property(lambda self: _get(self.above, "share"))
+    total = property(lambda self: _get(self.above, "total"))
+    below_files = property(lambda self: _get(self.below, "files"))
+    below_share = property(lambda self: _get(self.below, "share"))
+    below_total = property(lambda self: _get(self.below, "total"))
+    declares_files = property(lambda self: _get(self.declares, "files"))
+    declares_share = property(lambda self: _get(self.declares, "share"))
+    declares_total = property(lambda self: _get(self.declares, "total"))
+
+    @property
+    def sides(self) -> int:
+        return len(self._found)
+
+    @property
+    def key(self) -> str:
+        return self._found[0].key
+
+    @property
+    def typed_names(self) -> bool:
+        return any(side.typed_names for side in self._found)
+
+
+def _get(evidence: Evidence | None, attribute: str) -> Any:
+    return None if evidence is None else getattr(evidence, attribute)
+
 
 def score(files: int, total: int) -> float:
     """files / (total + PRIOR): the share, shrunk where the key has little evidence (module docstring)."""
     return round(files / (total + PRIOR), 4)
+
+
+def combined(*found: Evidence | None) -> float:
+    """1 - the product of (1 - score) over the evidence found: any one's, and more for several."""
+    miss = 1.0
+    for side in found:
+        if side is not None:
+            miss *= 1.0 - side.score
+    return round(1.0 - miss, 4)
 
 
 @dataclass(frozen=True)
@@ -330,19 +436,27 @@ Entries = dict[str, list[Any]]
 
 
 class IdiomBank:
-    """The mined (key -> values) table; `candidates` answers the Source protocol."""
+    """The mined (key -> values) tables, one per side; `candidates` answers the Source protocol."""
 
-    def __init__(self, entries: Entries, meta: dict[str, Any] | None = None, common: frozenset[str] = frozenset()):
-        self.entries = entries
+    def __init__(self, entries: Entries, meta: dict[str, Any] | None = None, common: frozenset[str] = frozenset(),
+                 below: Entries | None = None, declarations: Entries | None = None):
+        self.tables: dict[Side, Entries] = {"above": entries, "below": below or {}}
+        self.declarations = declarations or {}
         self.meta = meta or {}
         self.common = common
 
-    def __len__(self) -> int:
-        return sum(len(values) for _, values in self.entries.values())
+    @property
+    def entries(self) -> Entries:
+        return self.tables["above"]
 
-    def values(self, key: str) -> tuple[int, list[Entry]]:
-        """The key's total and its values (none for a key the bank lacks)."""
-        total, values = self.entries.get(key, (0, ()))
+    def __len__(self) -> int:
+        tables = (*self.tables.values(), self.declarations)
+        return sum(len(values) for table in tables for _, values in table.values())
+
+    def values(self, key: str, side: Side | None = "above") -> tuple[int, list[Entry]]:
+        """The key's total and its values (none for a key the bank lacks); side None: the declarations of the
+        name `key`."""
+        total, values = (self.declarations if side is None else self.tables[side]).get(key, (0, ()))
         return int(total), [Entry(v, int(f), int(p), float(sh)) for v, f, p, sh in values]
 
     @staticmethod
@@ -355,36 +469,29 @@ class IdiomBank:
         """A bank from the miner's JSON (format FORMAT)."""
         if data.get("format") != FORMAT:
             raise ValueError(f"not an idiom bank (format {data.get('format')!r}, expected {FORMAT!r})")
-        entries = data["entries"]
-        if not isinstance(entries, dict):
+        entries, below, declarations = data["entries"], data.get("below", {}), data.get("declarations", {})
+        if not all(isinstance(table, dict) for table in (entries, below, declarations)):
             raise ValueError("idiom bank entries are not a table")
-        meta = {k: v for k, v in data.items() if k not in ("entries", "names")}
-        return cls(entries, meta, frozenset(data.get("names", ())))
+        meta = {k: v for k, v in data.items() if k not in ("entries", "below", "declarations", "names")}
+        return cls(entries, meta, frozenset(data.get("names", ())), below, declarations)
 
-    def keys(self, line: str) -> list[tuple[str, list[str]]]:
+    def keys(self, line: str, side: Side = "above") -> list[tuple[str, list[str]]]:
         """The bank's keys for a context line with their names: the specific key (common names concrete) before
         the generic one, each only where the bank has it."""
         found = [abstract_key(line, self.common)] if self.common else []
         found.append(abstract_key(line))
         out: list[tuple[str, list[str]]] = []
         for key in found:
-            if key is not None and key[0] in self.entries and all(key[0] != k for k, _ in out):
+            if key is not None and key[0] in self.tables[side] and all(key[0] != k for k, _ in out):
                 out.append(key)
         return out
 
-    def lookup(self, before: str, after: str, limit: int = MAX_CANDIDATES) -> list[IdiomCandidate]:
-        """Idioms for a hole on one line (`before` ends at the cursor, `after` starts there), best first: the
-        values the bank holds for the hole's context line, instantiated with its names, continuing the typed
-        text. A hole with text after the cursor on its line, or no context line, gets none."""
-        rest_end = after.find("\n")
-        if after[:rest_end if rest_end >= 0 else len(after)].strip():
-            return []
-        head_start = before.rfind("\n") + 1
-        typed = before[head_start:].lstrip()
-        above = context_line(before, head_start)
-        best: dict[str, IdiomCandidate] = {}
-        for key, names in self.keys(above) if above is not None else []:
-            total, values = self.values(key)
+    def _side(self, line: str | None, typed: str, side: Side) -> dict[str, Evidence]:
+        """What one side's key proposes for the hole, by text: the values instantiated with the context line's
+        names, continuing the typed text; for a text both keys propose, the better-scored evidence."""
+        best: dict[str, Evidence] = {}
+        for key, names in self.keys(line, side) if line is not None else []:
+            total, values = self.values(key, side)
             for entry in values:
                 text = instantiate(entry.value, names)
                 typed_names = text is None
@@ -394,14 +501,48 @@ class IdiomBank:
                 rest = continuation(text, typed) if text is not None else None
                 if rest is None:
                     continue
-                found = IdiomCandidate(rest, SOURCE, score(entry.files, total), entry.files, entry.projects,
-                                       entry.share, total, key, entry.value, typed_names)
+                found = Evidence(entry.files, entry.projects, entry.share, total, key, entry.value, typed_names)
                 if rest not in best or found.score > best[rest].score:
                     best[rest] = found
-        return sorted(best.values(), key=lambda c: (-c.score, c.text))[:limit]
+        return best
 
-    def candidates(self, before: str, after: str, limit: int = MAX_CANDIDATES) -> list[Candidate]:
-        return list(self.lookup(before, after, limit))
+    def _declaring(self, names: frozenset[str], typed: str) -> dict[str, Evidence]:
+        """The declarations of `names` the bank holds, continuing the typed text, by text."""
+        best: dict[str, Evidence] = {}
+        for name in sorted(names):
+            total, values = self.values(name, None)
+            for entry in values:
+                rest = continuation(entry.value, typed)
+                found = Evidence(entry.files, entry.projects, entry.share, total, name, entry.value)
+                if rest is not None and (rest not in best or found.score > best[rest].score):
+                    best[rest] = found
+        return best
+
+    def lookup(self, before: str, after: str, limit: int = MAX_CANDIDATES,
+               needed: frozenset[str] = frozenset()) -> list[IdiomCandidate]:
+        """Idioms for a hole on one line (`before` ends at the cursor, `after` starts there), best first: the
+        values the bank holds for the hole's context line above and for its context line below, and the
+        declarations of the names in `needed` (the code below uses them, nothing declares them) or of the name a
+        half-typed declaration names, continuing the typed text, each text with all its evidence. A hole with
+        text after the cursor on its line gets none."""
+        rest_end = after.find("\n")
+        if after[:rest_end if rest_end >= 0 else len(after)].strip():
+            return []
+        head_start = before.rfind("\n") + 1
+        typed = before[head_start:].lstrip()
+        above = self._side(context_line(before, head_start), typed, "above")
+        below = self._side(below_line(after), typed, "below")
+        typed_name = declared_name(typed)
+        declares = self._declaring(needed | ({typed_name} if typed_name else set()), typed)
+        found = []
+        for text in above.keys() | below.keys() | declares.keys():
+            evidence = (above.get(text), below.get(text), declares.get(text))
+            found.append(IdiomCandidate(text, SOURCE, combined(*evidence), *evidence))
+        return sorted(found, key=lambda c: (-c.score, c.text))[:limit]
+
+    def candidates(self, before: str, after: str, limit: int = MAX_CANDIDATES,
+                   needed: frozenset[str] = frozenset()) -> list[Candidate]:
+        return list(self.lookup(before, after, limit, needed))
 
 
 @lru_cache(maxsize=8)

@@ -969,7 +969,8 @@ class WorkspaceSource:
     index: WorkspaceIndex
     exclude: str | os.PathLike[str] | Iterable[str] | None = None
 
-    def candidates(self, before: str, after: str, limit: int = MAX_CANDIDATES) -> list[Candidate]:
+    def candidates(self, before: str, after: str, limit: int = MAX_CANDIDATES,
+                   needed: frozenset[str] = frozenset()) -> list[Candidate]:
         return list(self.index.candidates(before, after, limit, self.exclude))
 
 

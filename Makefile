@@ -23,6 +23,7 @@ $(SDAR_VENV)/.installed: tests/sdar_reference/requirements.txt
 
 .PHONY: setup sdar-env demo test lint
 setup: $(VENV)/.installed
+	@$(VENV)/bin/dice-lsp --version
 
 sdar-env: $(SDAR_VENV)/.installed
 

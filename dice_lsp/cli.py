@@ -381,6 +381,65 @@ class OneLineErrors(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
 
 
+def versions() -> dict[str, Any]:
+    """dice-lsp's version and the tools it found on this machine (nvcc, clang), as `--version` says them."""
+    import platform
+    import subprocess
+
+    from dice_lsp import __version__
+    from dice_lsp.toolchain.clang import RECOMMENDED_MAJOR, clang_version, find_clang
+    from dice_lsp.toolchain.nvcc import find_nvcc
+
+    found: dict[str, Any] = {"dice-lsp": __version__, "python": platform.python_version()}
+    try:
+        nvcc = find_nvcc()
+        out = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True, timeout=30, check=False)
+        release = next((line.split("release ")[1].split(",")[0] for line in out.stdout.splitlines()
+                        if "release " in line), None)
+        found["nvcc"] = {"path": str(nvcc), "version": release}
+    except (DiceError, OSError, subprocess.SubprocessError, IndexError):
+        found["nvcc"] = None
+    clang = find_clang()
+    version = clang_version(clang) if clang is not None else None
+    found["clang"] = None if clang is None else {
+        "path": str(clang), "version": version,
+        "recommended": version is not None and int(version.split(".")[0]) >= RECOMMENDED_MAJOR}
+    return found
+
+
+def version_text(found: dict[str, Any]) -> str:
+    """`versions()` for a person: one line per tool, with what to do where one is missing or old."""
+    lines = [f"dice-lsp {found['dice-lsp']} (Python {found['python']})"]
+    nvcc = found["nvcc"]
+    lines.append(f"nvcc: {nvcc['path']} ({nvcc['version'] or 'version unknown'})" if nvcc else
+                 "nvcc: not found (checks, repair and optimize need it: install the CUDA toolkit or set dice.nvcc)")
+    clang = found["clang"]
+    if clang is None:
+        lines.append("clang: not found (the completions' front-end check is off: install clang-19 or set dice.clang)")
+    else:
+        advice = "" if clang["recommended"] else "; CUDA 13's CUB, Thrust and cooperative groups need clang >= 15"
+        lines.append(f"clang: {clang['path']} ({clang['version'] or 'version unknown'}{advice})")
+    return "\n".join(lines)
+
+
+class _Version(argparse.Action):
+    """`--version`: dice-lsp's version and the tools it found (`dice-lsp version --json` for machines)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the version and the tools found, then exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        print(version_text(versions()))
+        parser.exit(0)
+
+
+def cmd_version(args: argparse.Namespace) -> int:
+    found = versions()
+    print(json.dumps(found, indent=1) if args.json else version_text(found))
+    return 0
+
+
 def _port(text: str) -> int:
     value = int(text)
     if not 0 <= value <= 65535:
@@ -529,7 +588,11 @@ def _read_reports(names: list[str]) -> list[EvalReport]:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineErrors(prog="dice-lsp", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineErrors)
+    version = sub.add_parser("version", help="the version and the tools found (nvcc, clang)")
+    version.add_argument("--json", action="store_true", help="print JSON instead of text")
+    version.set_defaults(handler=cmd_version)
 
     lsp = sub.add_parser("lsp", help="serve the language server protocol (stdio unless --tcp/--ws)")
     transport = lsp.add_mutually_exclusive_group()

@@ -7,7 +7,6 @@ import asyncio
 import contextlib
 import json
 import os
-import shutil
 import socket
 import stat
 import subprocess
@@ -24,6 +23,7 @@ import pytest
 from dice_lsp import sandbox
 from dice_lsp.harness.isolate import run_isolated
 from dice_lsp.remote.protocol import RemoteError
+from dice_lsp.toolchain.clang import find_clang
 from dice_lsp.toolchain.nvcc import find_nvcc
 from dice_lsp.toolchain.report import check_source
 
@@ -192,7 +192,7 @@ def _clang_processes(server: int, seen: dict[int, tuple[int, int, str]], stop: t
         time.sleep(0.005)
 
 
-@pytest.mark.skipif(shutil.which("clang++") is None, reason="needs clang++ (the completion's front-end check)")
+@pytest.mark.skipif(find_clang() is None, reason="needs clang (the completion's front-end check)")
 def test_a_team_completion_reads_nothing_of_the_host_and_runs_clang_in_the_sandbox(host: Host) -> None:
     """`complete` ran clang on the client's text in worker processes that never switched the sandbox on, as the
     server's user, and skipped the include pre-check."""
@@ -206,7 +206,8 @@ def test_a_team_completion_reads_nothing_of_the_host_and_runs_clang_in_the_sandb
     try:
         for n in range(3):  # a new file each time: clang reads it through, then checks the fills
             text = f"#define VARIANT {n}\n" + EXAMPLE_FILE.read_text()
-            call(host, "complete", {"text": text, "line": 8, "character": 4})
+            # every candidate sure enough to show (minConfidence 0), so clang judges them: the path, not the decision
+            call(host, "complete", {"text": text, "line": 8, "character": 4, "settings": {"minConfidence": 0}})
     finally:
         stop.set()
         watcher.join()

@@ -8,7 +8,9 @@ background, on the file's first check) it judges a fill in ~50 ms. On the dev sp
 half-line fills, clang finds an error in every fill nvcc rejects and in 1 of 207 that nvcc accepts
 (docs/PERFORMANCE.md, "Round 4").
 
-- Which clang: `dice.clang`, else `clang++` or `clang++-N` on PATH (none: the check is off, `types` is None).
+- Which clang: `dice.clang`, else the newest `clang++-N` on PATH with N >= 15 (what CUDA 13's CUB, Thrust and
+  cooperative-groups headers need), else `clang++`, else an older `clang++-N` (none: the check is off, `types`
+  is None).
 - Which CUDA: the toolkit of the nvcc in use. A clang older than the toolkit may not read its headers as they
   are; `front_end` tries the plain configuration first, then one that stubs what the toolkit no longer ships
   (texture references, removed in CUDA 12), and keeps the first under which a small kernel that uses the
@@ -53,7 +55,11 @@ from dice_lsp.toolchain.flags import CompileFlags
 from dice_lsp.toolchain.scratch import process_folder, run_folder
 
 LOG = logging.getLogger("dice_lsp.clang")
-NAMES = ("clang++", *(f"clang++-{version}" for version in range(22, 13, -1)))
+RECOMMENDED_MAJOR = 15  # CUDA 13's CUB, Thrust and cooperative groups headers need clang >= 15
+# the newest versioned clang that reads CUDA 13's headers first, then the unversioned one (often the distribution's
+# oldest), then older versioned ones
+NAMES = (*(f"clang++-{version}" for version in range(22, RECOMMENDED_MAJOR - 1, -1)), "clang++",
+         *(f"clang++-{version}" for version in range(RECOMMENDED_MAJOR - 1, 13, -1)))
 CHECK_TIMEOUT_S = 10.0  # one front-end run (a stuck one is killed; the check then cannot tell)
 # A run before the file's preamble is precompiled reads every header it includes: ~0.2 s for a kernel file that
 # includes the runtime, ~0.8 s to seconds for one that includes Thrust, CUB or ATen (2-core machine). A completion
@@ -133,7 +139,8 @@ _SYNTAX = re.compile(r"^(expected |extraneous |missing terminating |unterminated
 
 
 def find_clang(configured: str | None = None) -> Path | None:
-    """The configured clang (`dice.clang`), else the first of `NAMES` on PATH; None when there is none."""
+    """The configured clang (`dice.clang`), else the first of `NAMES` on PATH (the newest that reads CUDA 13's
+    headers first); None when there is none."""
     if configured:
         if not Path(configured).is_file():
             raise DiceError(f"clang not found at {configured} (dice.clang)")
@@ -142,6 +149,16 @@ def find_clang(configured: str | None = None) -> Path | None:
         if found := shutil.which(name):
             return Path(found)
     return None
+
+
+def clang_version(clang: Path) -> str | None:
+    """`clang --version`'s version number (`19.1.7`), or None when it does not say."""
+    try:
+        out = subprocess.run([str(clang), "--version"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    found = re.search(r"clang version (\d+(?:\.\d+)*)", out.stdout)
+    return found.group(1) if found else None
 
 
 @dataclass(frozen=True)

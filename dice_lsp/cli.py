@@ -153,17 +153,17 @@ def cmd_complete(args: argparse.Namespace) -> int:
     completed = backend_for(args).complete(args.file, text, position, settings, args.compile_check,
                                            FlagOptions.from_args(args), workspace=args.workspace)
     completion = completed.completion
-    if args.json:
-        print(json.dumps(completed.json))
+    no_region = (f"no region to fill at line {args.line}, character {args.character} (an empty or unfinished line "
+                 "in a function, a selection, a /*@fill*/ marker, or after an open '{')")
+    if args.json:  # an answer without items always says why
+        print(json.dumps({**completed.json, "withheld": no_region} if completion.hole is None else completed.json))
         return 0
     if completion.hole is None:
-        print(f"dice-lsp: no region to fill at line {args.line}, character {args.character} "
-              "(an empty or unfinished line in a function, a selection, a /*@fill*/ marker, or after an open '{')",
-              file=sys.stderr)
+        print(f"dice-lsp: {no_region}", file=sys.stderr)
         return 0
     texts = completion.texts
     if not texts:
-        print(f"dice-lsp: no completion shown: {completion.withheld or 'the model wrote nothing'}", file=sys.stderr)
+        print(f"dice-lsp: no completion shown: {completion.withheld}", file=sys.stderr)
     passed: list[Checks | None] = [*completion.checks] if completion.checks is not None else [None] * len(texts)
     sources = completion.sources or ["model"] * len(texts)
     chances = completion.confidences or [None] * len(texts)

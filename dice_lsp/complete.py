@@ -265,11 +265,11 @@ def _why(ranked: list[Suggestion], prepared: PreparedFill) -> str:
     return f"no fill passed the checks ({len(ranked)} tried; the best {what})"
 
 
-def _dropped(texts: list[str]) -> str | None:
-    """Why nothing is shown when no fill survived the clean-up filters: None when the model wrote nothing (only
-    white space and special tokens)."""
+def _dropped(texts: list[str]) -> str:
+    """Why nothing is shown when no fill survived the clean-up filters, or the model wrote nothing (only white space
+    and special tokens)."""
     if not any(_SPECIAL.sub("", text).strip() for text in texts):
-        return None
+        return "the model wrote nothing here (white space or special tokens only)"
     return f"no fill was left after clean-up ({len(texts)} written: comments only, repeats or no code)"
 
 

@@ -20,7 +20,10 @@ FAKE_MODEL_DIR = Path(tempfile.mkdtemp(prefix="dice-fake-model-"))
 FAKE_SERVER = ClientServerConfig(server_command=[sys.executable, str(Path(__file__).with_name("fake_model.py"))],
                                  server_env={**os.environ, "HF_HUB_OFFLINE": "1",
                                              "DICE_FAKE_MODEL": str(FAKE_MODEL_DIR)})
-URI = "file:///work/kernel.cu"
+# the document lives in a folder of its own: the server watches the folder of what it opens, and a test must not
+# have it watch (or read) the machine's real folders
+DOCUMENT_DIR = Path(tempfile.mkdtemp(prefix="dice-lsp-document-"))
+URI = (DOCUMENT_DIR / "kernel.cu").as_uri()
 KERNEL = (
     "#include <cuda_runtime.h>\n\n"
     "__global__ void scale(float* out, const float* in, float s, int n) {\n"

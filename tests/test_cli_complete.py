@@ -132,6 +132,17 @@ def test_the_embedded_model_is_the_default() -> None:
     assert (data["withheld"] is None) == bool(data["items"])
 
 
+def test_no_region_at_the_cursor_is_said_in_both_outputs() -> None:
+    """Line 3 of the example is its `#include`: no region to fill there, and both outputs say so (an answer with
+    no item and no reason left a script guessing)."""
+    why = ("no region to fill at line 2, character 0 (an empty or unfinished line in a function, a selection, a "
+           "/*@fill*/ marker, or after an open '{')")
+    data = json.loads(run("complete", str(EXAMPLE), "--line", "2", "--character", "0", "--json").stdout)
+    assert (data["items"], data["hole"], data["withheld"]) == ([], None, why)
+    human = run("complete", str(EXAMPLE), "--line", "2", "--character", "0")
+    assert (human.returncode, human.stdout, human.stderr.strip()) == (0, "", f"dice-lsp: {why}")
+
+
 def test_the_example_shows_a_fill_that_parses_resolves_and_compiles(tmp_path: Path) -> None:
     """`make demo`'s contract, with a model that writes a good line: that line, exactly, over the empty line,
     with every check passed (nvcc included)."""

@@ -260,7 +260,8 @@ def test_fills_the_clean_up_drops_are_withheld_with_the_reason(prepared: Prepare
     completion = prepared.completion(result(("// thread", -0.1), ("// ...<|pad|>", -0.2)))
     assert completion.texts == []
     assert completion.withheld == "no fill was left after clean-up (2 written: comments only, repeats or no code)"
-    assert prepared.completion(result(("<|pad|><|pad|>", -0.1), ("  ", -0.2))).withheld is None  # wrote nothing
+    nothing = prepared.completion(result(("<|pad|><|pad|>", -0.1), ("  ", -0.2)))
+    assert nothing.withheld == "the model wrote nothing here (white space or special tokens only)"
 
 
 BRANCHES = ("__global__ void clip(const float* x, float* y, int n) {{\n"

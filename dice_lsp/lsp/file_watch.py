@@ -34,7 +34,12 @@ class _Forward(FileSystemEventHandler):
         for raw in (event.src_path, getattr(event, "dest_path", "")):
             path = raw.decode() if isinstance(raw, bytes) else raw
             if path and path.endswith(WATCHED_SUFFIXES):
-                self.loop.call_soon_threadsafe(self.changed, Path(path).resolve())
+                if self.loop.is_closed():  # the server is shutting down: nobody left to tell
+                    return
+                try:
+                    self.loop.call_soon_threadsafe(self.changed, Path(path).resolve())
+                except RuntimeError:  # closed between the check and the call
+                    return
 
 
 class FileWatch:

@@ -341,6 +341,8 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         print(report["summary"])
         if best is not None and out is None:
             print(best["diff"], end="")
+        elif report.get("draft") is not None:  # to read, not to apply: it could not be verified
+            print(f"draft (unverified, not applied):\n{report['draft']['diff']}", end="")
         if out is not None:
             print(f"dice-lsp: {'wrote ' + str(out) if best is not None else 'nothing written to ' + str(out)}",
                   file=sys.stderr)

@@ -10,6 +10,10 @@ editor sees), but every fill and every prompted answer comes from the folder nam
   provably lands in the middle of a fill; no timing involved. One that is never cancelled fails after
   `HOLD_LIMIT_S`.
 - `calls.log`: written here, a line `generation N started` when the N-th generation has made its first call.
+- `gpu.json` (optional): {"<text>": speedup, ...}. Present, optimize runs as on a machine with a GPU whose harness
+  verifies a rewrite exactly when its file contains one of the texts, at that speedup over a 1 ms original, and
+  rejects every other one ("outputs differ"): the verified path of the LSP and CLI without a GPU here (the harness
+  itself is tested on the device, tests/test_harness*.py).
 
 Generations count the requests' fills only: the warm-up completion a freshly loaded model makes
 (`complete.warm_up`) is skipped here.
@@ -31,7 +35,9 @@ from dice_lsp.engine import FillRequest, FillResult, LoadedModel, SamplerConfig
 from dice_lsp.engine.fill_types import CancelCheck, StepProgress
 from dice_lsp.engine.sampling import Denoiser
 from dice_lsp.errors import DiceError
+from dice_lsp.harness.bench import KernelResult
 from dice_lsp.jobs.model_host import Ticket
+from dice_lsp.optimize import loop
 
 FOLDER = Path(os.environ["DICE_FAKE_MODEL"])
 HOLD_LIMIT_S = 300.0
@@ -79,6 +85,26 @@ complete.warm_up = lambda model, settings, filler=None: None
 # assert is everything around the decision (the checks, re-masking, the edits). The filter's decisions are tested
 # with the real model (tests/test_show_filter.py, test_cli_complete.py, test_lsp_workspace_index.py).
 complete.decision_for = lambda folder, settings: None
+
+GPU = FOLDER / "gpu.json"
+_real_gpu_arch, _real_bench_rewrite = loop.gpu_arch, loop.bench_rewrite
+
+
+def _gpu_arch() -> str | None:
+    return "sm_90" if GPU.exists() else _real_gpu_arch()
+
+
+def _bench_rewrite(original: Path, rewritten: str, kernel: str, *args: object, **kwargs: object) -> KernelResult:
+    if not GPU.exists():
+        return _real_bench_rewrite(original, rewritten, kernel, *args, **kwargs)  # type: ignore[arg-type]
+    speedup = next((float(x) for text, x in json.loads(GPU.read_text()).items() if text in rewritten), None)
+    if speedup is None:
+        return KernelResult(kernel, failure="outputs differ from the original's (fake harness)")
+    return KernelResult(kernel, verified=True, median_ms=1.0 / speedup, reference_ms=1.0, speedup_vs_ref=speedup)
+
+
+loop.gpu_arch = _gpu_arch  # type: ignore[assignment]
+loop.bench_rewrite = _bench_rewrite  # type: ignore[assignment]
 
 if __name__ == "__main__":
     sys.exit(cli.main(sys.argv[1:]))

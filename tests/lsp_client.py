@@ -62,6 +62,16 @@ def fake_fills(texts: list[str], hold: int = 0) -> None:
     (FAKE_MODEL_DIR / "hold").write_text(str(hold))
 
 
+def fake_gpu(speedups: dict[str, float] | None) -> None:
+    """From now on the fake server optimizes as on a GPU whose harness verifies the rewrites containing one of
+    the texts at its speedup (tests/fake_model.py); None: no GPU again."""
+    gpu = FAKE_MODEL_DIR / "gpu.json"
+    if speedups is None:
+        gpu.unlink(missing_ok=True)
+    else:
+        gpu.write_text(json.dumps(speedups))
+
+
 def fake_calls() -> list[str]:
     """The fake model's log: `generation N started` per generation that made its first model call."""
     log = FAKE_MODEL_DIR / "calls.log"

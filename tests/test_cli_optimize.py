@@ -91,16 +91,17 @@ def fake_dice(folder: Path, fills: list[str], *args: str) -> tuple[int, Any, str
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the answer of a machine without a GPU (unverified)")
-def test_optimize_without_a_gpu_ranks_compiled_rewrites_unverified(tmp_path: Path) -> None:
+def test_optimize_without_a_gpu_ranks_rewrites_and_offers_none_unverified(tmp_path: Path) -> None:
     """Four rewrites, each with its own fate: two compile (ranked by nvcc's register count), one does not, one
-    does no work (last: never offered unverified); the best is written to --out, the input never."""
+    does no work (last: never offered unverified). Without a GPU none can be verified, so none is offered: no
+    best, nothing written to --out, exit 1; the top-ranked one is a draft to read (its diff), the input untouched."""
     path = tmp_path / "saxpy.cu"
     path.write_text(SAXPY)
     out = tmp_path / "best.cu"
     code, report, _ = fake_dice(tmp_path, [GRID_STRIDE, UNDECLARED, RETURNS, FMAF], "optimize", str(path),
                                 "--kernel", "saxpy", "--candidates", "4", "--rounds", "0", "--json", "--out", str(out))
     assert path.read_text() == SAXPY
-    assert (code, report["gpu"], report["unverified"], report["kernel"]) == (0, False, "no GPU", "saxpy")
+    assert (code, report["gpu"], report["unverified"], report["kernel"]) == (1, False, "no GPU", "saxpy")
     assert (report["generated"], report["compiled"], report["verified"], report["faster"]) == (4, 3, 0, 0)
     ranked = report["candidates"]
     assert [(c["rank"], c["origin"], c["compiled"], c["verified"], c["failure"], c["less_work"]) for c in ranked] == [
@@ -111,14 +112,16 @@ def test_optimize_without_a_gpu_ranks_compiled_rewrites_unverified(tmp_path: Pat
     assert ranked[0]["resources"]["registers"] < ranked[1]["resources"]["registers"]
     assert all(c["diff"].startswith("--- a/saxpy.cu\n+++ b/saxpy.cu\n") for c in ranked)
     assert "-    if (i < n) y[i] = a * x[i] + y[i];\n+" + FMAF_LINE in ranked[0]["diff"]
-    best = report["best"]
-    assert best == ranked[0]
-    expected = SAXPY.replace("    if (i < n) y[i] = a * x[i] + y[i];\n", FMAF_LINE, 1)
-    assert report["text"] == expected and out.read_text() == expected
+    assert (report["best"], report["text"], report["draft"], out.exists()) == (None, None, ranked[0], False)
     assert report["summary"] == (
-        f"saxpy: unverified rewrite (signature), ranked by nvcc's resource report "
-        f"({best['resources']['registers']} registers, 0 spill bytes, 0 B stack); 4 distinct candidates of 4, "
-        "3 compiled, none verified (no GPU), 1 doing less work than the original (never offered unverified)")
+        "saxpy: nothing to apply: no rewrite could be verified (a GPU verifies and times them: this machine's, or "
+        "a team server's, dice.server.url); the top-ranked draft (signature, "
+        f"{ranked[0]['resources']['registers']} registers, 0 spill bytes, 0 B stack) is shown as a diff only; "
+        "4 distinct candidates of 4, 3 compiled, none verified (no GPU), 1 doing less work than the original "
+        "(never offered unverified)")
+    code, stdout, _ = fake_dice(tmp_path, [GRID_STRIDE, UNDECLARED, RETURNS, FMAF], "optimize", str(path),
+                                "--kernel", "saxpy", "--candidates", "4", "--rounds", "0")
+    assert code == 1 and "draft (unverified, not applied):\n--- a/saxpy.cu\n" in stdout
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the answer of a machine without a GPU (unverified)")

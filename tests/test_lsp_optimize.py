@@ -22,6 +22,7 @@ from .lsp_client import (
     diagnostics_for,
     fake_calls,
     fake_fills,
+    fake_gpu,
     open_document,
     read_code_actions_as_vscode_does,
     ready,
@@ -91,16 +92,25 @@ FMAF_EDIT = types.TextEdit(range=types.Range(types.Position(17, 22), types.Posit
                            new_text="fmaf(a, x[i], y[i])")
 
 
+VERIFIED = {"fmaf(a, x[i], y[i])": 1.5}  # the fake harness verifies the signature's fmaf rewrite, 1.5x faster
+
+
+@pytest.fixture
+def fake_harness() -> Any:
+    """The fake server optimizes as on a GPU that verifies only the fmaf rewrite (tests/fake_model.py)."""
+    fake_gpu(VERIFIED)
+    yield
+    fake_gpu(None)
+
+
 def fake_summary(report: dict[str, Any]) -> str:
-    registers = report["best"]["resources"]["registers"]
-    return (f"saxpy: unverified rewrite (signature), ranked by nvcc's resource report ({registers} registers, 0 spill "
-            "bytes, 0 B stack); 4 distinct candidates of 4, 3 compiled, none verified (no GPU), 1 doing less work "
-            "than the original (never offered unverified)")
+    return ("saxpy: 1.50× faster (1.0000 ms → 0.6667 ms, verified; signature); 4 distinct candidates of 4, "
+            "3 compiled, 1 verified, 1 faster, 1 doing less work than the original (never offered unverified)")
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the answer of a machine without a GPU (unverified)")
 async def test_optimize_reports_progress_and_applies_only_what_the_user_accepts(fake_client: LanguageClient,
-                                                                              tmp_path: Path) -> None:
+                                                                              tmp_path: Path,
+                                                                              fake_harness: None) -> None:
     client = fake_client
     fake_fills(FAKE_REWRITES)
     path, uri = await opened(client, tmp_path, FAKE_QUICK)
@@ -113,13 +123,15 @@ async def test_optimize_reports_progress_and_applies_only_what_the_user_accepts(
     assert (begin.message, begin.cancellable, getattr(end, "message", None)) == ("saxpy.cu", True, "done")
     assert [re.sub(r"compiled \d+/", "compiled ?/", r.message or "") for r in reports] == [
         "generated 4 candidates, 4 distinct", "compiled ?/1 of 4", "compiled ?/2 of 4", "compiled ?/3 of 4",
-        "compiled ?/4 of 4"]  # compiles run side by side: which of them is done first varies
-    assert reports[-1].message == "compiled 3/4 of 4"
+        "compiled ?/4 of 4",  # compiles run side by side: which of them is done first varies
+        "verified and timed 1/3: 0 verified", "verified and timed 2/3: 0 verified",
+        "verified and timed 3/3: 1 verified"]  # one at a time, on the (fake) GPU
+    assert reports[4].message == "compiled 3/4 of 4"
     report = result["report"]
     assert [(c["rank"], c["origin"], c["compiled"], c["less_work"] is not None) for c in report["candidates"]] == [
         (1, "signature", True, False), (2, "re-noise 30%", True, False), (3, "re-noise 60%", False, False),
         (4, "re-noise 100%", True, True)]
-    assert (report["gpu"], report["verified"], result["summary"]) == (False, 0, fake_summary(report))
+    assert (report["gpu"], report["verified"], result["summary"]) == (True, 1, fake_summary(report))
     assert asked == ["DICE: " + fake_summary(report)]
     [params] = applied
     assert params.label == "DICE: optimize saxpy"
@@ -133,7 +145,28 @@ async def test_optimize_reports_progress_and_applies_only_what_the_user_accepts(
     assert fake_calls() == [f"generation {n} started" for n in range(1, 9)], "four model calls per optimize"
 
 
-async def test_an_edit_for_a_changed_document_is_refused(fake_client: LanguageClient, tmp_path: Path) -> None:
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the answer of a machine without a GPU (unverified)")
+async def test_without_a_gpu_nothing_unverified_is_offered_as_an_edit(fake_client: LanguageClient,
+                                                                     tmp_path: Path) -> None:
+    """The same four rewrites on a machine without a GPU: ranked and reported, none offered (no question, no
+    edit), the user told why and where the top draft can be read."""
+    client = fake_client
+    fake_fills(FAKE_REWRITES)
+    _, uri = await opened(client, tmp_path, FAKE_QUICK)
+    asked: list[str] = []
+    applied = user_says_apply(client, lambda question: asked.append(question.message))
+    result = await optimize(client, uri)
+    report = result["report"]
+    assert (report["gpu"], report["best"], result["edit"], result["applied"], asked, applied) == (
+        False, None, None, False, [], [])
+    assert report["draft"]["origin"] == "signature" and "fmaf(a, x[i], y[i])" in report["draft"]["diff"]
+    assert result["summary"].startswith("saxpy: nothing to apply: no rewrite could be verified (a GPU verifies")
+    told = [m.message for m in client.messages if m.message.startswith("DICE: saxpy:")]
+    assert told == [f"DICE: {result['summary']}"]
+
+
+async def test_an_edit_for_a_changed_document_is_refused(fake_client: LanguageClient, tmp_path: Path,
+                                                          fake_harness: None) -> None:
     client = fake_client
     fake_fills(FAKE_REWRITES)
     path, uri = await opened(client, tmp_path, FAKE_QUICK)

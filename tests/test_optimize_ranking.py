@@ -43,15 +43,19 @@ def test_on_a_gpu_a_verified_rewrite_that_is_not_faster_is_not_offered() -> None
     assert report.best is None and report.summary().startswith("k: no faster rewrite found")
 
 
-def test_without_a_gpu_compiled_rewrites_rank_by_spills_then_registers_and_are_unverified() -> None:
+def test_without_a_gpu_compiled_rewrites_rank_by_spills_then_registers_and_none_is_offered() -> None:
     found = [rewrite("spills", spills=64, registers=16), rewrite("broken", compiled=False),
              rewrite("lean", registers=24), rewrite("heavy", registers=96)]
     order = ranked(found, gpu=False)
     assert [r.origin for r in order] == ["lean", "heavy", "spills", "broken"]
     report = OptimizeReport("k", gpu=False, rewrites=order, generated=4)
-    assert report.best is order[0]
-    assert "unverified" in report.summary() and "none verified (no GPU)" in report.summary()
-    assert report.to_json()["best"]["origin"] == "lean"
+    assert (report.best, report.draft) == (None, order[0])  # unverified: a draft to read, never an edit
+    assert report.summary().startswith("k: nothing to apply: no rewrite could be verified (a GPU verifies")
+    assert "none verified (no GPU)" in report.summary()
+    assert (report.to_json()["best"], report.to_json()["text"], report.to_json()["draft"]["origin"]) == (
+        None, None, "lean")
+    untrusted = OptimizeReport("k", gpu=False, rewrites=order, generated=4, unverified="untrusted workspace")
+    assert "a GPU verifies" not in untrusted.summary() and "none verified (untrusted workspace)" in untrusted.summary()
 
 
 def test_nothing_compiled_nothing_offered() -> None:

@@ -2,8 +2,9 @@
 
 With a GPU, the survivors are verified against the original kernel and timed by the harness
 (`dice_lsp.harness.bench.bench_rewrite`) and ranked by verified speedup. Without one they are ranked by
-nvcc's resource report (spills, stack, registers), and every result says it is unverified; so are they
-when the request says why they must not run (`unverified`: an untrusted workspace). The model runs
+nvcc's resource report (spills, stack, registers) and reported, the top one as a draft to read, but none is
+offered as an edit: an unverified rewrite may be wrong; so are they when the request says why they must not run
+(`unverified`: an untrusted workspace). The model runs
 through `run_model`, so a language server can keep it on its own thread between the compile steps.
 """
 
@@ -86,12 +87,19 @@ class OptimizeReport:
 
     @property
     def best(self) -> Rewrite | None:
-        """The rewrite to offer: the fastest verified one that beats the original; without a GPU, the top
-        compiled one (unverified) that does not do less work than the original."""
+        """The rewrite to offer as an edit: the fastest one verified against the original that beats it. Nothing
+        unverified is ever offered as an edit (without a GPU the candidates are ranked and reported: `draft`)."""
         top = self.rewrites[0] if self.rewrites else None
-        if top is None or not top.compiled or (top.less_work is not None and not top.verified):
+        if top is None or not self.gpu or not (top.verified and (top.speedup or 0) > 1):
             return None
-        if self.gpu and not (top.verified and (top.speedup or 0) > 1):
+        return top
+
+    @property
+    def draft(self) -> Rewrite | None:
+        """Where nothing could be verified: the top-ranked compiled candidate that does not do less work than the
+        original (by nvcc's resource report), for the user to read as a diff; never an applicable change."""
+        top = self.rewrites[0] if self.rewrites else None
+        if self.gpu or top is None or not top.compiled or top.less_work is not None:
             return None
         return top
 
@@ -103,22 +111,24 @@ class OptimizeReport:
         less = sum(r.less_work is not None and not r.verified for r in self.rewrites)
         if less:
             counts += f", {less} doing less work than the original (never offered unverified)"
-        best = self.best
-        if best is None:
-            return f"{self.kernel}: no faster rewrite found ({counts})"
-        if not self.gpu:
-            return (f"{self.kernel}: unverified rewrite ({best.origin}), ranked by nvcc's resource report "
-                    f"({_resources(best.resources)}); {counts}")
-        return (f"{self.kernel}: {best.speedup:.2f}× faster ({best.reference_ms:.4f} ms → {best.median_ms:.4f} ms, "
-                f"verified; {best.origin}); {counts}")
+        best, draft = self.best, self.draft
+        if best is not None:
+            return (f"{self.kernel}: {best.speedup:.2f}× faster ({best.reference_ms:.4f} ms → "
+                    f"{best.median_ms:.4f} ms, verified; {best.origin}); {counts}")
+        if draft is not None:
+            where = (" (a GPU verifies and times them: this machine's, or a team server's, dice.server.url)"
+                     if self.unverified == "no GPU" else "")
+            return (f"{self.kernel}: nothing to apply: no rewrite could be verified{where}; the top-ranked draft "
+                    f"({draft.origin}, {_resources(draft.resources)}) is shown as a diff only; {counts}")
+        return f"{self.kernel}: no faster rewrite found ({counts})"
 
     def to_json(self) -> dict[str, Any]:
-        best = self.best
+        best, draft = self.best, self.draft
         return {"kernel": self.kernel, "gpu": self.gpu, "unverified": None if self.gpu else self.unverified,
                 "generated": self.generated, "compiled": self.compiled,
                 "verified": self.verified, "faster": self.faster, "wall_s": round(self.wall_s, 2),
                 "candidates": [r.to_json() for r in self.rewrites], "best": best.to_json() if best else None,
-                "text": best.text if best else None,
+                "text": best.text if best else None, "draft": draft.to_json() if draft else None,
                 "summary": self.summary()}
 
     @classmethod

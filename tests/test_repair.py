@@ -142,6 +142,30 @@ def test_a_candidate_that_deletes_the_rejected_line_is_not_taken(model: LoadedMo
     assert STATEMENT[:-2] in result.text, "the line is still there (only its last token was re-written)"
 
 
+UNKNOWN_SCALE = SAXPY.replace(STATEMENT, "if (i < n) y[i] = a * x[i] * scale_factor;", 1)
+
+
+def test_a_candidate_that_replaces_the_users_statement_is_not_taken(check: Check) -> None:
+    """`scale_factor` is undefined. Another statement in its line's place compiles (a `__syncthreads()` there
+    would even hang after a divergent return): it is not taken; a re-write of what nvcc points at is, and the
+    rest of the user's statement stays."""
+    found = errors(check, UNKNOWN_SCALE)
+    start, end, _ = region(UNKNOWN_SCALE, found, narrow=True)
+    draft = UNKNOWN_SCALE[start:end]
+    statement = "if (i < n) y[i] = a * x[i] * scale_factor;"
+    replaced = draft.replace(statement, "__syncthreads();")
+    fixed = draft.replace(statement, "if (i < n) y[i] = a * x[i] * a;")
+    assert not errors_of(check(UNKNOWN_SCALE[:start] + replaced + UNKNOWN_SCALE[end:])), "it would compile"
+
+    def run(job: Callable[[LoadedModel], list[str]]) -> list[str]:
+        return [replaced, fixed]
+
+    result = repair(run, UNKNOWN_SCALE, check, rounds=1, candidates=2)
+    assert result.compiles and "__syncthreads" not in result.text
+    assert result.text == UNKNOWN_SCALE.replace(statement, "if (i < n) y[i] = a * x[i] * a;")
+    assert [(c.before, c.after) for c in result.changes] == [(statement, "if (i < n) y[i] = a * x[i] * a;")]
+
+
 def test_cancel_before_a_round_raises_cancelled(model: LoadedModel, check: Check) -> None:
     run = Counted(model)
     with pytest.raises(Cancelled):

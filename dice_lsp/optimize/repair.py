@@ -9,7 +9,8 @@ better is left for the next one (nvcc's first error is often a consequence of a 
 gives every error its rounds again; denoise several candidates with the rest
 of the file as context; keep the first candidate with fewer errors than before (never one with as many:
 such code drifts without getting closer). A missing header is not re-written. A candidate that empties a
-rejected line is not taken: deleting code is not repairing it.
+rejected line, or loses a name the user wrote there other than the words nvcc points at, is not taken: deleting
+or replacing the user's statement is not repairing it.
 
 A repair says what it changed and why: each kept change is a `Change` (line, text before, text after, the
 nvcc error it was made for), since code that compiles after a repair may compute something else
@@ -22,6 +23,7 @@ from __future__ import annotations
 import difflib
 import re
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -146,8 +148,9 @@ def repair(run_model: ModelRunner, text: str, check: Check, rounds: int = Settin
                                               steps=max(sampler.steps, masked_tokens)))
         fills = run_model(partial(_fills, request=request, cancel=cancel))
         base, before = text, len(errors)
+        pointed = _pointed_words(text, errors)
         for fill_text in first_of_each(fills, normalized):
-            if _empties_a_line(fill_text, draft):
+            if _empties_a_line(fill_text, draft) or _drops_user_code(fill_text, draft, pointed):
                 continue
             attempt = base[:start] + fill_text + base[end:]
             attempt_report = check(attempt)
@@ -235,6 +238,32 @@ def _previous_code_line(lines: list[str], number: int) -> int:
 
 def _line_of(starts: list[int], offset: int) -> int:
     return max(i for i, start in enumerate(starts) if start <= offset) if offset else 0
+
+
+def _pointed_words(text: str, errors: list[Diagnostic]) -> set[str]:
+    """The words nvcc's errors point at (the token at or after each error's column): what a repair may
+    replace or drop."""
+    lines = text.splitlines()
+    found = set()
+    for error in errors:
+        if error.line < len(lines):
+            word = next((m for m in _WORD.finditer(lines[error.line]) if m.end() > error.character), None)
+            if word is not None:
+                found.add(word.group())
+    return found
+
+
+_NAME = re.compile(r"[A-Za-z_]\w*")
+
+
+def _drops_user_code(fill_text: str, draft: Draft, pointed: set[str]) -> bool:
+    """Whether the fill loses a name the user wrote in the re-denoised region other than the ones nvcc points
+    at: a repair changes what the compiler rejects and keeps the rest of the statement (with `scale_factor`
+    undefined, `float inv = rsqrtf(sum) * scale_factor;` may lose `scale_factor`, never `inv`, `rsqrtf` or
+    `sum`; `__syncthreads();` in its place is not a repair)."""
+    kept = Counter(_NAME.findall(fill_text))
+    return any(kept[name] < count for name, count in Counter(
+        name for name in _NAME.findall(draft.text) if name not in pointed).items())
 
 
 def _empties_a_line(fill_text: str, draft: Draft) -> bool:

@@ -101,6 +101,13 @@ def test_fills_that_nvcc_rejects_fail_where_clang_points(judge: ClangJudge, fill
     assert judge.new_errors(filled(fill)) == [(LINE, column) for column in columns]
 
 
+def test_a_pragma_clang_does_not_know_fails_and_a_known_one_passes(judge: ClangJudge) -> None:
+    """`#pragma defined(__CUDA_ARCH____))` parses and compiles (nvcc only warns: "unrecognized #pragma in device
+    code"): a fill that adds a warning is not clean. `#pragma unroll` is CUDA's own."""
+    assert judge(filled("#pragma defined(__CUDA_ARCH____))")) is False
+    assert judge(filled("#pragma unroll\n    for (int k = 0; k < 4; ++k) y[i] += x[k];")) is True
+
+
 def test_errors_the_document_already_has_do_not_count() -> None:
     broken = BASE + "__device__ float unfinished(float v) { return v + undefined_name; }\n"
     judge = _judge(broken)

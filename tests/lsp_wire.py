@@ -59,12 +59,13 @@ def read_message(stream: IO[bytes]) -> dict[str, Any] | None:
 
 
 class Replies:
-    """The responses arriving on a stream, read on a thread (notifications skipped); `next` waits for one.
-    The server's own requests wait in `requests`."""
+    """The responses arriving on a stream, read on a thread; `next` waits for one. The server's own requests wait
+    in `requests`, its notifications are kept in `notifications`."""
 
     def __init__(self, stream: IO[bytes]) -> None:
         self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.requests: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.notifications: list[dict[str, Any]] = []
         threading.Thread(target=self._read, args=(stream,), daemon=True).start()
 
     def _read(self, stream: IO[bytes]) -> None:
@@ -74,6 +75,8 @@ class Replies:
                     self._queue.put(message)
                 elif "id" in message:
                     self.requests.put(message)
+                else:
+                    self.notifications.append(message)
         except (OSError, ValueError):
             pass
         self._queue.put(None)

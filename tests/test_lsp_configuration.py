@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -59,3 +60,21 @@ async def test_invalid_values_are_reported_and_ignored(client: LanguageClient) -
     assert (await ready(statuses, client))["state"] == "ready"
     warnings = [m.message for m in client.messages]
     assert any("dice.steps" in w for w in warnings) and any("dice.sampler" in w for w in warnings)
+
+
+async def test_the_server_log_reaches_the_client_at_its_level(client: LanguageClient, tmp_path: Path) -> None:
+    """An info line of the server's log (here: the workspace folder it watches) arrives as a `window/logMessage`
+    of type Info, not on stderr, which an editor shows as errors (every line was an `[error]` in VS Code)."""
+    statuses = await start(client, configuration=FAST, workspace=tmp_path)
+    await ready(statuses, client)
+
+    async def watching() -> types.LogMessageParams:
+        while True:
+            found = [m for m in client.log_messages if m.message == f"watching {tmp_path} and below"]
+            if found:
+                return found[0]
+            await asyncio.sleep(0.05)
+
+    message = await asyncio.wait_for(watching(), timeout=60)
+    assert message.type == types.MessageType.Info
+    assert all(m.type != types.MessageType.Error for m in client.log_messages)

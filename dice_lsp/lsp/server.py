@@ -23,9 +23,11 @@ Errors, one policy:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import os
+import sys
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -74,6 +76,39 @@ from dice_lsp.toolchain.flags import CompileFlags, FlagError, flags_for
 from dice_lsp.toolchain.nvcc import find_nvcc
 
 LOG = logging.getLogger("dice_lsp.server")
+TOLD = "told_client"  # a log record's attribute: the client was already sent this line (`DiceServer.log`)
+
+
+class ClientLog(logging.Handler):
+    """The server's log lines below ERROR sent to the client as `window/logMessage` at their level (an editor shows
+    a language server's stderr as errors: every info line was an `[error]` in VS Code's output). Records come from
+    any thread; they reach the client through the event loop, and none once it has closed."""
+
+    KINDS = ((logging.WARNING, types.MessageType.Warning), (logging.INFO, types.MessageType.Info))
+
+    def __init__(self, server: DiceServer, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(logging.INFO)
+        self.server, self.loop = server, loop
+        self.setFormatter(logging.Formatter("%(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno >= logging.ERROR or getattr(record, TOLD, False) or self.loop.is_closed():
+            return
+        kind = next(kind for level, kind in self.KINDS if record.levelno >= level)
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            self.loop.call_soon_threadsafe(self.server.window_log_message,
+                                           types.LogMessageParams(kind, self.format(record)))
+
+
+def send_log_to_client(server: DiceServer, loop: asyncio.AbstractEventLoop) -> ClientLog:
+    """From now on the log's info and warning lines go to the client (`ClientLog`), and stderr keeps the errors:
+    where a client reads the server's stderr too, a line must not show twice, once as an error."""
+    handler = ClientLog(server, loop)
+    logging.getLogger("dice_lsp").addHandler(handler)
+    for stream in logging.getLogger().handlers:
+        if isinstance(stream, logging.StreamHandler) and stream.stream is sys.stderr and stream.level < logging.ERROR:
+            stream.setLevel(logging.ERROR)
+    return handler
 STATUS_NOTIFICATION = "dice/status"
 FILL_COMMAND = "dice.fillHole"
 APPLY = "Apply"
@@ -90,6 +125,7 @@ class DiceServer(LanguageServer):
         self.settings = Settings()
         self.init_options: Any = None
         self.init_errors: list[str] = []  # why values of initializationOptions were refused (told once)
+        self.client_log: ClientLog | None = None  # the log's lines to the client, once it is initialized
         self._load_submitted: asyncio.Event | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.host = ModelHost(self._status_from_any_thread)
@@ -332,7 +368,7 @@ class DiceServer(LanguageServer):
     def log(self, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
         """Everything else: the server's log and the client's (its output panel, never a pop-up)."""
         LOG.log(logging.WARNING if kind in (types.MessageType.Warning, types.MessageType.Error) else logging.DEBUG,
-                "%s", message)
+                "%s", message, extra={TOLD: True})
         self.window_log_message(types.LogMessageParams(kind, message))
 
     def document_job(self, key: str, uri: str, said: Callable[[str], None] | None = None) -> DocumentJob:
@@ -549,6 +585,8 @@ def initialize(ls: DiceServer, params: types.InitializeParams) -> None:
 @server.feature(types.INITIALIZED)
 async def initialized(ls: DiceServer, params: types.InitializedParams) -> None:
     ls.loop = asyncio.get_running_loop()
+    if ls.client_log is None:
+        ls.client_log = send_log_to_client(ls, ls.loop)
     ls.watch = FileWatch(ls.loop, ls.file_changed_on_disk)
     for folder in ls.workspace.folders.values():
         ls.loop.run_in_executor(None, ls.watch.watch, Path(to_fs_path(folder.uri) or folder.uri), True)

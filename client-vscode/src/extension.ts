@@ -17,7 +17,7 @@ import {
   StreamInfo,
 } from "vscode-languageclient/node";
 import { Debouncer } from "./debounce";
-import { ClientSettings, describe, Launch, launchFrom, SettingError, socketAuth } from "./launch";
+import { ClientSettings, describe, Launch, launchFrom, SettingError, socketAuth, startFailure } from "./launch";
 import { OptimizeResult, proposal, staleReason } from "./preview";
 import { DiceStatus, statusView } from "./status";
 import { Inspect, initializationOptions, Schema, schemaOf, trustConfiguration, userValue } from "./trust";
@@ -163,10 +163,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     try {
       await client.start();
     } catch (error) {
-      status = { state: "error", message: `cannot start ${describe(launch)}: ${(error as Error).message}` };
+      const failure = startFailure(launch, error);
+      status = { state: "error", message: failure.message };
       refreshStatus();
-      void vscode.window.showErrorMessage(`DICE: ${status.message}`, "Show output").then((choice) => {
-        if (choice) {
+      const fix = failure.setting ? "Open Settings" : "Show output";
+      void vscode.window.showErrorMessage(`DICE: ${failure.message}`, fix).then((choice) => {
+        if (choice === "Open Settings" && failure.setting) {
+          void vscode.commands.executeCommand("workbench.action.openSettings", `@id:${failure.setting}`);
+        } else if (choice) {
           output.show();
         }
       });
@@ -184,8 +188,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   };
 
   const restart = async (): Promise<void> => {
-    if (client) {
-      await client.stop();
+    // a client whose start failed is not running and cannot be stopped ("Client is not running and can't be
+    // stopped"): it is only let go, so that Restart works after a failed start without reloading the window
+    const previous = client;
+    client = undefined;
+    if (previous?.isRunning()) {
+      await previous.stop();
+    } else if (previous) {
+      await previous.dispose().catch(() => undefined);
     }
     status = null;
     await start();

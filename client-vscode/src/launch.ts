@@ -74,3 +74,22 @@ export function socketAuth(launch: Launch, tokenFile: string | null, read: (path
   }
   return { authToken: token };
 }
+
+/** Why the server could not be started, for the user, with the one setting that fixes it where there is one: a
+ * command that is not there (`spawn dice-lsp ENOENT`) is fixed by `dice.client.pythonPath` (a Python with dice-lsp
+ * installed) or `dice.client.serverCommand`. `error` is whatever the language client threw (not always an Error). */
+export function startFailure(launch: Launch, error: unknown): { message: string; setting: string | null } {
+  const text = error instanceof Error ? error.message : typeof error === "string" ? error : JSON.stringify(error);
+  const code = (error as { code?: unknown } | null)?.code;
+  const missing = launch.kind === "stdio" && (code === "ENOENT" || /\bENOENT\b/.test(text ?? ""));
+  if (missing) {
+    const which = launch.command === "dice-lsp"
+      ? "dice-lsp is not on PATH: set dice.client.pythonPath to a Python that has dice-lsp installed " +
+        "(pip install dice-lsp), or put dice-lsp on PATH"
+      : `${launch.command} was not found: fix dice.client.pythonPath or dice.client.serverCommand`;
+    return { message: `cannot start ${describe(launch)}: ${which}`,
+             setting: launch.command === "dice-lsp" || launch.args[0] === "-m" ? "dice.client.pythonPath"
+               : "dice.client.serverCommand" };
+  }
+  return { message: `cannot start ${describe(launch)}: ${text || "the language client gave no reason"}`, setting: null };
+}

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { describe, launchFrom, SettingError, socketAuth } from "../launch";
+import { describe, launchFrom, SettingError, socketAuth, startFailure } from "../launch";
 
 const none = { serverCommand: [], pythonPath: null, connect: null, tokenFile: null, debounceMs: 150 };
 
@@ -52,4 +52,22 @@ test("connecting without dice.client.tokenFile is one clear error naming the set
       return true;
     });
   }
+});
+
+test("a server that cannot start names the setting that fixes it, whatever the client threw", () => {
+  const onPath = launchFrom(none);
+  const spawn = Object.assign(new Error("spawn dice-lsp ENOENT"), { code: "ENOENT" });
+  assert.deepEqual(startFailure(onPath, spawn), {
+    message: "cannot start dice-lsp: dice-lsp is not on PATH: set dice.client.pythonPath to a Python that has " +
+      "dice-lsp installed (pip install dice-lsp), or put dice-lsp on PATH",
+    setting: "dice.client.pythonPath" });
+  const python = launchFrom({ ...none, pythonPath: "/no/python" });
+  assert.equal(startFailure(python, { code: "ENOENT" }).setting, "dice.client.pythonPath");
+  const command = launchFrom({ ...none, serverCommand: ["/opt/dice-lsp"] });
+  assert.equal(startFailure(command, spawn).setting, "dice.client.serverCommand");
+  // not an Error (the client threw undefined, a string): never "undefined"
+  assert.deepEqual(startFailure(onPath, undefined), {
+    message: "cannot start dice-lsp: the language client gave no reason", setting: null });
+  assert.deepEqual(startFailure(onPath, "Connection to server got closed."), {
+    message: "cannot start dice-lsp: Connection to server got closed.", setting: null });
 });

@@ -8,6 +8,7 @@ import sys
 import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import pytest_lsp
@@ -85,6 +86,13 @@ async def test_inline_completion_covers_the_region_at_the_cursor(client: Languag
 
 async def test_garbage_only_yields_no_item_and_the_log_says_why(client: LanguageClient, native_dir: Path) -> None:
     """A random checkpoint writes nothing that parses: the editor gets an empty list, the log the reason."""
+    completions: list[dict[str, Any]] = []
+
+    @client.feature("dice/completion")
+    def on_completion(params: Any) -> None:
+        completions.append(params if isinstance(params, dict) else
+                           {k: getattr(params, k) for k in dir(params) if not k.startswith("_")})
+
     statuses = await start(client, configuration={**FAST, "model": str(native_dir)})
     await ready(statuses, client)
     open_document(client)
@@ -94,6 +102,10 @@ async def test_garbage_only_yields_no_item_and_the_log_says_why(client: Language
     assert isinstance(result, types.InlineCompletionList) and list(result.items) == []
     assert any(m.message.startswith("dice-lsp: no completion at line 5: no fill passed the checks (")
                for m in client.log_messages)
+    # and `dice/completion` says it too, for the status item's tooltip
+    [told] = completions
+    assert (told["uri"], told["line"], told["shown"], told["confidence"]) == (URI, 4, False, None)
+    assert told["reason"].startswith("no fill passed the checks (")
 
 
 BROKEN_ABOVE = (  # the first kernel does not parse; the second, with the cursor on its empty line 6, does

@@ -19,7 +19,7 @@ import {
 import { Debouncer } from "./debounce";
 import { ClientSettings, describe, Launch, launchFrom, SettingError, socketAuth, startFailure } from "./launch";
 import { OptimizeResult, proposal, staleReason } from "./preview";
-import { DiceStatus, statusView } from "./status";
+import { completionLine, DiceStatus, LastCompletion, statusView } from "./status";
 import { Inspect, initializationOptions, Schema, schemaOf, trustConfiguration, userValue } from "./trust";
 
 const OPTIMIZE = "dice.optimizeKernel";
@@ -63,6 +63,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   item.command = "dice.client.showOutput";
   context.subscriptions.push(output, item);
   let status: DiceStatus | null = null;
+  let lastCompletion: LastCompletion | null = null; // `dice/completion`: the tooltip says why nothing was shown
   let launched: string | undefined; // how the running server was started or reached
   const schema = schemaOf(context.extension.packageJSON);
   const debouncer = new Debouncer(() => clientSettings(schema).debounceMs);
@@ -74,7 +75,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
           .getDiagnostics(editor.document.uri)
           .filter((d) => d.source === "nvcc" && d.severity === vscode.DiagnosticSeverity.Error).length
       : null;
-    const view = statusView(status, errors);
+    const view = statusView(status, errors, completionLine(lastCompletion, editor?.document.uri.toString() ?? null));
     item.text = view.text;
     item.tooltip = view.tooltip;
     item.backgroundColor = view.error ? new vscode.ThemeColor("statusBarItem.errorBackground") : undefined;
@@ -158,6 +159,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     client = new LanguageClient("dice", "DICE", serverOptions(launch), options);
     client.onNotification("dice/status", (params: DiceStatus) => {
       status = params;
+      refreshStatus();
+    });
+    client.onNotification("dice/completion", (params: LastCompletion) => {
+      lastCompletion = params;
       refreshStatus();
     });
     try {

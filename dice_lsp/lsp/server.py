@@ -110,6 +110,9 @@ def send_log_to_client(server: DiceServer, loop: asyncio.AbstractEventLoop) -> C
             stream.setLevel(logging.ERROR)
     return handler
 STATUS_NOTIFICATION = "dice/status"
+# after each completion at a hole: {"uri", "line" (0-based), "shown", "confidence" (P(right) or null), "reason" (why
+# nothing was shown, or null)}; VS Code's status item says it in its tooltip (the editor shows nothing otherwise)
+COMPLETION_NOTIFICATION = "dice/completion"
 FILL_COMMAND = "dice.fillHole"
 APPLY = "Apply"
 WATCH_SETTLE_SECONDS = 0.3  # a checkout writes many files: wait for the burst to end before compiling
@@ -517,7 +520,7 @@ class DiceServer(LanguageServer):
         except DiceError as exc:
             self.log(f"dice-lsp: {exc}")
             return None
-        return self.told_withheld(completion, where)
+        return self.told_withheld(completion, where, uri)
 
     def verdicts_for(self, path: Path, text: str, settings: Settings) -> Compiler | None:
         """nvcc's verdicts on multi-line fills of `text`, judged in the background (`CompileVerdicts`); None
@@ -543,11 +546,18 @@ class DiceServer(LanguageServer):
             return None
         return front_end_for(text, folder, flags, settings, self.nvcc)
 
-    def told_withheld(self, completion: Completion | None, where: Position) -> Completion | None:
+    def told_withheld(self, completion: Completion | None, where: Position, uri: str) -> Completion | None:
         """A completion that shows nothing although the model filled the hole says why in the client's log
-        (a Log message: the editor's output panel, never a pop-up)."""
+        (a Log message: the editor's output panel, never a pop-up); and every completion at a hole is told in
+        `dice/completion` (shown or not, P(right), why not), for a status line that explains itself."""
         if completion is not None and completion.withheld:
             self.log(f"dice-lsp: no completion at line {where.line + 1}: {completion.withheld}", types.MessageType.Log)
+        if completion is not None and completion.hole is not None:
+            chances = completion.confidences or [None]
+            self.protocol.notify(COMPLETION_NOTIFICATION, {
+                "uri": uri, "line": where.line, "shown": bool(completion.texts),
+                "confidence": chances[0] if completion.texts else None,
+                "reason": None if completion.texts else completion.withheld})
         return completion
 
     async def fill_edit(self, uri: str, position: types.Position, version: int | None) -> types.WorkspaceEdit | None:

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { statusView } from "../status";
+import { completionLine, statusView } from "../status";
 
 test("ready shows the model, its device, and the file's nvcc errors", () => {
   const view = statusView({ state: "ready", model: "dice-tiny", device: "cuda:0", dtype: "torch.bfloat16" }, 2);
@@ -28,4 +28,18 @@ test("a team server says where it is, and an unreachable one says so", () => {
   assert.equal(down.text, "$(debug-disconnect) DICE");
   assert.match(down.tooltip, /cannot reach the dice server/);
   assert.equal(down.error, true);
+});
+
+test("the tooltip says what became of the last completion in this file, and why nothing was shown", () => {
+  const uri = "file:///work/k.cu";
+  const withheld = { uri, line: 8, shown: false, confidence: null,
+    reason: "the best candidate is likely not what you would write (P(right) 0.14 < 0.28, dice.minConfidence)" };
+  const line = completionLine(withheld, uri);
+  assert.equal(line, "\nline 9: nothing shown: the best candidate is likely not what you would write " +
+    "(P(right) 0.14 < 0.28, dice.minConfidence)");
+  assert.equal(completionLine(withheld, "file:///work/other.cu"), "");
+  assert.equal(completionLine({ uri, line: 3, shown: true, confidence: 0.734, reason: null }, uri),
+    "\nline 4: completion shown (P(right) 0.73)");
+  const view = statusView({ state: "ready", model: "dice-tiny", device: "cpu", dtype: "torch.float32" }, 0, line);
+  assert.equal(view.tooltip, "dice-lsp: dice-tiny ready on cpu (torch.float32)" + line);
 });

@@ -28,8 +28,9 @@ let client: LanguageClient | undefined;
 /** What VS Code says of a setting in each configuration (only its user and default values are used). */
 const inspectSetting: Inspect = (key) => vscode.workspace.getConfiguration().inspect(key);
 
+/** A text setting's value; "" (the Settings UI's unset) and anything but a string are null. */
 function text(value: unknown): string | null {
-  return typeof value === "string" ? value : null;
+  return typeof value === "string" && value.trim() !== "" ? value : null;
 }
 
 /** How to reach the server: what starts it and which server it talks to are user-only (`scope: machine`), read

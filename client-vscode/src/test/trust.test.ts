@@ -55,7 +55,7 @@ test("the schema is package.json's: every declared key, the restricted ones user
   assert.deepEqual([...schema.keys], declared, "every declared key is dice.NAME, dice.server.NAME or dice.client.NAME");
   assert.deepEqual([...schema.userOnly].sort(), [...RESTRICTED].sort());
   assert.equal(schema.defaults.get("dice.steps"), 8);
-  assert.equal(schema.defaults.get("dice.model"), null);
+  assert.equal(schema.defaults.get("dice.model"), "");
 });
 
 test("a nested dice object in a settings file is dropped: it cannot claim trust or name a model", () => {
@@ -67,7 +67,7 @@ test("a nested dice object in a settings file is dropped: it cannot claim trust 
   assert.equal(got.dice, undefined);
   assert.equal(got.trusted, true);
   assert.equal(got.trustRemoteCode, false);
-  assert.equal(got.model, null);
+  assert.equal(got.model, "");
   assert.equal(got.steps, 4, "the workspace's other settings still apply");
   assert.deepEqual(vscode.dice, nested.dice, "VS Code's own configuration object is not changed");
   // and so in the whole configuration, and when the server asks for dice.dice itself
@@ -84,12 +84,12 @@ test("a workspace's dice.model and dice.nvcc give way to the user's, in a truste
   for (const trusted of [false, true]) {
     const got = dice(configurationAnswers([{ section: "dice" }], [vscode], sources(trusted, user, workspace))[0]);
     assert.equal(got.model, "/home/me/models/dice-8b", "the user's value");
-    assert.equal(got.nvcc, null, "no user value: the default, never the workspace's");
+    assert.equal(got.nvcc, "", "no user value: the default, never the workspace's");
     assert.deepEqual(got.defines, []);
     assert.equal(got.trusted, trusted);
   }
   assert.deepEqual(configurationAnswers([{ section: "dice.model" }, { section: "dice.nvcc" }],
-    ["/ws/model", "/ws/bin/nvcc"], sources(true, user, workspace)), ["/home/me/models/dice-8b", null]);
+    ["/ws/model", "/ws/bin/nvcc"], sources(true, user, workspace)), ["/home/me/models/dice-8b", ""]);
 });
 
 test("the server and client groups: user-only keys from the user, the others as VS Code gives them", () => {
@@ -97,20 +97,20 @@ test("the server and client groups: user-only keys from the user, the others as 
   const user = { "dice.server.url": "tcp://gpu-host:7077", "dice.server.tokenFile": "/home/me/.dice-token" };
   const vscode = merged(user, workspace, { "dice.client.debounceMs": 80 });
   const got = dice(configurationAnswers([{ section: "dice" }], [vscode], sources(true, user, workspace))[0]);
-  assert.deepEqual(got.server, { url: "tcp://gpu-host:7077", token: null, tokenFile: "/home/me/.dice-token" });
-  assert.deepEqual(got.client, { serverCommand: [], pythonPath: null, connect: null, tokenFile: null, debounceMs: 80 });
+  assert.deepEqual(got.server, { url: "tcp://gpu-host:7077", token: "", tokenFile: "/home/me/.dice-token" });
+  assert.deepEqual(got.client, { serverCommand: [], pythonPath: "", connect: "", tokenFile: "", debounceMs: 80 });
   assert.deepEqual(configurationAnswers([{ section: "dice.server" }], [vscode.server], sources(true, user, workspace)),
-    [{ url: "tcp://gpu-host:7077", token: null, tokenFile: "/home/me/.dice-token" }]);
-  assert.equal(userValue(schema, inspector(user, workspace), "dice.client.connect"), null);
+    [{ url: "tcp://gpu-host:7077", token: "", tokenFile: "/home/me/.dice-token" }]);
+  assert.equal(userValue(schema, inspector(user, workspace), "dice.client.connect"), "");
   assert.equal(userValue(schema, () => undefined, "dice.steps"), 8, "no inspect answer: the declared default");
 });
 
 test("keys the extension does not declare are dropped, and so are other nested objects", () => {
-  const vscode = { ...merged(), stepz: 3, modelPath: "/ws/m", server: { url: null, token: null, tokenFile: null, extra: 1 },
+  const vscode = { ...merged(), stepz: 3, modelPath: "/ws/m", server: { url: "", token: "", tokenFile: "", extra: 1 },
     remote: { url: "tcp://x:1" }, trustedWorkspace: true };
   const got = dice(configurationAnswers([{ section: "dice" }], [vscode], sources(false))[0]);
   assert.deepEqual(Object.keys(got).sort(), [...new Set(schema.keys.map((key) => key.split(".")[1]))].sort());
-  assert.deepEqual(got.server, { url: null, token: null, tokenFile: null });
+  assert.deepEqual(got.server, { url: "", token: "", tokenFile: "" });
   assert.equal(configurationAnswers([{ section: "dice.stepz" }], [3], sources(false))[0], null);
 });
 
@@ -126,7 +126,7 @@ test("trusted is what Workspace Trust says, whatever the settings files hold", (
   // a section with no settings at all still says it, with the user-only keys
   const empty = dice(configurationAnswers([{ section: "dice" }], [null], sources(false))[0]);
   assert.equal(empty.trusted, false);
-  assert.equal(empty.model, null);
+  assert.equal(empty.model, "");
   assert.equal(empty.steps, undefined, "no invented values for the others");
 });
 

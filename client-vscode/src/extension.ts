@@ -19,6 +19,7 @@ import {
 import { Debouncer } from "./debounce";
 import { ClientSettings, describe, Launch, launchFrom, SettingError, socketAuth, startFailure } from "./launch";
 import { OptimizeResult, proposal, staleReason } from "./preview";
+import { Pause, SNOOZE_MINUTES as pauseMinutes } from "./pause";
 import { completionLine, DiceStatus, LastCompletion, statusView } from "./status";
 import { Inspect, initializationOptions, Schema, schemaOf, trustConfiguration, userValue } from "./trust";
 
@@ -65,6 +66,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   context.subscriptions.push(output, item);
   let status: DiceStatus | null = null;
   let lastCompletion: LastCompletion | null = null; // `dice/completion`: the tooltip says why nothing was shown
+  const pause = new Pause(); // DICE: Toggle / Snooze inline completions
   let launched: string | undefined; // how the running server was started or reached
   const schema = schemaOf(context.extension.packageJSON);
   const debouncer = new Debouncer(() => clientSettings(schema).debounceMs);
@@ -77,8 +79,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
           .filter((d) => d.source === "nvcc" && d.severity === vscode.DiagnosticSeverity.Error).length
       : null;
     const view = statusView(status, errors, completionLine(lastCompletion, editor?.document.uri.toString() ?? null));
-    item.text = view.text;
-    item.tooltip = view.tooltip;
+    const paused = pause.describe();
+    item.text = paused ? `$(circle-slash) ${view.text}` : view.text;
+    item.tooltip = paused ? `${view.tooltip}\n${paused} (DICE: Toggle inline completions)` : view.tooltip;
     item.backgroundColor = view.error ? new vscode.ThemeColor("statusBarItem.errorBackground") : undefined;
     item.show();
   };
@@ -152,7 +155,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
           didChangeConfiguration: (_sections, next) => next(undefined),
         },
         provideInlineCompletionItems: async (document, position, context, token, next) =>
-          (await debouncer.wait(token)) ? next(document, position, context, token) : null,
+          pause.active() && (await debouncer.wait(token)) ? next(document, position, context, token) : null,
         executeCommand: async (command, args, next) =>
           command === OPTIMIZE ? optimizeWithPreview(args) : next(command, args),
       },
@@ -225,6 +228,17 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
 
   context.subscriptions.push(
     vscode.commands.registerCommand("dice.client.showOutput", () => output.show()),
+    vscode.commands.registerCommand("dice.client.toggleCompletions", () => {
+      const on = pause.toggle();
+      refreshStatus();
+      void vscode.window.setStatusBarMessage(`DICE: inline completions ${on ? "on" : "off"}`, 3000);
+    }),
+    vscode.commands.registerCommand("dice.client.snoozeCompletions", () => {
+      pause.snooze();
+      refreshStatus();
+      setTimeout(refreshStatus, pauseMinutes * 60_000 + 1000);
+      void vscode.window.setStatusBarMessage(`DICE: ${pause.describe()}`, 3000);
+    }),
     vscode.commands.registerCommand("dice.client.restartServer", restart),
     vscode.workspace.onDidGrantWorkspaceTrust(() => void trustGranted()),
     vscode.commands.registerCommand("dice.client.fillHole", async () => {

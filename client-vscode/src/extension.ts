@@ -18,13 +18,16 @@ import {
 } from "vscode-languageclient/node";
 import { Debouncer } from "./debounce";
 import { ClientSettings, describe, Launch, launchFrom, SettingError, socketAuth, startFailure } from "./launch";
-import { OptimizeResult, proposal, staleReason } from "./preview";
+import { OptimizeResult, proposal, proposedText, staleReason } from "./preview";
 import { Pause, SNOOZE_MINUTES as pauseMinutes } from "./pause";
 import { completionLine, DiceStatus, LastCompletion, statusView } from "./status";
 import { Inspect, initializationOptions, Schema, schemaOf, trustConfiguration, userValue } from "./trust";
 
 const OPTIMIZE = "dice.optimizeKernel";
 let client: LanguageClient | undefined;
+const PROPOSAL_SCHEME = "dice-proposal"; // read-only documents holding a proposed rewrite, for the diff
+const proposals = new Map<string, string>();
+let proposalCounter = 0;
 
 /** What VS Code says of a setting in each configuration (only its user and default values are used). */
 const inspectSetting: Inspect = (key) => vscode.workspace.getConfiguration().inspect(key);
@@ -63,7 +66,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const output = vscode.window.createOutputChannel("DICE", { log: true });
   const item = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Right, 100);
   item.command = "dice.client.showOutput";
-  context.subscriptions.push(output, item);
+  context.subscriptions.push(output, item, vscode.workspace.registerTextDocumentContentProvider(PROPOSAL_SCHEME, {
+    provideTextDocumentContent: (uri) => proposals.get(uri.toString()) ?? "",
+  }));
   let status: DiceStatus | null = null;
   let lastCompletion: LastCompletion | null = null; // `dice/completion`: the tooltip says why nothing was shown
   const pause = new Pause(); // DICE: Toggle / Snooze inline completions
@@ -106,14 +111,27 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       void vscode.window.showWarningMessage(`DICE: ${stale}`);
       return result;
     }
+    // the diff first, then one question; the edit is applied as is (no refactor preview: it would start unchecked)
+    const right = vscode.Uri.from({ scheme: PROPOSAL_SCHEME, path: document.uri.path,
+      query: `${proposalCounter++}` });
+    proposals.set(right.toString(), proposedText(document.getText(), proposed.edits));
+    await vscode.commands.executeCommand("vscode.diff", document.uri, right, `DICE: optimize ${kernel} (proposed)`);
+    const choice = await vscode.window.showInformationMessage(`DICE: ${result.summary}`, { modal: true },
+      "Apply");
+    proposals.delete(right.toString());
+    if (choice !== "Apply") {
+      return result;
+    }
+    if (staleReason(proposed, document.version)) {
+      void vscode.window.showWarningMessage(`DICE: ${staleReason(proposed, document.version)}`);
+      return result;
+    }
     const edit = new vscode.WorkspaceEdit();
-    const metadata = { needsConfirmation: true, label: `DICE: optimize ${kernel}`, description: result.summary };
     for (const change of proposed.edits) {
       const range = new vscode.Range(
         change.range.start.line, change.range.start.character, change.range.end.line, change.range.end.character);
-      edit.replace(document.uri, range, change.newText, metadata);
+      edit.replace(document.uri, range, change.newText);
     }
-    void vscode.window.showInformationMessage(`DICE: ${result.summary}`);
     result.applied = await vscode.workspace.applyEdit(edit, { isRefactoring: true });
     return result;
   };

@@ -1,4 +1,6 @@
-// The optimize result as an edit the user previews (VS Code's refactor preview: a diff with Apply/Discard).
+// The optimize result as an edit the user previews: a diff of the document and the proposed text, then Apply or
+// Discard. (VS Code's refactor preview starts every change needing confirmation unchecked, so its Apply applied
+// nothing unless the user first ticked each box.)
 
 export interface LspPosition {
   line: number;
@@ -37,4 +39,22 @@ export function staleReason(proposed: Proposal, currentVersion: number): string 
     return "the document changed while the kernel was being optimized; run Optimize again";
   }
   return null;
+}
+
+/** The text `edits` (LSP ranges of `text`, not overlapping) make of `text`: what the diff shows on its right. */
+export function proposedText(text: string, edits: LspTextEdit[]): string {
+  const starts = [0];
+  for (let i = 0; i < text.length; i++) {
+    if (text[i] === "\n") {
+      starts.push(i + 1);
+    }
+  }
+  const offset = (p: LspPosition): number =>
+    Math.min(text.length, (starts[Math.min(p.line, starts.length - 1)] ?? text.length) + p.character);
+  const ordered = [...edits].sort((a, b) => offset(b.range.start) - offset(a.range.start));
+  let out = text;
+  for (const edit of ordered) {
+    out = out.slice(0, offset(edit.range.start)) + edit.newText + out.slice(offset(edit.range.end));
+  }
+  return out;
 }

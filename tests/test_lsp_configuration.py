@@ -78,3 +78,19 @@ async def test_the_server_log_reaches_the_client_at_its_level(client: LanguageCl
     message = await asyncio.wait_for(watching(), timeout=60)
     assert message.type == types.MessageType.Info
     assert all(m.type != types.MessageType.Error for m in client.log_messages)
+
+
+async def test_a_bad_initialization_option_is_told_by_name(client: LanguageClient) -> None:
+    """Neovim and Helix users configure the server through initializationOptions: a value it refuses is shown to
+    them (window/showMessage) naming the setting, not dropped silently; the other values still apply."""
+    statuses = await start(client, {"dice": {"device": "cpu", "steps": -3, "maxCanvass": 8}})
+    await ready(statuses, client)
+
+    async def told() -> list[str]:
+        while len(found := [m.message for m in client.messages if "dice." in m.message]) < 2:
+            await asyncio.sleep(0.05)
+        return found
+
+    messages = await asyncio.wait_for(told(), timeout=60)
+    assert any("dice.steps" in m for m in messages), messages
+    assert any("dice.maxCanvass: unknown setting" in m for m in messages), messages

@@ -386,20 +386,19 @@ class OneLineErrors(argparse.ArgumentParser):
 def versions() -> dict[str, Any]:
     """dice-lsp's version and the tools it found on this machine (nvcc, clang), as `--version` says them."""
     import platform
-    import subprocess
+    import re
 
     from dice_lsp import __version__
+    from dice_lsp.toolchain.cache import nvcc_version
     from dice_lsp.toolchain.clang import RECOMMENDED_MAJOR, clang_version, find_clang
     from dice_lsp.toolchain.nvcc import find_nvcc
 
     found: dict[str, Any] = {"dice-lsp": __version__, "python": platform.python_version()}
     try:
         nvcc = find_nvcc()
-        out = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True, timeout=30, check=False)
-        release = next((line.split("release ")[1].split(",")[0] for line in out.stdout.splitlines()
-                        if "release " in line), None)
-        found["nvcc"] = {"path": str(nvcc), "version": release}
-    except (DiceError, OSError, subprocess.SubprocessError, IndexError):
+        release = re.search(r"release (\d+(?:\.\d+)*)", nvcc_version(nvcc, nvcc.stat().st_mtime))
+        found["nvcc"] = {"path": str(nvcc), "version": release.group(1) if release else None}
+    except (DiceError, OSError):
         found["nvcc"] = None
     clang = find_clang()
     version = clang_version(clang) if clang is not None else None

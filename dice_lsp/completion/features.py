@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -81,6 +82,16 @@ class Hole:
         return "\n".join(lines[start:])
 
     @cached_property
+    def keys_above(self) -> Counter[str]:
+        """The lines of `function_above`, white space removed, counted (a candidate's copies there)."""
+        return _line_keys(self.function_above)
+
+    @cached_property
+    def keys_below(self) -> Counter[str]:
+        """The same of `rest_of_function`."""
+        return _line_keys(self.rest_of_function)
+
+    @cached_property
     def code_below(self) -> list[str]:
         """The code lines of `rest_of_function`, stripped (no blank or comment-only lines)."""
         lines = (line.strip() for line in self.rest_of_function.split("\n"))
@@ -89,6 +100,12 @@ class Hole:
     @cached_property
     def lines(self) -> int:
         return self.before.count("\n") + self.after.count("\n") + 1
+
+
+def _line_keys(text: str) -> Counter[str]:
+    keys = Counter("".join(line.split()) for line in text.split("\n"))
+    keys.pop("", None)
+    return keys
 
 
 @dataclass(frozen=True)
@@ -127,12 +144,6 @@ def support(candidate: Candidate) -> dict[str, float]:
         if candidate.source == source and isinstance(value, int | float):
             found[name] = float(value)
     return found
-
-
-def _copies(line: str, text: str) -> float:
-    """How many lines of `text` are `line`, white space aside."""
-    key = "".join(line.split())
-    return float(sum(1 for other in text.split("\n") if key and "".join(other.split()) == key))
 
 
 def row(candidate: Evidence, hole: Hole, model_scores: Sequence[float], candidates: int) -> list[float]:
@@ -184,8 +195,8 @@ def row(candidate: Evidence, hole: Hole, model_scores: Sequence[float], candidat
         "code_below": float(any(not set(code) <= set("{}") for code in hole.code_below)),
         # the very line written elsewhere in the function: a copy of a line the user already has is rarely
         # what the hole held (`out[...] = tile[...]` again, from two lines below)
-        "copies_above": _copies(line, hole.function_above),
-        "copies_below": _copies(line, hole.rest_of_function),
+        "copies_above": float(hole.keys_above["".join(line.split())]),
+        "copies_below": float(hole.keys_below["".join(line.split())]),
         "typed_chars": float(len(typed)),
         "typed_tokens": float(len(TOKEN.findall(typed))),
         "file_lines": float(hole.lines),

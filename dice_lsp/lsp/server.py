@@ -520,7 +520,7 @@ class DiceServer(LanguageServer):
         except DiceError as exc:
             self.log(f"dice-lsp: {exc}")
             return None
-        return self.told_withheld(completion, where, uri)
+        return self.told_outcome(completion, where, uri)
 
     def verdicts_for(self, path: Path, text: str, settings: Settings) -> Compiler | None:
         """nvcc's verdicts on multi-line fills of `text`, judged in the background (`CompileVerdicts`); None
@@ -546,7 +546,7 @@ class DiceServer(LanguageServer):
             return None
         return front_end_for(text, folder, flags, settings, self.nvcc)
 
-    def told_withheld(self, completion: Completion | None, where: Position, uri: str) -> Completion | None:
+    def told_outcome(self, completion: Completion | None, where: Position, uri: str) -> Completion | None:
         """A completion that shows nothing although the model filled the hole says why in the client's log
         (a Log message: the editor's output panel, never a pop-up); and every completion at a hole is told in
         `dice/completion` (shown or not, P(right), why not), for a status line that explains itself."""

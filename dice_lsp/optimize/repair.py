@@ -216,7 +216,7 @@ def _spans(lines: list[str], starts: list[int], error: Diagnostic, narrow: bool)
             end = starts[above] + len(code)
             # after a word, insert; after punctuation, re-write it: BPE merges `]` and `;` into one token
             return [(end, end)] if code[-1:].isalnum() or code[-1:] == "_" else [(end - 1, end)]
-        word = next((m for m in _WORD.finditer(line) if m.end() > error.character), None)
+        word = _word_at(line, error.character)
         return [(starts[error.line] + word.start(), starts[error.line] + word.end())] if word else []
     numbers = {error.line} | ({_previous_code_line(lines, error.line)} if missing else set())
     found = []
@@ -226,6 +226,11 @@ def _spans(lines: list[str], starts: list[int], error: Diagnostic, narrow: bool)
             lead = len(code) - len(code.lstrip())
             found.append((starts[number] + lead, starts[number] + len(code)))
     return found
+
+
+def _word_at(line: str, character: int) -> re.Match[str] | None:
+    """The token nvcc's column points at (or the first after it)."""
+    return next((m for m in _WORD.finditer(line) if m.end() > character), None)
 
 
 def _previous_code_line(lines: list[str], number: int) -> int:
@@ -244,13 +249,8 @@ def _pointed_words(text: str, errors: list[Diagnostic]) -> set[str]:
     """The words nvcc's errors point at (the token at or after each error's column): what a repair may
     replace or drop."""
     lines = text.splitlines()
-    found = set()
-    for error in errors:
-        if error.line < len(lines):
-            word = next((m for m in _WORD.finditer(lines[error.line]) if m.end() > error.character), None)
-            if word is not None:
-                found.add(word.group())
-    return found
+    words = (_word_at(lines[error.line], error.character) for error in errors if error.line < len(lines))
+    return {word.group() for word in words if word is not None}
 
 
 _NAME = re.compile(r"[A-Za-z_]\w*")

@@ -50,7 +50,7 @@ from pathlib import Path
 
 from dice_lsp.errors import DiceError
 from dice_lsp.lifetime import Stopped
-from dice_lsp.sandbox import run_tool
+from dice_lsp.sandbox import run_host_tool, run_tool
 from dice_lsp.toolchain.flags import CompileFlags
 from dice_lsp.toolchain.scratch import process_folder, run_folder
 
@@ -154,7 +154,7 @@ def find_clang(configured: str | None = None) -> Path | None:
 def clang_version(clang: Path) -> str | None:
     """`clang --version`'s version number (`19.1.7`), or None when it does not say."""
     try:
-        out = subprocess.run([str(clang), "--version"], capture_output=True, text=True, timeout=30, check=False)
+        out = run_host_tool([str(clang), "--version"], 30.0)
     except (OSError, subprocess.SubprocessError):
         return None
     found = re.search(r"clang version (\d+(?:\.\d+)*)", out.stdout)

@@ -1,4 +1,4 @@
-"""The "Optimize kernel with DICE" code action and command, and the "Repair with DICE" quick fix, through a
+"""The "Optimize kernel with DICE" code action and the "Repair with DICE" quick fix, and their commands, through a
 real LSP client, the real server, the embedded model and the real nvcc (no GPU here: rewrites are ranked
 by nvcc's resource report and said to be unverified)."""
 
@@ -229,27 +229,99 @@ async def test_cancelling_the_optimize_request_stops_it_and_answers_request_canc
     assert not asked and not [m.message for m in client.messages if "saxpy" in m.message or "cancelled" in m.message]
 
 
-async def test_repair_quick_fix_on_an_nvcc_error(client: LanguageClient, tmp_path: Path) -> None:
+BROKEN_LINE = "    if (i < n) y[i] = a * x[i] + y[i]"  # line 18 of examples/saxpy.cu, its ';' gone
+REPAIR_QUESTION = ("DICE: repaired: line 18: `if (i < n) y[i] = a * x[i] + y[i]` -> "
+                   "`if (i < n) y[i] = a * x[i] + y[i];` (for: expected a \";\")\n"
+                   f"@@ -18 +18 @@\n-{BROKEN_LINE}\n+{BROKEN_LINE};")
+
+
+async def broken_opened(client: LanguageClient, tmp_path: Path) -> tuple[Path, list[types.Diagnostic]]:
+    """examples/saxpy.cu without one ';', open at version 1, and nvcc's diagnostics on it."""
     path = tmp_path / "broken.cu"
-    good = EXAMPLE.read_text()
-    path.write_text(good.replace("y[i] = a * x[i] + y[i];", "y[i] = a * x[i] + y[i]"))
+    path.write_text(EXAMPLE.read_text().replace(f"{BROKEN_LINE};", BROKEN_LINE))
     read_code_actions_as_vscode_does(client)
     statuses = await start(client, configuration={**QUICK, "diagnostics": True})
     await ready(statuses, client)
     open_document(client, path.read_text(), path.as_uri())
     diagnostics = await asyncio.wait_for(diagnostics_for(client, path.as_uri()), timeout=60)
     assert diagnostics and diagnostics[0].source == "nvcc"
-    first = diagnostics[0].range.start.line
-    actions = await client.text_document_code_action_async(lines(first, first, path.as_uri(), diagnostics)) or []
-    [fix] = [a for a in actions if a.title == "Repair with DICE"]
-    assert isinstance(fix, types.CodeAction) and fix.kind == types.CodeActionKind.QuickFix and fix.edit is None
-    resolved = await client.code_action_resolve_async(fix)
-    assert resolved.edit is not None and resolved.edit.document_changes
-    [change] = resolved.edit.document_changes
-    assert isinstance(change, types.TextDocumentEdit) and change.text_document.version == 1
-    [edit] = change.edits
-    text = path.read_text()
+    return path, diagnostics
+
+
+async def repair(client: LanguageClient, uri: str, *ask: bool) -> Any:
+    """Run the command the "Repair with DICE" quick fix carries, offered for version 1."""
+    return await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="dice.repair", arguments=[uri, 1, *ask]))
+
+
+def edited(text: str, edit: types.TextEdit) -> str:
+    """`text` with `edit` made."""
     lines_of = text.splitlines(keepends=True)
     lo = sum(len(line) for line in lines_of[:edit.range.start.line]) + edit.range.start.character
     hi = sum(len(line) for line in lines_of[:edit.range.end.line]) + edit.range.end.character
-    assert text[:lo] + edit.new_text + text[hi:] == good, "the missing ';' is put back, nothing else changes"
+    return text[:lo] + edit.new_text + text[hi:]
+
+
+async def test_repair_is_shown_and_applied_only_when_the_user_says_apply(client: LanguageClient,
+                                                                        tmp_path: Path) -> None:
+    """The quick fix carries a command, never an edit (a client applies a quick fix's edit as soon as it is
+    picked). The command repairs with progress, then asks with the change and its diff: Discard, or no answer,
+    applies nothing; Apply applies the versioned edit; Apply after the document changed is refused. With `ask`
+    false (VS Code's extension shows a diff and asks itself) it asks nothing and returns the edit unapplied."""
+    path, diagnostics = await broken_opened(client, tmp_path)
+    uri, text = path.as_uri(), path.read_text()
+    first = diagnostics[0].range.start.line
+    actions = await client.text_document_code_action_async(lines(first, first, uri, diagnostics)) or []
+    [fix] = [a for a in actions if a.title == "Repair with DICE"]
+    assert isinstance(fix, types.CodeAction) and fix.kind == types.CodeActionKind.QuickFix and fix.edit is None
+    assert fix.command is not None and (fix.command.command, fix.command.arguments) == ("dice.repair", (uri, 1))
+    assert (await client.code_action_resolve_async(fix)).edit is None, "resolving it repairs nothing"
+
+    def type_meanwhile() -> str:
+        client.text_document_did_change(types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=text + "\n// more\n")]))
+        return "Apply"
+
+    answers: list[Callable[[], str | None]] = [lambda: "Discard", lambda: None, lambda: "Apply", type_meanwhile]
+    asked: list[str] = []
+    applied: list[types.ApplyWorkspaceEditParams] = []
+
+    @client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
+    def on_question(params: types.ShowMessageRequestParams) -> types.MessageActionItem | None:
+        asked.append(params.message)
+        assert [a.title for a in params.actions or []] == ["Apply", "Discard"]
+        title = answers.pop(0)()
+        return None if title is None else types.MessageActionItem(title)
+
+    @client.feature(types.WORKSPACE_APPLY_EDIT)
+    def on_apply(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+        applied.append(params)
+        return types.ApplyWorkspaceEditResult(applied=True)
+
+    previewed = await repair(client, uri, False)
+    [(begin, *_, end)] = [v for v in client.progress_reports.values()
+                          if isinstance(v[0], types.WorkDoneProgressBegin) and v[0].title == "DICE repair"]
+    assert (begin.message, begin.cancellable, getattr(end, "message", None)) == ("broken.cu", True, "done")
+    assert (asked, applied, previewed["applied"]) == ([], [], False)
+    assert previewed["summary"] == REPAIR_QUESTION.split("\n")[0].removeprefix("DICE: ")
+    assert previewed["repair"]["compiles"] is True and previewed["repair"]["text"] == EXAMPLE.read_text()
+    discarded = await repair(client, uri)
+    assert (asked, applied, discarded["applied"]) == ([REPAIR_QUESTION], [], False)
+    unanswered = await repair(client, uri)
+    assert (len(asked), applied, unanswered["applied"]) == (2, [], False)
+    accepted = await repair(client, uri)
+    [params] = applied
+    assert params.label == "DICE: repair" and accepted["applied"] is True
+    [change] = params.edit.document_changes or []
+    assert isinstance(change, types.TextDocumentEdit) and change.text_document.version == 1
+    [edit] = change.edits
+    assert isinstance(edit, types.TextEdit) and edited(text, edit) == EXAMPLE.read_text(), \
+        "the missing ';' is put back, nothing else changes"
+    assert accepted["edit"] == previewed["edit"], "the edit previewed is the edit applied"
+    stale = await repair(client, uri)
+    assert (len(asked), len(applied), stale["applied"]) == (4, 1, False)
+    assert stale["summary"] == "not applied: the document changed while the repair was shown; run it again"
+    assert [m.message for m in client.messages if "not applied" in m.message] == [f"dice-lsp: {stale['summary']}"]
+    assert path.read_text() == text, "the server never writes the file itself"
+

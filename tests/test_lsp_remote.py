@@ -23,7 +23,7 @@ from .lsp_client import (
     wait_status,
 )
 from .remote_server import free_port, serving, token_file
-from .test_lsp_optimize import EXAMPLE, lines, optimize
+from .test_lsp_optimize import EXAMPLE, lines, optimize, repair
 
 pytestmark = pytest.mark.asyncio
 TOKEN = "editor-secret"
@@ -91,8 +91,11 @@ async def test_repair_runs_on_the_team_server(client: LanguageClient, team_serve
                                   message="expected a \";\"", severity=types.DiagnosticSeverity.Error, source="nvcc")
     actions = await client.text_document_code_action_async(lines(line, line + 1, path.as_uri(), [diagnostic])) or []
     [fix] = [a for a in actions if isinstance(a, types.CodeAction) and a.title == "Repair with DICE"]
-    resolved = await client.code_action_resolve_async(fix)
-    assert resolved.edit is not None and resolved.edit.document_changes, "the server's nvcc and model repaired it"
+    assert fix.command is not None and fix.command.command == "dice.repair"
+    result = await repair(client, path.as_uri(), False)
+    assert result["repair"]["text"] == good, "the server's nvcc and model repaired it"
+    [change] = result["edit"]["documentChanges"]
+    assert change["textDocument"] == {"uri": path.as_uri(), "version": 1} and result["applied"] is False
 
 
 @pytest.mark.slow

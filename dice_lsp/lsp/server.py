@@ -54,6 +54,8 @@ from dice_lsp.lsp.progress import Progress
 from dice_lsp.lsp.protocol import DiceProtocol
 from dice_lsp.lsp.rewrite_actions import (
     OPTIMIZE_COMMAND,
+    REPAIR_COMMAND,
+    compact_diff,
     edit_json,
     optimize_actions,
     repair_actions,
@@ -74,6 +76,7 @@ from dice_lsp.textdoc import Position, clamped, position_at
 from dice_lsp.toolchain.clang import ClangJudge
 from dice_lsp.toolchain.flags import CompileFlags, FlagError, flags_for
 from dice_lsp.toolchain.nvcc import find_nvcc
+from dice_lsp.wording import counted
 
 LOG = logging.getLogger("dice_lsp.server")
 TOLD = "told_client"  # a log record's attribute: the client was already sent this line (`DiceServer.log`)
@@ -446,20 +449,46 @@ class DiceServer(LanguageServer):
         result["applied"] = bool(applied.applied)
         return result
 
-    async def repair_edit(self, uri: str, version: int | None) -> types.WorkspaceEdit | None:
-        """The edit that makes the document compile (re-writing only what nvcc rejects), or None."""
+    async def repair_document(self, uri: str, version: int | None, ask: bool) -> dict[str, Any]:
+        """Repair the document (re-writing only what nvcc rejects), then offer the edit: with `ask`, a question
+        shows the changes and a diff of them, and the edit is applied only on Apply and only if the document is
+        still the version it was made for. Without `ask`, the edit is returned for the client to preview and
+        nothing is said (the client shows the summary). An edit is offered only when the file then compiles."""
         started = self.workspace.get_text_document(uri)
         made_for, before = started.version, started.source
         result, problem = await self.rewrite_job(uri, version, "repair", lambda job: self.jobs.repair(job))
-        if result is not None and not result.compiles:
-            problem = f"could not make it compile in {result.rounds} rounds"
-        elif result is not None and self.workspace.get_text_document(uri).version != made_for:
-            problem = "the document changed during the repair; run it again"
-        elif result is not None:
-            self.tell(f"dice-lsp: repaired: {result.summary()}", types.MessageType.Info)
-            return whole_document_edit(uri, made_for, before, result.text)
-        self.tell(f"dice-lsp: {problem}")
-        return None
+        edit, kind = None, types.MessageType.Warning
+        if result is None:
+            summary = problem
+        elif not result.compiles:
+            summary = (f"could not make it compile: {counted(len(result.errors), 'error')} left after "
+                       f"{counted(result.rounds, 'round')}")
+        elif result.text == before:
+            summary, kind = "nothing to repair: it compiles as it is", types.MessageType.Info
+        elif self.workspace.get_text_document(uri).version != made_for:
+            summary = "the document changed during the repair; run it again"
+        else:
+            summary = f"repaired: {result.summary()}"
+            edit = whole_document_edit(uri, made_for, before, result.text)
+        answer = {"summary": summary, "repair": None if result is None else result.to_json(),
+                  "edit": edit_json(edit), "applied": False}
+        if not ask:
+            return answer
+        if result is None or edit is None:
+            self.tell(f"dice-lsp: {summary}", kind)
+            return answer
+        choice = await self.window_show_message_request_async(types.ShowMessageRequestParams(
+            type=types.MessageType.Info, message=f"DICE: {summary}\n{compact_diff(before, result.text)}",
+            actions=[types.MessageActionItem(APPLY), types.MessageActionItem("Discard")]))
+        if choice is None or choice.title != APPLY:
+            return answer
+        if self.workspace.get_text_document(uri).version != made_for:
+            answer["summary"] = stale = "not applied: the document changed while the repair was shown; run it again"
+            self.tell(f"dice-lsp: {stale}")
+            return answer
+        applied = await self.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit=edit, label="DICE: repair"))
+        answer["applied"] = bool(applied.applied)
+        return answer
 
     async def bench_document(self, uri: str) -> None:
         """Verify and time the saved file's kernels on the GPU (dice.benchOnSave), here or on the team
@@ -686,8 +715,9 @@ async def completion(ls: DiceServer, params: types.CompletionParams) -> types.Co
 @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
     code_action_kinds=[types.CodeActionKind.QuickFix, types.CodeActionKind.RefactorRewrite], resolve_provider=True))
 def code_action(ls: DiceServer, params: types.CodeActionParams) -> list[types.CodeAction]:
-    """"Fill hole" per `/*@fill*/` marker in the range and "Repair" on nvcc errors (the model runs on
-    resolve); "Optimize kernel" per kernel in the range (a command: a long job with progress)."""
+    """"Fill hole" per `/*@fill*/` marker in the range (the model runs on resolve); "Repair" on nvcc errors and
+    "Optimize kernel" per kernel in the range (commands: long jobs with progress, whose edit the user sees
+    before it is applied)."""
     document = ls.workspace.get_text_document(params.text_document.uri)
     text = document.source
     first, last = params.range.start.line, params.range.end.line
@@ -705,10 +735,9 @@ def code_action(ls: DiceServer, params: types.CodeActionParams) -> list[types.Co
 
 @server.feature(types.CODE_ACTION_RESOLVE)
 async def resolve_code_action(ls: DiceServer, action: types.CodeAction) -> types.CodeAction:
+    """A "Fill hole" action gets its edit; the others carry a command and are returned as they are."""
     data = action.data if isinstance(action.data, dict) else {}
-    if data.get("repair") and "uri" in data:
-        action.edit = await ls.repair_edit(data["uri"], data.get("version"))
-    elif {"uri", "line", "character"} <= data.keys():
+    if {"uri", "line", "character"} <= data.keys():
         action.edit = await ls.fill_edit(data["uri"], types.Position(data["line"], data["character"]),
                                          data.get("version"))
     return action
@@ -730,6 +759,14 @@ async def optimize_command(ls: DiceServer, uri: str, kernel: str, version: int |
     false, a client that previews edits gets it back unapplied); returns the summary, the ranked report, the
     edit and whether it was applied."""
     return await ls.optimize_kernel(uri, kernel, version, all(ask))
+
+
+@server.command(REPAIR_COMMAND)
+async def repair_command(ls: DiceServer, uri: str, version: int | None, *ask: bool) -> dict[str, Any]:
+    """`dice.repair(uri, version, ask = true)`: repair the document, then offer the edit (with `ask` false, a
+    client that previews edits gets it back unapplied); returns the summary, the repair (its text, changes and
+    errors left), the edit and whether it was applied."""
+    return await ls.repair_document(uri, version, all(ask))
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)

@@ -1,5 +1,5 @@
 // The VS Code side of dice-lsp: starts (or connects to) the language server and adds what VS Code needs
-// around it: debounced inline completions, a status-bar item, commands, and a previewed optimize edit.
+// around it: debounced inline completions, a status-bar item, commands, and previewed optimize and repair edits.
 // Workspace Trust is the server's `dice.trusted` (./trust.ts); settings reach the server only by its
 // workspace/configuration requests (a change is announced with empty settings), whose answers ./trust.ts
 // rebuilds: the declared keys only, `trusted` from Workspace Trust, the user-only keys (a program, a model
@@ -18,12 +18,11 @@ import {
 } from "vscode-languageclient/node";
 import { Debouncer } from "./debounce";
 import { ClientSettings, describe, Launch, launchFrom, SettingError, socketAuth, startFailure } from "./launch";
-import { OptimizeResult, proposal, proposedText, staleReason } from "./preview";
+import { isStale, previewed, proposal, proposedText, RewriteResult } from "./preview";
 import { Pause, SNOOZE_MINUTES as pauseMinutes } from "./pause";
 import { completionLine, DiceStatus, LastCompletion, statusView } from "./status";
 import { Inspect, initializationOptions, Schema, schemaOf, trustConfiguration, userValue } from "./trust";
 
-const OPTIMIZE = "dice.optimizeKernel";
 let client: LanguageClient | undefined;
 const PROPOSAL_SCHEME = "dice-proposal"; // read-only documents holding a proposed rewrite, for the diff
 const proposals = new Map<string, string>();
@@ -91,14 +90,16 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     item.show();
   };
 
-  const optimizeWithPreview = async (args: unknown[]): Promise<OptimizeResult | undefined> => {
-    if (!client) {
+  // Optimize and Repair: the server computes the edit and returns it unapplied; the diff is shown, then one modal
+  // question; the edit is applied as is, only on Apply, and never to a document that changed since
+  const withPreview = async (command: string, args: unknown[]): Promise<RewriteResult | undefined> => {
+    const asked = previewed(command, args);
+    if (!client || !asked) {
       return undefined;
     }
-    const [uri, kernel, version] = args as [string, string, number | null];
-    const result: OptimizeResult = await client.sendRequest(ExecuteCommandRequest.type, {
-      command: OPTIMIZE,
-      arguments: [uri, kernel, version, false],
+    const result: RewriteResult = await client.sendRequest(ExecuteCommandRequest.type, {
+      command,
+      arguments: asked.arguments,
     });
     const proposed = proposal(result);
     if (!proposed) {
@@ -106,24 +107,22 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       return result;
     }
     const document = await vscode.workspace.openTextDocument(vscode.Uri.parse(proposed.uri));
-    const stale = staleReason(proposed, document.version);
-    if (stale) {
-      void vscode.window.showWarningMessage(`DICE: ${stale}`);
+    if (isStale(proposed, document.version)) {
+      void vscode.window.showWarningMessage(`DICE: ${asked.stale}`);
       return result;
     }
-    // the diff first, then one question; the edit is applied as is (no refactor preview: it would start unchecked)
     const right = vscode.Uri.from({ scheme: PROPOSAL_SCHEME, path: document.uri.path,
       query: `${proposalCounter++}` });
     proposals.set(right.toString(), proposedText(document.getText(), proposed.edits));
-    await vscode.commands.executeCommand("vscode.diff", document.uri, right, `DICE: optimize ${kernel} (proposed)`);
+    await vscode.commands.executeCommand("vscode.diff", document.uri, right, asked.title);
     const choice = await vscode.window.showInformationMessage(`DICE: ${result.summary}`, { modal: true },
       "Apply");
     proposals.delete(right.toString());
     if (choice !== "Apply") {
       return result;
     }
-    if (staleReason(proposed, document.version)) {
-      void vscode.window.showWarningMessage(`DICE: ${staleReason(proposed, document.version)}`);
+    if (isStale(proposed, document.version)) {
+      void vscode.window.showWarningMessage(`DICE: ${asked.stale}`);
       return result;
     }
     const edit = new vscode.WorkspaceEdit();
@@ -175,7 +174,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         provideInlineCompletionItems: async (document, position, context, token, next) =>
           pause.active() && (await debouncer.wait(token)) ? next(document, position, context, token) : null,
         executeCommand: async (command, args, next) =>
-          command === OPTIMIZE ? optimizeWithPreview(args) : next(command, args),
+          previewed(command, args) ? withPreview(command, args) : next(command, args),
       },
     };
     client = new LanguageClient("dice", "DICE", serverOptions(launch), options);
@@ -209,8 +208,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     if (!editor) {
       return [];
     }
+    // none resolved: Optimize and Repair carry their command (resolving a "Fill hole" would run the model)
     const found = await vscode.commands.executeCommand<vscode.CodeAction[]>(
-      "vscode.executeCodeActionProvider", editor.document.uri, editor.selection, kind.value, 1);
+      "vscode.executeCodeActionProvider", editor.document.uri, editor.selection, kind.value);
     return (found ?? []).filter((action) => title.test(action.title));
   };
 
@@ -285,11 +285,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }),
     vscode.commands.registerCommand("dice.client.repair", async () => {
       const [fix] = await actionsAtCursor(vscode.CodeActionKind.QuickFix, /^Repair with DICE/);
-      if (!fix?.edit) {
+      const command = fix?.command;
+      if (!command) {
         void vscode.window.showInformationMessage("DICE: nothing to repair here (no nvcc error at the cursor)");
         return;
       }
-      await vscode.workspace.applyEdit(fix.edit);
+      await vscode.commands.executeCommand(command.command, ...(command.arguments ?? []));
     }),
     vscode.languages.onDidChangeDiagnostics(refreshStatus),
     vscode.window.onDidChangeActiveTextEditor(refreshStatus),

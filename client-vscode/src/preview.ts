@@ -1,6 +1,11 @@
-// The optimize result as an edit the user previews: a diff of the document and the proposed text, then Apply or
-// Discard. (VS Code's refactor preview starts every change needing confirmation unchecked, so its Apply applied
-// nothing unless the user first ticked each box.)
+// A model rewrite (Optimize's verified kernel, Repair's fix of nvcc's errors) as an edit the user previews: a diff
+// of the document and the proposed text, then Apply or Discard. The server is asked with `ask` false, so it asks
+// nothing and applies nothing itself. (VS Code's refactor preview starts every change needing confirmation
+// unchecked, so its Apply applied nothing unless the user first ticked each box; and a quick fix's edit is
+// applied as soon as it is picked, which is why Repair is a command too.)
+
+export const OPTIMIZE = "dice.optimizeKernel";
+export const REPAIR = "dice.repair";
 
 export interface LspPosition {
   line: number;
@@ -12,7 +17,8 @@ export interface LspTextEdit {
   newText: string;
 }
 
-export interface OptimizeResult {
+/** What `dice.optimizeKernel` and `dice.repair` answer (besides their report). */
+export interface RewriteResult {
   summary: string;
   edit: { documentChanges?: { textDocument: { uri: string; version: number | null }; edits: LspTextEdit[] }[] } | null;
   applied: boolean;
@@ -24,8 +30,40 @@ export interface Proposal {
   edits: LspTextEdit[];
 }
 
-/** The single-document change an optimize result proposes, or null when it proposes none. */
-export function proposal(result: OptimizeResult): Proposal | null {
+/** How a previewed command is sent and shown. */
+export interface Previewed {
+  /** the command's arguments for the server: the code action's, then `false` (ask nothing, apply nothing) */
+  arguments: unknown[];
+  /** the diff editor's title */
+  title: string;
+  /** why the edit is refused when the document changed since the command started */
+  stale: string;
+}
+
+/** How `command` (with the code action's `args`) is previewed, or null for a command applied as it is. */
+export function previewed(command: string, args: unknown[]): Previewed | null {
+  if (command === OPTIMIZE) {
+    const [uri, kernel, version] = args;
+    return {
+      arguments: [uri, kernel, version, false],
+      title: `DICE: optimize ${String(kernel)} (proposed)`,
+      stale: "the document changed while the kernel was being optimized; run Optimize again",
+    };
+  }
+  if (command === REPAIR) {
+    const [uri, version] = args;
+    const name = decodeURIComponent(String(uri).split("/").pop() ?? "");
+    return {
+      arguments: [uri, version, false],
+      title: `DICE: repair ${name} (proposed)`,
+      stale: "the document changed while it was being repaired; run Repair again",
+    };
+  }
+  return null;
+}
+
+/** The single-document change a rewrite result proposes, or null when it proposes none. */
+export function proposal(result: RewriteResult): Proposal | null {
   const change = result.edit?.documentChanges?.[0];
   if (!change || change.edits.length === 0) {
     return null;
@@ -33,12 +71,9 @@ export function proposal(result: OptimizeResult): Proposal | null {
   return { uri: change.textDocument.uri, version: change.textDocument.version, edits: change.edits };
 }
 
-/** Why a proposal cannot be applied to the document as it is now, or null when it can. */
-export function staleReason(proposed: Proposal, currentVersion: number): string | null {
-  if (proposed.version !== null && proposed.version !== currentVersion) {
-    return "the document changed while the kernel was being optimized; run Optimize again";
-  }
-  return null;
+/** Whether a proposal was made for another version of the document than the one open now. */
+export function isStale(proposed: Proposal, currentVersion: number): boolean {
+  return proposed.version !== null && proposed.version !== currentVersion;
 }
 
 /** The text `edits` (LSP ranges of `text`, not overlapping) make of `text`: what the diff shows on its right. */

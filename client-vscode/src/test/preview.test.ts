@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { proposal, proposedText, staleReason } from "../preview";
+import { isStale, previewed, proposal, proposedText } from "../preview";
 
 const edit = { range: { start: { line: 15, character: 66 }, end: { line: 18, character: 0 } }, newText: "\n  x;\n" };
 const result = {
@@ -20,8 +20,23 @@ test("a document that changed since is refused", () => {
   if (proposed === null) {
     throw new Error("no proposal");
   }
-  assert.equal(staleReason(proposed, 3), null);
-  assert.match(staleReason(proposed, 4) ?? "", /changed while the kernel was being optimized/);
+  assert.equal(isStale(proposed, 3), false);
+  assert.equal(isStale(proposed, 4), true);
+  assert.equal(isStale({ ...proposed, version: null }, 4), false);
+});
+
+test("optimize and repair are asked for unapplied (ask false) and previewed; other commands are not", () => {
+  assert.deepEqual(previewed("dice.optimizeKernel", ["file:///w/saxpy.cu", "saxpy", 3]), {
+    arguments: ["file:///w/saxpy.cu", "saxpy", 3, false],
+    title: "DICE: optimize saxpy (proposed)",
+    stale: "the document changed while the kernel was being optimized; run Optimize again",
+  });
+  assert.deepEqual(previewed("dice.repair", ["file:///w/my%20kernels/broken%20one.cu", 7]), {
+    arguments: ["file:///w/my%20kernels/broken%20one.cu", 7, false],
+    title: "DICE: repair broken one.cu (proposed)",
+    stale: "the document changed while it was being repaired; run Repair again",
+  });
+  assert.equal(previewed("dice.fillHole", ["file:///w/saxpy.cu", { line: 1, character: 2 }]), null);
 });
 
 test("the diff's right side is the document with the edits made, last first", () => {

@@ -690,7 +690,8 @@ def build_parser() -> argparse.ArgumentParser:
     def rewrite_arguments(command: argparse.ArgumentParser, sends: str) -> None:
         command.add_argument("--rounds", type=_non_negative, default=Settings.repair_rounds,
                              help="repair rounds: compile, re-mask the rejected lines, denoise (%(default)s)")
-        command.add_argument("--out", help="write the result here (never over FILE)")
+        command.add_argument("--out", help="write the result here (never over FILE); without it nothing is written: "
+                                           "the diff is printed")
         command.add_argument("--steps", type=_positive, default=Settings.steps,
                              help="denoising steps per 32 tokens of region")
         command.add_argument("--seed", type=int, default=Settings.seed)

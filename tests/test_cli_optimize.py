@@ -38,14 +38,19 @@ def broken(tmp_path: Path) -> Path:
 
 
 def test_repair_prints_the_fix_and_leaves_the_file_alone(broken: Path, tmp_path: Path) -> None:
+    """By default the repair is a diff to read (or, with --json, the proposed text and the diff): no file is
+    written; only `--out` writes one, and never over FILE."""
     fixed = tmp_path / "fixed.cu"
-    (code, report, _), (written, diff, stderr) = dice_all(["repair", str(broken), "--json"],
-                                                          ["repair", str(broken), "--out", str(fixed)])
+    (code, report, _), (shown, printed, told), (written, diff, stderr) = dice_all(
+        ["repair", str(broken), "--json"], ["repair", str(broken)], ["repair", str(broken), "--out", str(fixed)])
     assert code == 0 and report["compiles"] is True and report["rounds"] == 1 and report["errors"] == []
-    assert "-    if (i < n) y[i] = a * x[i] + y[i]\n+    if (i < n) y[i] = a * x[i] + y[i];\n" in report["diff"]
-    assert broken.read_text() == BROKEN
-    assert written == 0 and fixed.read_text() == SAXPY and diff.startswith("--- a/broken.cu\n+++ b/broken.cu\n")
+    assert report["text"] == SAXPY
+    hunk = "-    if (i < n) y[i] = a * x[i] + y[i]\n+    if (i < n) y[i] = a * x[i] + y[i];\n"
+    assert report["diff"].startswith("--- a/broken.cu\n+++ b/broken.cu\n") and hunk in report["diff"]
+    assert shown == 0 and printed == report["diff"] and "compiles after 1 round" in told
+    assert written == 0 and fixed.read_text() == SAXPY and diff == report["diff"]
     assert "compiles after 1 round" in stderr and "1 rounds" not in stderr
+    assert broken.read_text() == BROKEN and sorted(tmp_path.iterdir()) == [broken, fixed]
 
 
 def test_repair_that_fails_says_what_is_left_and_writes_nothing(tmp_path: Path) -> None:
@@ -62,6 +67,18 @@ def test_the_input_file_is_never_the_output(broken: Path) -> None:
         code, _, stderr = dice(*command, "--out", str(broken))
         assert code == 2 and stderr.count("\n") == 1 and "never edited in place" in stderr
     assert broken.read_text() == BROKEN
+
+
+def test_repair_of_what_is_not_a_source_file_is_one_line(broken: Path) -> None:
+    binary = broken.with_name("binary.cu")
+    binary.write_bytes(b"\xff\xfe\x00")
+    wrong = {broken.with_name("missing.cu"): "no such file", broken.parent: "is a directory",
+             binary: "not UTF-8 text"}
+    for (path, why), (code, stdout, stderr) in zip(wrong.items(), dice_all(*(["repair", str(p)] for p in wrong)),
+                                                   strict=True):
+        assert (code, stdout) == (2, "") and stderr.startswith(f"dice-lsp: error: {path}: {why}")
+        assert stderr.count("\n") == 1
+
 
 
 def test_an_unknown_kernel_is_one_line_naming_the_kernels_there_are(broken: Path) -> None:

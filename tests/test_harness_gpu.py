@@ -4,13 +4,13 @@ caught (bench/problems/README.md lists them)."""
 from __future__ import annotations
 
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from dice_lsp.harness.bench import BenchReport, KernelResult, bench_file
+from dice_lsp.harness.bench import BenchReport, KernelResult, bench_file, extension_job, gpu_arch
 from dice_lsp.harness.limits import Limits
-from dice_lsp.toolchain.nvcc import SOURCE_NAME
 
 pytestmark = pytest.mark.gpu
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,12 +96,10 @@ def test_the_memcheck_pass_sees_an_extension_write_past_its_output() -> None:
     from dice_lsp.harness import bench
 
     problem = PROBLEMS / "kb_relu_scale"
-    run(problem, problem / "candidates" / "oob.cu")  # builds (or reuses) the extension
-    source = (problem / "candidates" / "oob.cu").read_text()
-    build_dir = next(d for d in (bench.cache_root() / "extensions").iterdir() if (d / SOURCE_NAME).is_file()
-                     and (d / SOURCE_NAME).read_text() == source)
-    job = {"source": str(build_dir / SOURCE_NAME), "includes": [], "name": f"dice_ext_{build_dir.name}",
-           "build_dir": str(build_dir), "reference": str(problem / "reference.py"), "trials": 1}
+    candidate = problem / "candidates" / "oob.cu"
+    run(problem, candidate)  # builds (or reuses) the extension
+    job = {**extension_job(candidate, candidate.read_text(), problem / "reference.py", gpu_arch() or ""), "trials": 1}
+    build_dir = Path(job["build_dir"])
     result = bench._memcheck(KernelResult("forward", verified=True), "dice_lsp.harness.extension:run", job,
                              Limits(timeout=300.0), [problem, build_dir])
     # memcheck's own report, or the guard regions of the sanitized run (an overrun into the next tensor's)
@@ -109,6 +107,25 @@ def test_the_memcheck_pass_sees_an_extension_write_past_its_output() -> None:
     assert result.memcheck.endswith("errors") or result.memcheck == "failed the checks", result
     assert result.failure and (result.failure.startswith("compute-sanitizer memcheck found")
                                or "out of the bounds" in result.failure), result.failure
+
+
+def test_a_second_benchmark_of_the_same_extension_builds_nothing() -> None:
+    """The build folder of a benchmarked extension is found again and left alone: the second benchmark's build
+    compiles and links nothing (its library is the first one's), and ninja has no work left."""
+    from torch.utils.cpp_extension import LIB_EXT
+
+    problem = PROBLEMS / "kb_relu_scale"
+    candidate = problem / "candidates" / "good.cu"
+    run(problem, candidate)
+    job = extension_job(candidate, candidate.read_text(), problem / "reference.py", gpu_arch() or "")
+    build_dir, source = Path(job["build_dir"]), Path(job["source"])
+    library = build_dir / f"{job['name']}{LIB_EXT}"
+    before = (library.stat().st_mtime_ns, source.stat().st_mtime_ns, source.stat().st_ino)
+    [kernel] = run(problem, candidate).kernels
+    assert kernel.verified, kernel
+    assert (library.stat().st_mtime_ns, source.stat().st_mtime_ns, source.stat().st_ino) == before
+    plan = subprocess.run(["ninja", "-n", "-C", str(build_dir)], capture_output=True, text=True, check=True)
+    assert "no work to do" in plan.stdout, plan.stdout
 
 
 def test_a_file_with_its_own_reference_kernel(tmp_path: Path) -> None:

@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from dice_lsp.errors import DiceError
-from dice_lsp.harness.build import Build, build_cubin, evict
+from dice_lsp.harness.build import Build, build_cubin, evict, mark_used, write_if_changed
 from dice_lsp.harness.isolate import Outcome, run_isolated
 from dice_lsp.harness.limits import Limits
 from dice_lsp.harness.spec import LaunchSpec, find_specs
-from dice_lsp.toolchain.cache import cache_folder
+from dice_lsp.toolchain.cache import cache_folder, local_includes
 from dice_lsp.toolchain.flags import CompileFlags
 from dice_lsp.toolchain.nvcc import SOURCE_NAME, linked_folders
 from dice_lsp.toolchain.report import Diagnostic, Severity, parse_diagnostics
@@ -180,7 +180,8 @@ def bench_rewrite(original: Path, rewritten: str, kernel: str, ref: Path | None 
         digest = hashlib.sha256(rewritten.encode()).hexdigest()[:16]
         copy = cache_folder("rewrites") / digest / original.name
         copy.parent.mkdir(parents=True, exist_ok=True)
-        copy.write_text(rewritten, encoding="utf-8")
+        write_if_changed(copy, rewritten.encode("utf-8"))
+        mark_used(copy.parent)
         evict(copy.parent.parent, keep=copy.parent)
         report = bench_file(copy, python_ref, limits, flags)
         return report.kernels[0] if report.kernels else KernelResult(kernel, failure=report.reason)
@@ -220,24 +221,56 @@ def _bench_kernel(spec: LaunchSpec, spec_text: str, ref_spec_text: str | None, t
                      cubins)
 
 
-def _bench_extension(path: Path, text: str, reference: Path, limits: Limits, say: Said) -> BenchReport:
-    """The KernelBench path: build the torch extension in one child, verify and time it in another."""
+def extension_cuda_flags(arch: str) -> list[str]:
+    """nvcc's flags for a torch extension built for `arch` (`sm_90`): what its build folder is keyed by."""
+    number = arch.removeprefix("sm_")
+    return ["-O3", f"-gencode=arch=compute_{number},code=sm_{number}"]
+
+
+def extension_key(text: str, folder: Path, cuda_flags: list[str]) -> str:
+    """The build folder's name for a torch extension: its source, the local files it includes (their content,
+    not where they lie: a team server's request folder is new every time), torch's version and the flags.
+    Nothing else, so that every run of the same source with the same flags (a build ahead of time, `bench`,
+    the editor's bench on save, a rewrite's) finds the same folder and ninja's earlier build there."""
     import torch
 
+    digest = hashlib.sha256()
+    parts = [text.encode(), torch.__version__.encode(), *(flag.encode() for flag in cuda_flags)]
+    for included, content in local_includes(text, [folder]):
+        name = included.relative_to(folder.resolve()) if included.is_relative_to(folder.resolve()) else included.name
+        parts += [str(name).encode(), hashlib.sha256(content).digest()]
+    for part in parts:
+        digest.update(len(part).to_bytes(8, "little") + part)
+    return digest.hexdigest()[:16]
+
+
+def extension_job(path: Path, text: str, reference: Path, arch: str, limits: Limits = Limits()) -> dict[str, Any]:
+    """The torch extension's build folder, made ready, and the job its `build` and `run` children get. The
+    source is written there only when the folder does not hold it already (`write_if_changed`): ninja then
+    finds its earlier build up to date, and a second benchmark of the same file does not compile again."""
+    cuda_flags = extension_cuda_flags(arch)
+    digest = extension_key(text, path.resolve().parent, cuda_flags)
+    build_dir = cache_folder("extensions") / digest
+    build_dir.mkdir(parents=True, exist_ok=True)
+    mark_used(build_dir)
+    source = build_dir / SOURCE_NAME  # the build's commands run through a shell: only generated names in them
+    write_if_changed(source, text.encode("utf-8"))
+    includes = [str(link) for link in linked_folders(build_dir, [path.resolve().parent])]
+    return {"source": str(source), "includes": includes, "name": f"dice_ext_{digest}", "build_dir": str(build_dir),
+            "cuda_flags": cuda_flags, "reference": str(reference.resolve()), "trials": limits.trials}
+
+
+def _bench_extension(path: Path, text: str, reference: Path, limits: Limits, say: Said) -> BenchReport:
+    """The KernelBench path: build the torch extension in one child, verify and time it in another."""
     if not reference.is_file():
         raise DiceError(f"reference {reference} not found")
-    digest = hashlib.sha256(text.encode() + torch.__version__.encode()).hexdigest()[:16]
-    build_dir = cache_folder("extensions") / digest
     result = KernelResult("forward", flags=_static_flags(text))
-    if gpu_arch() is None:
+    arch = gpu_arch()
+    if arch is None:
         return BenchReport(False, True, [], [], "no CUDA GPU here: a torch extension is built and run on the GPU "
                                                "host only; nothing verified or timed")
-    build_dir.mkdir(parents=True, exist_ok=True)
-    source = build_dir / SOURCE_NAME  # the build's commands run through a shell: only generated names in them
-    source.write_text(text, encoding="utf-8")
-    includes = [str(link) for link in linked_folders(build_dir, [path.resolve().parent])]
-    job = {"source": str(source), "includes": includes, "name": f"dice_ext_{digest}", "build_dir": str(build_dir),
-           "reference": str(reference.resolve()), "trials": limits.trials}
+    job = extension_job(path, text, reference, arch, limits)
+    build_dir = Path(job["build_dir"])
     say(f"building the torch extension {path.name} (about a minute the first time)")
     sources = [path.resolve().parent, reference.resolve().parent]  # what a sandboxed child may read
     built = run_isolated("dice_lsp.harness.extension:build", job, limits.build_timeout, limits.memory_mb,

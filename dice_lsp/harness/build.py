@@ -67,7 +67,7 @@ def build_cubin(source: str, folder: Path | None, flags: CompileFlags, nvcc: Pat
     key = cache_key(source, [folder] if folder else [], ("cubin", *flags.arguments()), nvcc)
     target = builds_root() / key[:32]
     if (hit := _read(target, time.perf_counter() - started)) is not None:
-        _touch(target)
+        mark_used(target)
         return hit
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -150,7 +150,30 @@ def _read(folder: Path, seconds: float) -> Build | None:
     return build
 
 
-def _touch(folder: Path) -> None:
+def write_if_changed(path: Path, data: bytes) -> bool:
+    """Write `data` to `path` unless it already holds exactly those bytes; whether it wrote. A file left alone
+    keeps its modification time, so ninja, which compares it with its outputs', does not build again (a
+    torch extension's build folder: rewriting the same source made every benchmark a full rebuild). A write
+    goes through a temporary file renamed into place: another process reading the file sees the old bytes or
+    the new, never part of them."""
+    try:
+        if path.read_bytes() == data:
+            return False
+    except OSError:  # missing or unreadable: written
+        pass
+    fd, scratch = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
+        os.chmod(scratch, 0o644)
+        os.replace(scratch, path)
+    except BaseException:
+        Path(scratch).unlink(missing_ok=True)
+        raise
+    return True
+
+
+def mark_used(folder: Path) -> None:
     """Mark a build as used now (eviction goes by last use)."""
     with contextlib.suppress(OSError):
         os.utime(folder)

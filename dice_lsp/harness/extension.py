@@ -41,11 +41,12 @@ def _load_extension(payload: dict[str, Any]) -> Any:
     from torch.utils.cpp_extension import load
 
     Path(payload["build_dir"]).mkdir(parents=True, exist_ok=True)
-    major, minor = torch.cuda.get_device_capability()
+    flags = payload.get("cuda_flags")  # what the build folder is keyed by (`bench.extension_job`)
+    if flags is None:
+        major, minor = torch.cuda.get_device_capability()
+        flags = ["-O3", f"-gencode=arch=compute_{major}{minor},code=sm_{major}{minor}"]
     return load(name=payload["name"], sources=[payload["source"]], build_directory=payload["build_dir"],
-                extra_include_paths=payload.get("includes", []),
-                extra_cuda_cflags=["-O3", f"-gencode=arch=compute_{major}{minor},code=sm_{major}{minor}"],
-                verbose=False)
+                extra_include_paths=payload.get("includes", []), extra_cuda_cflags=flags, verbose=False)
 
 
 def _load_built(payload: dict[str, Any]) -> Any:

@@ -85,7 +85,7 @@ def main() -> int:
 
 
 def plot(curve: dict[str, list[dict[str, float]]], points: dict[str, dict[str, tuple[float, float]]],
-         threshold: float, out: Path) -> None:
+         threshold: float, out: Path, caption: str | None = None) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -111,7 +111,9 @@ def plot(curve: dict[str, list[dict[str, float]]], points: dict[str, dict[str, t
         axis.set_title(KIND_NAMES.get(kind, kind))
         axis.grid(alpha=0.3)
     axes[0][0].legend(fontsize=7, loc="upper right")
-    figure.tight_layout()
+    if caption:  # a line under the plots (bench/plots.py: the run and machine)
+        figure.text(0.01, 0.01, caption, fontsize=7, color="dimgray", ha="left", va="bottom")
+    figure.tight_layout(rect=(0, 0.05 if caption else 0, 1, 1))
     out.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(out, dpi=110)
 

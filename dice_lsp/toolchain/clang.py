@@ -6,7 +6,7 @@ type-checks CUDA itself (`-x cuda -fsyntax-only --cuda-host-only`: no code is ge
 with the document's preamble (its leading `#include`s and macros) precompiled once per file (in the
 background, on the file's first check) it judges a fill in ~50 ms. On the dev split's shown one-line and
 half-line fills, clang finds an error in every fill nvcc rejects and in 1 of 207 that nvcc accepts
-(docs/PERFORMANCE.md, "Round 4").
+(docs/bench-logs/performance-history.md, "Round 4").
 
 - Which clang: `dice.clang`, else the newest `clang++-N` on PATH with N >= 15 (what CUDA 13's CUB, Thrust and
   cooperative-groups headers need), else `clang++`, else an older `clang++-N` (none: the check is off, `types`

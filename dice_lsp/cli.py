@@ -204,6 +204,17 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0 if status.state == "ready" else 1
 
 
+def cmd_serve_status(args: argparse.Namespace) -> int:
+    """The Ray Serve deployment's health, from Ray's dashboard: exit 0 when the application runs with every
+    deployment healthy, 1 while it deploys or is unhealthy, 2 (one line) where Ray, Serve or the application
+    cannot be found (a probe for systemd, a container's healthcheck or a load balancer)."""
+    from dice_lsp.remote.ray_status import serve_health
+
+    health = serve_health(args.address, args.app, args.timeout)
+    print(json.dumps(health.to_json()) if args.json else health.line())
+    return 0 if health.healthy else 1
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     """Host the model, nvcc and the harness for a team (server/README.md); stops on Ctrl+C / SIGTERM."""
     import asyncio
@@ -662,6 +673,21 @@ def build_parser() -> argparse.ArgumentParser:
                                help=f"{HELP[f.name]} (%(default)s)")
     add_model_arguments(serve)
     serve.set_defaults(handler=cmd_serve)
+    # `dice-lsp serve status`: the Ray Serve deployment's health (`dice-lsp status --server` asks a listener)
+    from dice_lsp.remote.ray_status import DEFAULT_APP, DEFAULT_DASHBOARD, TIMEOUT_S
+
+    serve_sub = serve.add_subparsers(dest="serve_command", metavar="status", parser_class=OneLineErrors)
+    serve_status = serve_sub.add_parser("status", help="the Ray Serve deployment's health, from Ray's dashboard "
+                                        "(exit 0: running and healthy; 1: deploying or unhealthy; 2: not found)")
+    serve_status.add_argument("--address", metavar="URL",
+                              help=f"Ray's dashboard (default: RAY_DASHBOARD_ADDRESS, else {DEFAULT_DASHBOARD}); "
+                              "Ray's token is read from RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token")
+    serve_status.add_argument("--app", default=DEFAULT_APP, help="the Serve application (default: %(default)s)")
+    serve_status.add_argument("--timeout", type=_seconds, default=TIMEOUT_S,
+                              help="seconds to wait for the dashboard (default: %(default)s)")
+    serve_status.add_argument("--json", action="store_true", help="print the application's health as JSON")
+    serve_status.set_defaults(handler=cmd_serve_status)
+
 
     health = sub.add_parser("status", help="ask a team server whether it is ready (exit 0) and how loaded it is")
     add_server_arguments(health, None)

@@ -17,7 +17,8 @@ disk is never written):
 - `eof`: the cursor on a new last line;
 - `random`: the file as it is, the cursor anywhere.
 (a statement line: indented, ends with `;`, not a comment or a directive). `emptied` and `midline` have a truth
-(what was there): a shown fill is *exact* when it equals it, trailing whitespace aside.
+(what was there): a shown fill is *exact* when the line it makes is the line that was there, up to whitespace
+between tokens (the suite's `exact_ws`).
 
 `--opened`: each file is opened first, as in an editor, whose didOpen starts clang's one-time work on it (the
 precompiled preamble, the stand-ins for headers not here) while the user reads and types: the bench waits for it
@@ -51,6 +52,7 @@ from dice_lsp.completion.sources.workspace import WorkspaceIndex, WorkspaceIndex
 from dice_lsp.cuda.checks import header_names
 from dice_lsp.cuda.functions import parser
 from dice_lsp.engine import LoadedModel, load_model
+from dice_lsp.evals.score import tokens
 from dice_lsp.settings import Settings
 from dice_lsp.textdoc import Position
 from dice_lsp.toolchain.clang import ClangJudge
@@ -93,9 +95,10 @@ def requests(text: str, rng: random.Random) -> Iterator[tuple[str, str, Position
     yield "random", text, Position(r, rng.randint(0, len(lines[r]))), None
 
 
-def exact(fill: str, truth: str) -> bool:
-    """The fill is what the user had, trailing whitespace aside."""
-    return "\n".join(line.rstrip() for line in fill.rstrip().split("\n")) == truth.rstrip()
+def exact(typed: str, fill: str, truth: str) -> bool:
+    """The line with the fill is the line the user had, up to whitespace between tokens (as the suite's
+    `exact_ws`): `typed` is what stays on the line before the cursor."""
+    return tokens(typed + fill) == tokens(typed + truth)
 
 
 def splice(text: str, start: Position, end: Position, fill: str) -> str:
@@ -178,7 +181,8 @@ def run_one(model: LoadedModel, path: Path, kind: str, document: str, cursor: Po
             after = error_nodes(splice(document, completion.start, completion.end, completion.texts[0]))
             row.update(errors_before=before, errors_after=after)
             if truth is not None:
-                row["exact"] = exact(completion.texts[0], truth)
+                typed = document.split("\n")[cursor.line][:cursor.character]
+                row["exact"] = exact(typed, completion.texts[0], truth)
     except Exception:  # every failure is a finding, reported with its traceback
         row["exception"] = traceback.format_exc()
     row["wall_ms"] = (time.perf_counter() - started) * 1000
@@ -215,6 +219,29 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
+def rescored(row: dict[str, Any]) -> dict[str, Any]:
+    """A saved row with its fill scored against its truth again (the line's typed part read from the file)."""
+    if row.get("texts") and row.get("truth") is not None:
+        line = Path(row["file"]).read_text(encoding="utf-8", errors="replace").split("\n")[row["line"]]
+        row["exact"] = exact(line[:row["character"]], row["texts"][0], row["truth"])
+    return row
+
+
+def project_table(rows: list[dict[str, Any]], root: Path) -> str:
+    """Per project (folder under `root`): holes with a truth, shown among them, exact among shown."""
+    out = ["| project | files | holes with a truth | shown | exact / shown |", "|---|---|---|---|---|"]
+    projects: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        projects.setdefault(Path(row["file"]).resolve().relative_to(root.resolve()).parts[0], []).append(row)
+    for name, mine in sorted(projects.items()):
+        judged = [r for r in mine if r.get("hole") and r["truth"] is not None]
+        shown = [r for r in judged if r.get("texts")]
+        right = sum(bool(r.get("exact")) for r in shown)
+        precision = f"{right} / {len(shown)} ({right / len(shown):.0%})" if shown else "-"
+        out.append(f"| {name} | {len({r['file'] for r in mine})} | {len(judged)} | {len(shown)} | {precision} |")
+    return "\n".join(out)
+
+
 def hand_sample(rows: list[dict[str, Any]], count: int, rng: random.Random) -> str:
     """A seeded sample of the shown fills, each with the file's lines around it, the fill, its source and P(right),
     and the truth where there is one: for reading by hand (`right` / `plausible` / `wrong`)."""
@@ -246,8 +273,18 @@ def main() -> int:
                          help="each folder under ROOT is a project: its files are the workspace index")
     parser_.add_argument("--json", type=Path, help="also write every request here (JSON lines)")
     parser_.add_argument("--hand", type=Path, help="write a sample of 40 shown fills here, to read by hand")
+    parser_.add_argument("--tables-of", type=Path, metavar="ROWS",
+                         help="print the tables of rows a run wrote with --json (their fills scored again)")
     args = parser_.parse_args()
     rng = random.Random(args.seed)
+    if args.tables_of:
+        rows = [rescored(json.loads(line)) for line in args.tables_of.read_text().split("\n") if line.strip()]
+        print(table(rows))
+        if args.projects:
+            print("\n" + project_table(rows, args.projects))
+        if args.hand:
+            args.hand.write_text(hand_sample(rows, 40, random.Random(args.seed)))
+        return 0
     files = sampled_files(args.paths, args.files, rng, args.unseen)
     if not files:
         print("bench: no .cu or .cuh files", file=sys.stderr)
@@ -268,6 +305,8 @@ def main() -> int:
                 sink.flush()
         print(f"[{number}/{len(files)}] {path.name}", file=sys.stderr)
     print(table(rows))
+    if args.projects:
+        print("\n" + project_table(rows, args.projects))
     if args.hand:
         args.hand.write_text(hand_sample(rows, 40, random.Random(args.seed)))
     return 0

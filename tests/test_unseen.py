@@ -61,4 +61,5 @@ def test_real_code_requests_keep_what_they_removed() -> None:
             assert document.split("\n")[cursor.line] + truth == lines[cursor.line]
         else:
             assert truth is None
-    assert real_code.exact("int i = 0;  \n", "int i = 0;") and not real_code.exact("int i = 1;", "int i = 0;")
+    assert real_code.exact("    ", "int i=0;  \n", "int i = 0;") and not real_code.exact("", "int i = 1;", "int i = 0;")
+    assert not real_code.exact("    int", "i = 0;", " i = 0;")  # `inti`: not the line it was

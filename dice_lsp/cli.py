@@ -299,6 +299,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 print(f"{'':24} flagged: {flag}")
             if k.shapes:
                 print(f"{'':24} shapes: {' | '.join(k.shapes)}{' (one shape only)' if len(k.shapes) == 1 else ''}")
+            for limitation in k.limitations:  # a shape outside the problem it refuses: verified on the problem's
+                print(f"{'':24} limited: {limitation}")
             if k.memcheck:
                 print(f"{'':24} memcheck: {k.memcheck}")
         if report.reason:

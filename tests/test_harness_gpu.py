@@ -25,6 +25,7 @@ CAUGHT_BY = {  # flaw -> what the report's `failure` must say
     "hardcoded": ("differ from the reference", "non-finite values", "never written", "out of the bounds", "illegal",
                   "failed"),
     "side_stream": ("rejected: creates streams",),
+    "unchecked": ("differ from the reference",),
 }
 
 
@@ -46,10 +47,11 @@ def test_good_candidates_pass_and_bad_ones_are_caught(problem: Path, candidate: 
     report = run(problem, candidate)
     assert report.gpu and report.compile_ok, report.diagnostics
     [kernel] = report.kernels
-    if candidate.stem == "good":
+    if candidate.stem in ("good", "limited"):  # limited: refuses a shape outside the problem, verified on its own
         assert kernel.verified, kernel.failure or kernel.flags
         assert kernel.median_ms and kernel.speedup_vs_ref and kernel.max_abs_err is not None
         assert len(kernel.shapes) == 2, kernel.shapes  # every problem here is checked at a second shape
+        assert bool(kernel.limitations) == (candidate.stem == "limited"), kernel.limitations
         return
     assert not kernel.verified, f"{candidate.stem} was not caught"
     assert kernel.speedup_vs_ref is None, "a rejected kernel was given a speedup"
@@ -74,6 +76,30 @@ def test_literal_sizes_in_get_inputs_are_varied() -> None:
     [hardcoded] = run(problem, problem / "candidates" / "hardcoded.cu").kernels
     assert not hardcoded.verified and hardcoded.failure is not None
     assert "differ from the reference" in hardcoded.failure and "shape (2049, 4097)" in hardcoded.failure
+
+
+def test_a_kernel_that_refuses_a_shape_outside_the_problem_is_verified_with_that_limitation() -> None:
+    """kb_sum_dim's limited candidate TORCH_CHECKs that its rows are whole float4s: at the harness's second shape,
+    (1025, 8193), it raises its own error. Verified on the problem's shape and at the next one the reference
+    accepts (only the leading size varied), with the refusal reported; the same kernel without its check is
+    silently wrong there and rejected."""
+    problem = PROBLEMS / "kb_sum_dim"
+    [limited] = run(problem, problem / "candidates" / "limited.cu").kernels
+    assert limited.verified and limited.failure is None and limited.speedup_vs_ref, limited
+    assert limited.shapes == ["(2048, 16384)", "(1025, 16384)"], limited.shapes
+    assert limited.limitations == ["refuses shape (1025, 8193): cols must be a multiple of 4"], limited.limitations
+    [unchecked] = run(problem, problem / "candidates" / "unchecked.cu").kernels
+    assert not unchecked.verified and unchecked.speedup_vs_ref is None and unchecked.failure is not None
+    assert "differ from the reference" in unchecked.failure and "shape (1025, 8193)" in unchecked.failure
+
+
+@pytest.mark.skipif(shutil.which("compute-sanitizer") is None, reason="compute-sanitizer is not on PATH")
+def test_the_memcheck_pass_keeps_a_refusal_a_limitation() -> None:
+    problem = PROBLEMS / "kb_sum_dim"
+    [kernel] = bench_file(problem / "candidates" / "limited.cu", problem / "reference.py",
+                          Limits(timeout=300.0)).kernels
+    assert kernel.verified and kernel.memcheck == "passed", kernel
+    assert kernel.limitations == ["refuses shape (1025, 8193): cols must be a multiple of 4"]
 
 
 def test_a_rejected_kernel_says_why_and_has_no_speedup() -> None:

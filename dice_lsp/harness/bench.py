@@ -49,6 +49,8 @@ class KernelResult:
     flags: list[str] = field(default_factory=list)
     failure: str | None = None  # why it was not verified or timed
     shapes: list[str] = field(default_factory=list)  # the shapes it was verified at (one: said in the report)
+    limitations: list[str] = field(default_factory=list)  # shapes outside the problem it refuses with an error of
+    # its own: "refuses shape (1025, 8193): cols must be a multiple of 4" (verified on the problem's shapes)
     memcheck: str | None = None  # compute-sanitizer's verdict, or why that pass did not run
 
     def to_json(self) -> dict[str, Any]:
@@ -302,6 +304,7 @@ def _result(result: KernelResult, value: dict[str, Any] | None, failure: str | N
     result.median_ms = value["candidate"]["median_ms"]
     result.spread_pct = value["candidate"]["spread_pct"]
     result.shapes = list(value.get("shapes", []))
+    result.limitations = list(value.get("limitations", []))
     if "reference" in value:
         result.reference_ms = value["reference"]["median_ms"]
     if has_reference:

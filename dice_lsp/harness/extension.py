@@ -8,7 +8,10 @@ middle of a guarded buffer, and the memory around the outputs it allocates is gu
 (`allocator_guard`). Shapes are varied: after the trials at the reference's own shape, one more runs at a
 second shape, where the sizes in `get_inputs` (integer literals passed to tensor factories, and the
 integer globals it reads) are halved plus one; if the reference rejects that, only the leading size of
-each tensor is varied; if it rejects that too, the result lists one shape and says so.
+each tensor is varied; if it rejects that too, the result lists one shape and says so. A candidate that
+refuses such a shape with an error of its own (a TORCH_CHECK on its sizes) is limited, not wrong: the
+refusal is listed in the result's `limitations` and the next of those shapes is tried (`check_other_shapes`);
+wrong values or a failure on the device at any shape reject it.
 
 `run` imports the module `build` left in the build folder instead of calling torch's `load` again: `load`
 rewrites build.ninja and takes a lock file there, and on the team server the run job (the client's
@@ -21,8 +24,9 @@ from __future__ import annotations
 import ast
 import contextlib
 import importlib.util
+import re
 import types
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -181,12 +185,11 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
     for trial in range(int(payload.get("trials", Limits.trials))):
         checker.check(_inputs(reference.get_inputs, trial, generator), f"trial {trial}")
     first = _inputs(reference.get_inputs, 0, generator)
-    shapes = [shapes_text(first)]
-    if second := _second_shape(reference, Path(payload["reference"]).read_text(encoding="utf-8"), model, generator,
-                               shapes[0]):
-        shapes.append(shapes_text(second))
-        checker.check(second, f"shape {shapes[-1]}")
-    result: dict[str, Any] = {"verified": True, **checker.errors, "flags": [], "shapes": shapes}
+    others = _other_shapes(reference, Path(payload["reference"]).read_text(encoding="utf-8"), model, generator,
+                           shapes_text(first))
+    shapes, limitations = check_other_shapes(checker, shapes_text(first), others)
+    result: dict[str, Any] = {"verified": True, **checker.errors, "flags": [], "shapes": shapes,
+                              "limitations": limitations}
     if payload.get("check_only"):
         return result
     inputs = first
@@ -205,22 +208,70 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
             "bandwidth_gbs": bandwidth / 1e9, "floor_ms": floor}
 
 
-def _second_shape(reference: types.ModuleType, source: str, model: torch.nn.Module, generator: torch.Generator,
-                  first: str) -> list[Any] | None:
-    """Inputs at a second shape that the reference accepts: every size varied, else only the leading one;
-    None when neither gives another shape the reference runs on (the report then lists one shape)."""
+def check_other_shapes(checker: _Checker, first: str, others: Iterable[list[Any]]) -> tuple[list[str], list[str]]:
+    """Check the candidate at the shapes `others` yields (shapes the problem itself never uses) until one
+    passes; the shapes it was verified at (`first`, the problem's own, then that one) and its limitations.
+
+    At such a shape a candidate that refuses its inputs with an error of its own (a TORCH_CHECK: "cols must
+    be a multiple of 4") is limited, not wrong: the refusal is recorded ("refuses shape (1025, 8193): cols must
+    be a multiple of 4") and the next shape is tried. Wrong values there, a write out of bounds or a failure
+    on the device (an illegal address, a launch error) reject it as anywhere else (`_Checker.check` raises)."""
+    shapes, limitations = [first], []
+    for inputs in others:
+        shape = shapes_text(inputs)
+        refusal = checker.check(inputs, f"shape {shape}", may_refuse=True)
+        if refusal is None:
+            shapes.append(shape)
+            break
+        limitations.append(f"refuses shape {shape}: {refusal}")
+    return shapes, limitations
+
+
+def _other_shapes(reference: types.ModuleType, source: str, model: torch.nn.Module, generator: torch.Generator,
+                  first: str) -> Iterator[list[Any]]:
+    """Inputs at other shapes that the reference accepts, made as they are asked for: every size varied, then
+    only the leading one; none when neither gives another shape the reference runs on (the report then lists
+    one shape)."""
+    seen = {first}
     for leading_only in (False, True):
         try:
             get_inputs = second_shape_inputs(reference, source, leading_only)
             inputs = _inputs(get_inputs, 0, generator) if get_inputs is not None else []
-            if not inputs or shapes_text(inputs) == first:
+            if not inputs or shapes_text(inputs) in seen:
                 continue
             with torch.no_grad():
                 model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
-            return inputs
         except Exception:  # the reference does not accept that shape: try the next, or check one shape
             continue
-    return None
+        seen.add(shapes_text(inputs))
+        yield inputs
+
+
+# what a failure on the device says (torch's CUDA errors, cuBLAS's, an assert in a kernel): never a refusal
+_DEVICE_FAILURE = re.compile(r"CUDA (driver )?error|CUBLAS_STATUS|CUDNN_STATUS|device-side assert|illegal (memory|"
+                             r"address|instruction)|misaligned address|unspecified launch failure|out of memory",
+                             re.IGNORECASE)
+_REFUSALS = (RuntimeError, ValueError, TypeError, IndexError)  # TORCH_CHECK and its _VALUE, _TYPE, _INDEX forms
+
+
+def is_refusal(exc: BaseException) -> bool:
+    """Whether `forward` refused its inputs with an error of its own (a TORCH_CHECK, a ValueError) rather than
+    failing on the device, whose errors also come as RuntimeError."""
+    accelerator = getattr(torch, "AcceleratorError", None)  # torch >= 2.8: a CUDA error of its own type
+    if isinstance(exc, torch.OutOfMemoryError) or (accelerator is not None and isinstance(exc, accelerator)):
+        return False
+    return isinstance(exc, _REFUSALS) and not _DEVICE_FAILURE.search(str(exc))
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+def _synchronize() -> None:
+    """Wait for the GPU's work (where the checks run on it; the tests of this module's logic use the CPU)."""
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
 
 
 class _Checker:
@@ -238,7 +289,10 @@ class _Checker:
         self.kept: list[Guarded] = []  # every reference output stays alive: no candidate can be handed its memory
         self.errors = {"max_abs_err": 0.0, "max_rel_err": 0.0}
 
-    def check(self, inputs: list[Any], where: str) -> None:
+    def check(self, inputs: list[Any], where: str, may_refuse: bool = False) -> str | None:
+        """Raise, saying how, where the candidate fails on `inputs`. With `may_refuse` (a shape the problem
+        never uses), an error of the candidate's own that left the device and the harness's buffers intact is
+        a refusal: its first line is returned. Otherwise None."""
         with torch.no_grad():
             want = self.model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])  # first
         wants = list(want) if isinstance(want, tuple | list) else [want]
@@ -252,9 +306,16 @@ class _Checker:
         try:
             with guard if self.guard_outputs else contextlib.nullcontext(), torch.no_grad():
                 got = self.forward(*[m.tensor if isinstance(m, Guarded) else m for m in mine], *self.extras)
-                torch.cuda.synchronize()
-        except RuntimeError as exc:
-            raise fail(f"the kernel failed: {str(exc).strip().splitlines()[0]}", at=where) from exc
+                _synchronize()
+        except Exception as exc:
+            if not may_refuse or not is_refusal(exc):
+                raise fail(f"the kernel failed: {_first_line(exc)}", at=where) from exc
+            try:
+                _synchronize()  # a refusal after a launch that broke the context is that failure
+            except Exception as late:
+                raise fail(f"the kernel failed: {_first_line(late)}", at=where) from late
+            self._buffers_intact(inputs, mine, where)
+            return _first_line(exc)
         gots = list(got) if isinstance(got, tuple | list) else [got]
         if len(gots) != len(kept) or not all(isinstance(g, torch.Tensor) for g in gots):
             raise fail(f"the kernel returns {len(gots)} values where the reference returns {len(kept)} tensors",
@@ -262,6 +323,17 @@ class _Checker:
         # the outputs' guard regions first: the checks below allocate, and could land there
         if self.guard_outputs and (side := guard.overrun(gots)):
             raise fail(f"the kernel writes out of the bounds of its output (into the guard region {side})", at=where)
+        self._buffers_intact(inputs, mine, where)
+        for index, (g, k) in enumerate(zip(gots, kept, strict=True)):
+            comparison = compare(f"output {index}", g, k.tensor)
+            record(self.errors, comparison)
+            if not comparison.ok:
+                raise fail(comparison.detail, at=where)
+        return None
+
+    def _buffers_intact(self, inputs: list[Any], mine: list[Any], where: str) -> None:
+        """Raise where the candidate wrote into a guard region of the buffers the harness holds, or changed an
+        input."""
         for index, m in enumerate(mine):
             if isinstance(m, Guarded) and (side := m.broken_side()):
                 raise fail(f"the kernel writes out of the bounds of its input {index} (into the guard region "
@@ -272,8 +344,3 @@ class _Checker:
         for index, (before, after) in enumerate(zip(inputs, mine, strict=True)):
             if isinstance(before, torch.Tensor) and not torch.equal(before, after.tensor):
                 raise fail(f"the kernel modifies its input {index}", at=where)
-        for index, (g, k) in enumerate(zip(gots, kept, strict=True)):
-            comparison = compare(f"output {index}", g, k.tensor)
-            record(self.errors, comparison)
-            if not comparison.ok:
-                raise fail(comparison.detail, at=where)

@@ -48,6 +48,8 @@ class Rewrite:
     resources: KernelResources | None = None
     failure: str | None = None
     less_work: str | None = None  # what of the original's work it drops (`candidates.dropped_work`), if any
+    limitations: list[str] = field(default_factory=list)  # shapes outside the problem it refuses (verified on the
+    # problem's own): `KernelResult.limitations`
     rank: int = 0
     diff: str = ""
 
@@ -113,8 +115,9 @@ class OptimizeReport:
             counts += f", {less} doing less work than the original (never offered unverified)"
         best, draft = self.best, self.draft
         if best is not None:
+            limited = "".join(f"; limited: {limitation}" for limitation in best.limitations)
             return (f"{self.kernel}: {best.speedup:.2f}× faster ({best.reference_ms:.4f} ms → "
-                    f"{best.median_ms:.4f} ms, verified; {best.origin}); {counts}")
+                    f"{best.median_ms:.4f} ms, verified{limited}; {best.origin}); {counts}")
         if draft is not None:
             where = (" (a GPU verifies and times them: this machine's, or a team server's, dice.server.url)"
                      if self.unverified == "no GPU" else "")
@@ -231,6 +234,7 @@ def _verify(rewrite: Rewrite, request: OptimizeRequest) -> None:
         return
     rewrite.verified, rewrite.speedup = result.verified, result.speedup_vs_ref
     rewrite.median_ms, rewrite.reference_ms = result.median_ms, result.reference_ms
+    rewrite.limitations = list(result.limitations)
     if not result.verified:
         rewrite.failure = result.failure or "; ".join(result.flags) or "not verified"
 

@@ -71,9 +71,13 @@ def markdown_sections(text: str) -> dict[str, list[list[str]]]:
     return sections
 
 
+LEGACY_FLOOR = "floor (legacy): every weight, the embedding table included, at the copy bandwidth"
+FLOOR = "floor: the weights but the input embedding table (its rows read), at the read bandwidth"
+
+
 def replay_times(text: str) -> tuple[dict[str, float], float]:
     """`bench/static_step_replay.py`'s output: the median replay ms of each variant (alternating rounds) and the
-    floor (ms per step: the weights read once at the measured copy bandwidth)."""
+    floor (ms per step; which floor, `floor_kind`)."""
     line = re.search(r"^replay ms, alternating: (.+)$", text, re.M)
     floor = re.search(r"^floor: ([\d.]+) ms per step", text, re.M)
     if not line or not floor:
@@ -85,6 +89,16 @@ def replay_times(text: str) -> tuple[dict[str, float], float]:
         label = " ".join(w for w in words if not re.fullmatch(r"[\d.]+", w))
         variants[label] = statistics.median(numbers)
     return variants, float(floor.group(1))
+
+
+def floor_kind(log: str | dict[str, Any]) -> str:
+    """Which floor a log's ratios are to: `FLOOR` (bench/engine_latency.py's `step_floor`, logs from 2026-12-07)
+    or `LEGACY_FLOOR` (every weight at the copy bandwidth, the logs before). `log`: static_step_replay.py's output,
+    or engine_latency.py's JSON."""
+    if isinstance(log, dict):
+        return FLOOR if "floor_ms_per_step" in log["meta"] else LEGACY_FLOOR
+    line = re.search(r"^floor: .*$", log, re.M)
+    return FLOOR if line and "read bandwidth" in line.group(0) else LEGACY_FLOOR
 
 
 def newest_test_run(logs: Path = LOGS) -> Path:
@@ -163,19 +177,25 @@ def gpu_step(logs: Path, out: Path) -> Path:
     colors = ["#bdbdbd", "#9ecae1", "#2171b5", "#fd8d3c"]
     width = 0.2
     captions = []
+    floors_named: set[str] = set()
     for group, card in enumerate(entry["cards"]):
-        variants, floor = replay_times((logs / card["replay_log"]).read_text())
+        replay_log = (logs / card["replay_log"]).read_text()
+        variants, floor = replay_times(replay_log)
         engine = json.loads((logs / card["engine_json"]).read_text())
         graph = {r["tokens_per_step"]: r["ms_per_step"] for r in engine["rows"] if "CUDA graph" in r["engine"]}
-        engine_floor = engine["meta"]["floor_ms_per_forward"]
+        engine_floor = engine["meta"].get("floor_ms_per_step", engine["meta"].get("floor_ms_per_forward"))
+        if floor_kind(engine) != floor_kind(replay_log):
+            raise ValueError(f"{card['card']}: the replay log and the engine's JSON measure different floors")
+        kind = floor_kind(replay_log)
         bars = [(f"captured step: {n}", variants[n], floor) for n in names]
         bars.append(("in the engine, 4 tokens per step (sampling included)", graph[4], engine_floor))
         for i, (label, ms, bar_floor) in enumerate(bars):
             x = group + (i - 1.5) * width
             axis.bar(x, ms, width, color=colors[i], label=label if group == 0 else None)
             axis.text(x, ms + 0.08, f"{ms:.2f}\n{ms / bar_floor:.2f}x", ha="center", fontsize=7)
-        axis.hlines(floor, group - 2 * width, group + 2 * width, colors="black", linestyles="--",
-                    label="floor: weights read once at the copy bandwidth" if group == 0 else None)
+        axis.hlines(floor, group - 2 * width, group + 2 * width, colors="black",
+                    linestyles=":" if kind == LEGACY_FLOOR else "--", label=None if kind in floors_named else kind)
+        floors_named.add(kind)
         captions.append(f"{card['card']} {card['date']}: replays {card['replay_log']} ({card['replay_code']}), "
                         f"engine {card['engine_json']} ({card['engine_code']})")
     axis.set_xticks(range(len(entry["cards"])),

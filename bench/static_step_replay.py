@@ -4,8 +4,10 @@ time, and the kernels of the same step run uncaptured (count, device time, the c
     python bench/static_step_replay.py [--rows 1] [--cache 768] [--replays 50] [--compile MODE ...]
 
 The step is the window a generation replays for every denoising call after the first ([rows, 8] ids at
-positions 512..519 over a cache of 768). The weight-read floor (the weights' bytes at the bandwidth of a
-device-to-device copy, measured in the same run) is printed beside it. `--compile MODE` also captures the
+positions 512..519 over a cache of 768). Its floor (`engine_latency.step_floor`: every weight except the input
+embedding table, plus the table's rows the step's ids pick, at the read bandwidth measured in the same run) is
+printed beside it, and the legacy floor of the logs before 2026-12-07 (every weight, the 1.245 GB table included,
+at the device-to-device copy bandwidth) for comparison. `--compile MODE` also captures the
 step with `static_forward` compiled by `torch.compile(mode=MODE)` ("default", "max-autotune-no-cudagraphs"),
 one row per mode in the same run, with its compile time and how often its logits' top token equals the
 uncompiled step's. The step with `engine.step_kernels`' Triton kernels (attention, q|k heads, SwiGLU, and the
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import time
 from collections import defaultdict
+from typing import Any
 
 import torch
 
@@ -82,6 +85,21 @@ def captured(lm: Transformer, rows: int, cache: int) -> BlockStepper:
     return stepper
 
 
+def floor_lines(measured: dict[str, Any]) -> str:
+    """The floor (`engine_latency.step_floor`), the read bandwidth of each pass and the legacy floor, as printed
+    (bench/plots.py parses the first line: `floor: X ms per step (...read bandwidth...)`)."""
+    return "\n".join((
+        f"floor: {measured['floor_ms_per_step']:.2f} ms per step ({measured['step_read_bytes'] / 1e9:.3f} GB: the "
+        f"weights except the input embedding table, plus the {measured['embedding_rows_bytes']} bytes of its rows the "
+        f"step reads, at the read bandwidth {measured['read_bandwidth_GBps']:.0f} GB/s, "
+        f"{measured['read_bandwidth_method']})",
+        "read bandwidth by pass: " + "; ".join(f"{k} {v:.0f} GB/s"
+                                               for k, v in measured["read_bandwidth_GBps_by_method"].items()),
+        f"copy floor (legacy): {measured['copy_floor_ms']:.2f} ms per step ({measured['weight_bytes'] / 1e9:.3f} GB: "
+        f"every weight, the embedding table included, at the copy bandwidth {measured['copy_bandwidth_GBps']:.0f} "
+        "GB/s)"))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=1)
@@ -90,10 +108,11 @@ def main() -> None:
     parser.add_argument("--compile", nargs="*", default=[], metavar="MODE")
     args = parser.parse_args()
     device = torch.device("cuda")
-    from engine_latency import measure_copy_bandwidth
+    from engine_latency import step_floor
 
     lm = build(SDAR_8B, device)
-    floor = sum(p.numel() * p.element_size() for p in lm.parameters()) / measure_copy_bandwidth(device) * 1e3
+    measured = step_floor(lm, args.rows * 2 * SDAR_8B.block_size, device)  # the ids of a step: [rows, 2 * block]
+    floor, copy_floor = measured["floor_ms_per_step"], measured["copy_floor_ms"]
     rows = []
     default = step_kernels.ENABLED, step_kernels.PRODUCTS
     variants = {"Triton step kernels and products": (True, True), "Triton step kernels, cuBLAS products": (True, False),
@@ -118,6 +137,7 @@ def main() -> None:
             assert stepper.graph is not None and stepper.logits is not None
             stepper.graph.replay()
             agree = float((stepper.logits.argmax(-1) == reference).float().mean())
+            assert stepper.ids.numel() == measured["step_tokens"]
             rows.append((f"eager, captured ({name})", min(times[name]), 0.0, agree))
     for name, flags in variants.items():
         step_kernels.ENABLED, step_kernels.PRODUCTS = flags
@@ -141,10 +161,12 @@ def main() -> None:
         rows.append((f"torch.compile({mode}), captured", ms_compiled, seconds, same))
         del other
         lm.static_forward = eager  # type: ignore[method-assign]
-    print(f"\nfloor: {floor:.2f} ms per step (the weights read once at the copy bandwidth)")
-    print("| step | replay ms | x floor | compile s | top-1 = eager's |\n|---|---|---|---|---|")
+    print("\n" + floor_lines(measured))
+    print("| step | replay ms | x floor | x copy floor (legacy) | compile s | top-1 = eager's |\n"
+          "|---|---|---|---|---|---|")
     for name, replay, seconds, same in rows:
-        print(f"| {name} | {replay:.2f} | {replay / floor:.2f} | {seconds:.0f} | {same:.1%} |")
+        print(f"| {name} | {replay:.2f} | {replay / floor:.2f} | {replay / copy_floor:.2f} | {seconds:.0f} "
+              f"| {same:.1%} |")
     print(f"replay: {ms:.2f} ms per step (rows {args.rows}, cache {args.cache}, {args.replays} replays)")  # last: tail
 
 

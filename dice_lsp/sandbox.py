@@ -623,7 +623,7 @@ def probe(nvcc: Path | None) -> Sandbox:
         except (OSError, subprocess.SubprocessError) as exc:
             raise SandboxError(f"cannot sandbox compiles and user code ({exc}); {hint}") from exc
     if process.popen.returncode != 0 or out.strip() != str(SANDBOX_ID):
-        said = (err.strip().splitlines() or [f"exit code {process.popen.returncode}"])[-1]
+        said = (err.strip().splitlines() or [f"exit code {process.popen.returncode}"])[-1].removeprefix("bwrap: ")
         raise SandboxError(f"cannot sandbox compiles and user code (bwrap: {said}); {hint}")
     return sandbox
 

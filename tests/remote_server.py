@@ -14,6 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 STARTUP_TIMEOUT_S = 120
 
 
@@ -40,8 +42,8 @@ def serving(*args: str, token: str | None = None) -> Iterator[tuple[str, subproc
     try:
         assert process.stdout is not None
         line = process.stdout.readline()
-        if not line:
-            raise AssertionError(f"dice-lsp serve did not start: {process.communicate(timeout=30)[1]}")
+        if not line:  # its reason in one line (no sandbox here, say), not this helper's traceback
+            pytest.fail(f"dice-lsp serve did not start: {process.communicate(timeout=30)[1].strip()}", pytrace=False)
         url = json.loads(line)["listening"]
         wait_loaded(url, token)
         yield url, process

@@ -398,7 +398,7 @@ def test_a_server_that_cannot_sandbox_refuses_to_start_unless_told(tmp_path: Pat
     result = subprocess.run([sys.executable, "-m", "dice_lsp.cli", "serve", "--port", "0"], capture_output=True,
                             text=True, timeout=120, env=env)
     assert result.returncode == 2 and result.stderr.count("\n") == 1
-    assert "cannot sandbox compiles and user code (bwrap: bwrap: No permissions" in result.stderr
+    assert "cannot sandbox compiles and user code (bwrap: No permissions to create a new namespace)" in result.stderr
     assert "--unsafe-no-sandbox" in result.stderr
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PATH", env["PATH"])

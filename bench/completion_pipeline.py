@@ -84,6 +84,10 @@ STAGES: dict[str, tuple[Pipeline, dict[str, Any]]] = {
     "+clang front end": (MODEL_ONLY, {}),
     "+document lines": (DOCUMENT, {}),
     "+sources and show filter (product)": (PRODUCT, {}),
+    "product, similar lines in context": (replace(PRODUCT, similar_context=2), {}),
+    "every candidate (P >= 0), similar lines in context": (replace(PRODUCT, similar_context=2),
+                                                            {"min_confidence": 0.0}),
+    "+clang front end, similar lines in context": (replace(MODEL_ONLY, similar_context=2), {}),
     "+sources, every candidate (P >= 0)": (PRODUCT, {"min_confidence": 0.0}),
     "+clang, no renames": (replace(MODEL_ONLY, renames=False), {}),
     "+clang, no retyped-word strip or bracket close": (

@@ -53,7 +53,7 @@ from dice_lsp.completion.decide import ShowFilter, show_filter
 from dice_lsp.completion.decide import threshold as show_threshold
 from dice_lsp.completion.sources import Candidate, Source, analogue, document
 from dice_lsp.cuda.checks import CheckContext, Checks, header_names_now
-from dice_lsp.cuda.context import build_context
+from dice_lsp.cuda.context import SIMILAR_PAIRS, build_context
 from dice_lsp.cuda.holes import Hole, canvas_lengths, find_hole
 from dice_lsp.cuda.postprocess import FILTERS, FillContext, Filter, postprocess
 from dice_lsp.cuda.renames import renamed
@@ -105,6 +105,7 @@ class Pipeline:
     workspace: bool = True  # the caller's workspace index proposes (`sources.workspace`), where it has one
     idioms: bool = True  # the idiom bank mined from the training corpus proposes (`sources.idioms`)
     decide: bool = True  # the model's show filter ranks and decides (`dice_lsp.completion.decide`), where it has one
+    similar_context: int = SIMILAR_PAIRS  # line pairs like the hole's the model sees (`context.build_context`)
 
 
 PRODUCT = Pipeline()
@@ -664,7 +665,7 @@ def fill_request(tokenizer: Tokenizer, window: int, text: str, hole: Hole, setti
     budget = window - canvas - FILL_MARGIN
     if settings.context_tokens is not None:
         budget = min(budget, settings.context_tokens)
-    prefix, suffix = build_context(text, hole, budget, tokenizer.counting_starts)
+    prefix, suffix = build_context(text, hole, budget, tokenizer.counting_starts, pipeline.similar_context)
     # the canvas itself always, capped by max_canvas (a cap must not leave only the shorter canvases)
     lengths = tuple(sorted({*(n for n in canvas_lengths(hole) if n < canvas), canvas})) if pipeline.lengths else ()
     request = FillRequest(prefix, suffix, canvas, settings.candidates, settings.sampler_config(canvas),

@@ -91,7 +91,8 @@ def test_a_planted_unknown_name_is_remasked_and_replaced(prepared: PreparedFill)
 
 def test_a_round_after_a_half_typed_line_computes_its_context_around_the_draft() -> None:
     """Rounds re-denoise over the first fill's context keys (`Draft.over_fill`) except after text typed on
-    the hole's line, where the context must see the draft (docs/bench-logs/performance-history.md: dev pool, mid-line holes)."""
+    the hole's line, where the context must see the draft (docs/bench-logs/performance-history.md: dev pool,
+    mid-line holes)."""
     typed = KERNEL.replace("    int i = blockIdx.x * blockDim.x + threadIdx.x;", "    int i = ")
     half = prepare(Tokenizer(EMBEDDED_MODEL), 512, typed, Position(1, 12), Settings())
     assert half is not None and half.context.line_before == "    int i = "

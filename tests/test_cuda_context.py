@@ -168,3 +168,38 @@ def test_with_the_embedded_tokenizer() -> None:
         assert TEXT[:HOLE.start].endswith(tail(prefix)) and TEXT[HOLE.end:].startswith(head(suffix))
     prefix, suffix = build_context(TEXT, HOLE, 400, tokenizer.token_starts)
     assert prefix + suffix == TEXT
+
+
+SIMILAR_FILE = """\
+#include <cuda_runtime.h>
+
+__global__ void first(const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    y[i] = 2.0f * x[i];
+}
+
+void host_side(int n) {
+    printf("%d\\n", n);
+    printf("%d\\n", n + 1);
+    printf("%d\\n", n + 2);
+}
+
+__global__ void second(const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    @
+    y[i] = x[i] + 1.0f;
+}
+"""
+
+
+def test_the_lines_after_a_line_like_the_one_above_the_hole_come_from_elsewhere_in_the_file() -> None:
+    text = SIMILAR_FILE.replace("@", "")
+    hole = find_hole(text, SIMILAR_FILE.index("@"))
+    assert hole is not None
+    function = text[text.index("__global__ void second"):hole.start]
+    prefix, _ = build_context(text, hole, 70, quarter, similar=1)
+    assert prefix == ("#include <cuda_runtime.h>\n// ...\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                      "    if (i >= n) return;\n// ...\n}\n\n" + function)
+    without, _ = build_context(text, hole, 70, quarter, similar=0)
+    assert "return;" not in without and without.endswith(function)

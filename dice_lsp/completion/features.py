@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from dice_lsp.completion.sources import TOKEN, Candidate
-from dice_lsp.completion.sources.document import Line, similarity
 from dice_lsp.completion.sources.idioms import declared_name
+from dice_lsp.cuda.likeness import Line, similarity
 
 SOURCES = ("model", "document", "workspace", "idiom", "analogue")
 

@@ -2,11 +2,13 @@
 
 A small model fills best when the code it needs is close, and its context is short, so the budget goes,
 in this order, to: the enclosing function (whole if it fits, else its lines nearest the hole); the file's
-`#include` lines; the `#define` macros the function uses; the `__device__` functions it calls; the
-statements launching it (`name<<<...>>>(...)`, for a kernel); then the code nearest the hole, before and
-after. Pieces keep their source order; a `// ...` line stands for code left out. Extra pieces only ever go
-at the start of the prefix or the end of the suffix, so the prefix still ends with the text right before
-the hole and the suffix starts with the text right after it.
+`#include` lines; where asked (`similar`), the lines elsewhere in the file that follow a line like the one
+above the hole (each with that line: code repeats, and a model may copy a pattern it sees); the
+`#define` macros the function uses; the `__device__` functions it calls; the statements launching it
+(`name<<<...>>>(...)`, for a kernel); then the code nearest the hole, before and after. Pieces keep their
+source order; a `// ...` line stands for code left out. Extra pieces only ever go at the start of the prefix
+or the end of the suffix, so the prefix still ends with the text right before the hole and the suffix starts
+with the text right after it.
 
 Tokens are counted from one encoding of the whole file (where each token starts), so trying a window
 costs a few bisections instead of a tokenizer run: a completion tries dozens of windows.
@@ -28,8 +30,12 @@ from dice_lsp.cuda.functions import (
     parse_functions,
 )
 from dice_lsp.cuda.holes import Hole
+from dice_lsp.cuda.likeness import Line, similarity
 
 Span = tuple[int, int]
+SIMILAR_PAIRS = 0  # line pairs like the hole's from outside its function (`build_context`); none by default: the
+# embedded model fills no better with them (docs/bench-logs/pipeline/context_2026-12-07), a larger checkpoint may
+SIMILAR_AT_LEAST = 0.6  # a pair's first line is this alike to the line above the hole (token Dice)
 
 
 @dataclass(frozen=True)
@@ -160,9 +166,10 @@ class _Builder:
 
 
 def build_context(text: str, hole: Hole, budget_tokens: int,
-                  token_starts: Callable[[str], list[int]]) -> tuple[str, str]:
+                  token_starts: Callable[[str], list[int]], similar: int = SIMILAR_PAIRS) -> tuple[str, str]:
     """(prefix, suffix) for the model: about `budget_tokens` together, counted with `token_starts` (the
-    tokenizer's token start offsets of a text)."""
+    tokenizer's token start offsets of a text); `similar`: at most this many line pairs like the hole's (the
+    pair's first line like the line above the hole) from outside the enclosing function."""
     builder = _Builder(text, hole, budget_tokens, token_starts)
     lines = builder.lines
     window = _Window(lines.index(hole.start), lines.index(hole.end))
@@ -175,7 +182,7 @@ def build_context(text: str, hole: Hole, budget_tokens: int,
         whole = _Window(top, bottom)
         window = whole if builder.fits(whole) else builder.widest(window, top, bottom)
     extras: tuple[Span, ...] = ()
-    for piece in _related(text, function):
+    for piece in _related(text, function, _similar_pairs(text, lines, hole, window, similar)):
         candidate = _Window(window.first, window.last, (*extras, lines.full(piece)))
         if builder.fits(candidate):
             extras = candidate.extras
@@ -187,10 +194,41 @@ def _function_end(function: Function) -> int:
     return function.body_close + 1 if function.closed else function.body_close
 
 
-def _related(text: str, function: Function | None) -> list[Span]:
-    """Pieces of the file the function depends on, most useful first."""
+def _similar_pairs(text: str, lines: _Lines, hole: Hole, window: _Window, count: int) -> list[Span]:
+    """Up to `count` spans of two lines outside `window`: a line like the nearest code line above the hole
+    (token Dice similarity at least `SIMILAR_AT_LEAST`, most alike first, then nearest) and the code line after
+    it, which is what the hole may repeat."""
+    if count <= 0:
+        return []
+    above_line = next((i for i in range(lines.index(hole.start) - 1, -1, -1)
+                       if text[lines.start(i):lines.end(i)].strip()), None)
+    if above_line is None:
+        return []
+    above = Line(text[lines.start(above_line):lines.end(above_line)].strip())
+    if len(above.tokens) < 2:  # a lone brace or word is like too much
+        return []
+    hole_line = lines.index(hole.start)
+    scored = []
+    total = len(lines.starts)
+    for i in range(total):
+        if window.first <= i <= window.last:
+            continue
+        content = text[lines.start(i):lines.end(i)].strip()
+        if not content or content.startswith(("//", "/*", "*", "#")):
+            continue
+        score = similarity(above, Line(content))
+        if score >= SIMILAR_AT_LEAST:
+            after = next((j for j in range(i + 1, total) if text[lines.start(j):lines.end(j)].strip()), None)
+            if after is not None and not window.first <= after <= window.last:
+                scored.append((-score, abs(i - hole_line), i, after))
+    return [(lines.start(i), lines.end(after)) for _, _, i, after in sorted(scored)[:count]]
+
+
+def _related(text: str, function: Function | None, similar: list[Span]) -> list[Span]:
+    """Pieces of the file the function depends on, most useful first (`similar`: the line pairs like the
+    hole's, after the includes)."""
     found = directives(text)
-    pieces = [(d.start, d.end) for d in found if d.kind == "include"]
+    pieces = [(d.start, d.end) for d in found if d.kind == "include"] + similar
     if function is None:
         return pieces
     used = names_used(text, function.head, _function_end(function))

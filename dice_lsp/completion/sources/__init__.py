@@ -9,11 +9,10 @@ texts would the hole's line end with? For a half-typed line a candidate is only 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Protocol
 
-TOKEN = re.compile(r"\w+|[^\w\s]")  # a word or one other character: how every source compares code
+from dice_lsp.cuda.likeness import TOKEN as TOKEN  # how every source compares code
 
 
 @dataclass(frozen=True)

@@ -10,33 +10,15 @@ indentation.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
-from functools import cached_property
 
 from dice_lsp.completion.adapt import pairing, renamed
-from dice_lsp.completion.sources import TOKEN, Candidate
+from dice_lsp.completion.sources import Candidate
+from dice_lsp.cuda.likeness import Line, similarity
 
 SOURCE = "document"
 ABOVE_WEIGHT = 0.7  # the line above a hole says more about it than the line below
 MAX_CANDIDATES = 3
-
-
-@dataclass(frozen=True)
-class Line:
-    text: str  # stripped
-
-    @cached_property
-    def tokens(self) -> Counter[str]:
-        return Counter(TOKEN.findall(self.text))
-
-
-def similarity(a: Line, b: Line) -> float:
-    """Dice coefficient of the two lines' token multisets: 1.0 for the same tokens, 0.0 for none shared."""
-    total = sum(a.tokens.values()) + sum(b.tokens.values())
-    if total == 0:
-        return 1.0 if a.text == b.text else 0.0
-    return 2 * sum((a.tokens & b.tokens).values()) / total
 
 
 def _neighbours(lines: list[Line], index: int, skip: int | None = None) -> tuple[Line | None, Line | None]:

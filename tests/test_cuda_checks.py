@@ -143,6 +143,7 @@ __global__ void other(float* dst, int count) {
 }
 """
 TWO_KERNELS = KERNEL + OTHER_KERNEL
+PROTOTYPE = "__global__ void translate(const float* image, float* moved, int image_size, int dx);\n" + KERNEL
 LATER_LOCAL = KERNEL.replace("    tile[tid] = acc;", "    float bias = 1.0f;\n    tile[tid] = acc + bias;")
 METHOD = """struct Accum {
     float total;
@@ -156,6 +157,8 @@ SCOPED = {  # fill: (document, expected unknown names, why)
     "acc += in[gid];": (TWO_KERNELS, [(10, "gid")], "another kernel's local"),
     "acc += dst[i];": (TWO_KERNELS, [(7, "dst")], "another kernel's parameter"),
     "acc += x;": (TWO_KERNELS, [(7, "x")], "a parameter of the __device__ function above"),
+    "acc += image_size;": (PROTOTYPE, [(7, "image_size")], "a parameter of a prototype"),
+    "acc += n;": (PROTOTYPE, [], "this kernel's parameter, with a prototype above"),
     "int count = n;": (TWO_KERNELS, [], "declaring a name another kernel also declares is fine"),
     "acc += bias;": (LATER_LOCAL, [(7, "bias")], "declared in this kernel, but only after the hole"),
     "total += v;": (METHOD, [], "a member of the class and the method's parameter"),

@@ -1306,7 +1306,13 @@ class CheckContext:
         after = (self._hole, enclosing.end_byte)
         prose = QueryCursor(_query("[(comment) (string_literal) (raw_string_literal) (char_literal)] @p"))
         prose_ranges = [(n.start_byte, n.end_byte) for n in prose.captures(root).get("p", [])]
-        visible = _words_outside(data, [*others, after, *prose_ranges])
+        # parameter lists outside the function around the hole (prototypes, function-pointer types): their names
+        # are in no scope the hole can see
+        around = [(lo, hi) for lo, hi in functions if lo <= self._hole < hi] or [
+            (enclosing.start_byte, enclosing.end_byte)]
+        lists = [(n.start_byte, n.end_byte) for n in QueryCursor(_query("(parameter_list) @l")).captures(root).get(
+            "l", []) if not around[0][0] <= n.start_byte < around[0][1]]
+        visible = _words_outside(data, [*others, after, *prose_ranges, *lists])
         ends = [(0, 0), *others]  # the code between other functions (and before the first, after the last)
         gaps = [(ends[i][1], lo) for i, (lo, _) in enumerate([*others, (len(data), len(data))])]
         elsewhere = _words_outside(data, [*gaps, *prose_ranges])
@@ -1325,7 +1331,7 @@ class CheckContext:
             at = bisect.bisect_right(starts, node.start_byte) - 1
             if node.type == "function_definition":  # a function's name is the file's, wherever it is defined
                 visible |= names
-            elif at >= 0 and node.start_byte < others[at][1]:
+            elif (at >= 0 and node.start_byte < others[at][1]) or any(lo <= node.start_byte < hi for lo, hi in lists):
                 declared_elsewhere |= names
             elif after[0] <= node.start_byte < after[1]:
                 declared_after |= names
@@ -1341,7 +1347,7 @@ class CheckContext:
         closed_only = set(closed) - open_before
         if closed_only:  # such a name is no longer in scope, unless it is also written outside those blocks
             blocks = [block for name in closed_only for block in closed[name]]
-            closed_only -= _words_outside(data, [*others, after, *prose_ranges, *blocks])
+            closed_only -= _words_outside(data, [*others, after, *prose_ranges, *lists, *blocks])
             visible -= closed_only
             declared_elsewhere |= closed_only
         return _Scopes(frozenset(visible), frozenset(elsewhere), frozenset(declared_elsewhere),

@@ -21,12 +21,12 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from dice_lsp.engine.sampler_config import SamplerConfig
+from dice_lsp.engine.sampler_config import SamplerConfig, Strategy
 from dice_lsp.errors import DiceError
 from dice_lsp.remote.client import parse_address
 from dice_lsp.toolchain.flags import CompileFlags, FlagError, check_define
 
-SAMPLERS = {"low-confidence": "low_confidence", "threshold": "threshold", "entropy": "entropy"}
+SAMPLERS: dict[str, Strategy] = {"low-confidence": "low_confidence", "threshold": "threshold", "entropy": "entropy"}
 MODEL_KEYS = ("model", "device", "dtype", "trust_remote_code")
 SERVER_KEYS = ("server_url", "server_token", "server_token_file")
 BACKEND_KEYS = (*MODEL_KEYS, *SERVER_KEYS)  # a change of any of these means another model to talk to
@@ -91,7 +91,7 @@ class Settings:
         temperature = self.temperature if self.temperature is not None else (
             0.0 if self.candidates == 1 else SAMPLED_TEMPERATURE)
         steps = self.steps if self.block_length else self.steps * max(1, math.ceil(canvas / STEP_TOKENS))
-        return SamplerConfig(strategy=SAMPLERS[self.sampler], steps=steps,  # type: ignore[arg-type]
+        return SamplerConfig(strategy=SAMPLERS[self.sampler], steps=steps,
                              threshold=self.threshold, entropy_bound=self.entropy_bound,
                              min_steps=min(self.min_steps, steps), block_length=self.block_length,
                              temperature=temperature, top_k=self.top_k, seed=self.seed)

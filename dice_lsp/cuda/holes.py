@@ -31,7 +31,6 @@ from typing import Literal
 
 from dice_lsp.cuda.functions import enclosing_function, in_comment_or_string, is_comment, open_braces, parser
 
-HOLE_MARKER = "/*@fill*/"
 CHARS_PER_TOKEN = 3.3
 LINE_TOKENS = 24
 REWRITE_GROWTH = 1.5

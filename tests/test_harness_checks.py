@@ -168,6 +168,10 @@ def test_a_verified_kernel_keeps_its_speedup_and_shapes() -> None:
     assert bench_title(result) == "0.010 ms ±1% · 51.90× vs ref · verified"
     one = _result(KernelResult("forward"), answer(shapes=["(64, 64)"]), None, True)
     assert bench_title(one).endswith("· verified at one shape only")
+    refusal = "refuses shape (1025, 8193): cols must be a multiple of 4"
+    limited = _result(KernelResult("forward"), answer(limitations=[refusal]), None, True)
+    assert bench_title(limited) == ("0.010 ms ±1% · 51.90× vs ref · verified · "
+                                    "limited: refuses shape (1025, 8193): cols must be a multiple of 4")
 
 
 def test_without_a_reference_there_is_no_speedup() -> None:

@@ -16,6 +16,8 @@ def bench_title(kernel: KernelResult) -> str:
         parts.append(f"{kernel.speedup_vs_ref:.2f}× vs ref")
     if kernel.verified:
         parts.append("verified at one shape only" if len(kernel.shapes) == 1 else "verified")
+        if kernel.limitations:  # shapes outside the problem it refuses with an error of its own
+            parts.append(f"limited: {'; '.join(kernel.limitations)}"[:160])
     else:
         parts.append(f"not verified: {kernel.failure or '; '.join(kernel.flags) or 'unknown'}"[:160])
     return " · ".join(parts)

@@ -51,9 +51,9 @@ from dice_lsp.completion.sources.workspace import (
     WorkspaceCandidate,
     WorkspaceIndex,
     WorkspaceIndexer,
-    workspace_for,
 )
 from dice_lsp.evals.suite import SPLITS, SuiteHole, load_suite
+from dice_lsp.evals.workspaces import workspace_for
 
 ROOT = Path(__file__).resolve().parents[1]
 BUCKETS = ("1.0", "0.9", "0.8", "0.7", "0.6", "0.5", "<0.5", "none")

@@ -18,10 +18,9 @@ from dice_lsp.completion.sources.workspace import (
     WorkspaceCandidate,
     WorkspaceIndex,
     WorkspaceIndexer,
-    suite_twins,
-    twin_path,
 )
 from dice_lsp.evals.suite import SuiteFile
+from dice_lsp.evals.workspaces import suite_twins, twin_path, workspace_for
 
 ADD = (
     "__global__ void add(const float* a, const float* b, float* c, int n) {\n"
@@ -426,11 +425,11 @@ def test_suite_twins_by_path_or_shared_lines() -> None:
 def test_suite_workspaces_exclude_the_file_and_optionally_its_twins() -> None:
     cuda = "onnxruntime-1.21.0/onnxruntime/core/providers/cuda/atomic/common.cuh"
     rocm = "onnxruntime-1.21.0/onnxruntime/core/providers/rocm/atomic/common.cuh"
-    with_twins = ws.workspace_for("onnxruntime/0016", "dev")
+    with_twins = workspace_for("onnxruntime/0016", "dev")
     assert with_twins.exclude == (cuda,) and rocm in with_twins.index
-    without = ws.workspace_for("onnxruntime/0016", "dev", twins=False).exclude
+    without = workspace_for("onnxruntime/0016", "dev", twins=False).exclude
     assert isinstance(without, tuple) and without[0] == cuda and rocm in without
-    assert ws.workspace_for("onnxruntime/0016", "dev").index is ws.workspace_for("onnxruntime/0025", "dev").index
+    assert workspace_for("onnxruntime/0016", "dev").index is workspace_for("onnxruntime/0025", "dev").index
 
 
 # -- the similarity is the document source's ------------------------------------------------------------------

@@ -183,7 +183,7 @@ def collect(split: str, out: Path, limit: int | None, twins: bool,
 def _workspace_sources(twins: bool) -> Callable[[Any], tuple[Any, ...]]:
     """For a suite file, the workspace source of its project's other files (none when the index is not there)."""
     try:
-        from dice_lsp.completion.sources.workspace import workspace_for
+        from dice_lsp.evals.workspaces import workspace_for
     except ImportError:
         return lambda _file: ()
     return lambda file: (workspace_for(file, twins=twins),)

@@ -99,7 +99,8 @@ def test_the_user_the_unit_runs_as_is_the_one_the_install_makes() -> None:
 class Container:
     """A systemd-nspawn container booted from this host's own root (a tmpfs root with /usr read-only:
     nothing it writes reaches the host), with a private network and the repository and Python read-only.
-    Units that would touch the host's kernel or devices are masked."""
+    It boots to basic.target, so that the host's own services (a wait for the network, timers) stay out of
+    it; units that would touch the host's kernel or devices are masked."""
 
     MASKED = ("systemd-sysctl.service", "systemd-udevd.service", "systemd-udev-trigger.service",
               "systemd-binfmt.service", "systemd-modules-load.service", "proc-sys-fs-binfmt_misc.automount")
@@ -111,7 +112,7 @@ class Container:
         # and the folder nspawn cleans up after itself on a tmpfs of its own mount namespace.
         command = ("mkdir -p /run/systemd/nspawn && mount -t tmpfs tmpfs /run/systemd/nspawn && exec systemd-nspawn "
                    f"-D / --volatile=yes --register=no --keep-unit --private-network -M dice-unit-{os.getpid()} "
-                   f"{' '.join(map(shlex.quote, binds))} -b -- systemd.firstboot=off {masks}")
+                   f"{' '.join(map(shlex.quote, binds))} -b -- systemd.firstboot=off systemd.unit=basic.target {masks}")
         # /proc/sys writable: bubblewrap sets user.max_user_namespaces in the sandbox's own user namespace
         env = {**os.environ, "SYSTEMD_NSPAWN_API_VFS_WRITABLE": "yes"}
         with log.open("w") as sink:

@@ -690,7 +690,6 @@ def build_parser() -> argparse.ArgumentParser:
     serve_status.add_argument("--json", action="store_true", help="print the application's health as JSON")
     serve_status.set_defaults(handler=cmd_serve_status)
 
-
     health = sub.add_parser("status", help="ask a team server whether it is ready (exit 0) and how loaded it is")
     add_server_arguments(health, None)
     health.add_argument("--json", action="store_true", help="print the server's status as JSON")

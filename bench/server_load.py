@@ -34,7 +34,8 @@ from typing import Any
 
 from lsp_latency import holes
 
-from dice_lsp.remote.client import RemoteClient, parse_address
+from dice_lsp.address import parse_address
+from dice_lsp.remote.client import RemoteClient
 
 
 def start_server(batch_rows: int, device: str, model: str | None = None) -> tuple[subprocess.Popen[str], str]:

@@ -284,7 +284,8 @@ class TeamBackend:
         """One request to the team server (with the token of the token file)."""
         import asyncio
 
-        from dice_lsp.remote.client import RemoteClient, parse_address, read_token
+        from dice_lsp.address import parse_address
+        from dice_lsp.remote.client import RemoteClient, read_token
 
         token_file = self.token_file
         client = RemoteClient(parse_address(self.server), lambda: read_token(None, token_file))

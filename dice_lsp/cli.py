@@ -220,7 +220,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import asyncio
 
     from dice_lsp import sandbox
-    from dice_lsp.remote.client import Address
+    from dice_lsp.address import Address
     from dice_lsp.remote.limits import ConnectionLimits, RequestLimits, limits_from
     from dice_lsp.remote.server import TokenFile, confine, serve
     from dice_lsp.remote.service import Service, ServiceConfig
@@ -647,8 +647,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_sampler_arguments(complete)
     complete.set_defaults(handler=cmd_complete)
 
+    from dice_lsp.address import DEFAULT_HOST, DEFAULT_PORT
     from dice_lsp.jobs import MAX_BATCH_ROWS
-    from dice_lsp.remote.client import DEFAULT_HOST, DEFAULT_PORT
     from dice_lsp.remote.limits import HELP, MAX_PENDING, ConnectionLimits, RequestLimits
 
     serve = sub.add_parser("serve", help="host the model, nvcc and the GPU harness for a team's editors")

@@ -21,9 +21,9 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+from dice_lsp.address import parse_address
 from dice_lsp.engine.sampler_config import SamplerConfig, Strategy
 from dice_lsp.errors import DiceError
-from dice_lsp.remote.client import parse_address
 from dice_lsp.toolchain.flags import CompileFlags, FlagError, check_define
 
 SAMPLERS: dict[str, Strategy] = {"low-confidence": "low_confidence", "threshold": "threshold", "entropy": "entropy"}

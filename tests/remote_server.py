@@ -21,7 +21,8 @@ STARTUP_TIMEOUT_S = 120
 
 def wait_loaded(url: str, token: str | None) -> None:
     """Poll `status` until the model has loaded (the server listens before it has)."""
-    from dice_lsp.remote.client import RemoteClient, parse_address
+    from dice_lsp.address import parse_address
+    from dice_lsp.remote.client import RemoteClient
 
     async def poll() -> None:
         client = RemoteClient(parse_address(url), lambda: token)
@@ -54,7 +55,8 @@ def serving(*args: str, token: str | None = None) -> Iterator[tuple[str, subproc
 
 async def ask(url: str, method: str, params: dict[str, Any] | None = None, token: str | None = None) -> Any:
     """One request on a fresh connection."""
-    from dice_lsp.remote.client import RemoteClient, parse_address
+    from dice_lsp.address import parse_address
+    from dice_lsp.remote.client import RemoteClient
 
     client = RemoteClient(parse_address(url), lambda: token)
     try:

@@ -25,7 +25,8 @@ from typing import Any
 
 import pytest
 
-from dice_lsp.remote.client import RemoteClient, parse_address
+from dice_lsp.address import parse_address
+from dice_lsp.remote.client import RemoteClient
 from dice_lsp.remote.protocol import RemoteError, encode
 from dice_lsp.settings import Settings, check_value
 

@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 
+from dice_lsp.address import parse_address
 from dice_lsp.complete import complete_at, front_end_for
 from dice_lsp.engine import load_model
-from dice_lsp.remote.client import RemoteClient, parse_address
+from dice_lsp.remote.client import RemoteClient
 from dice_lsp.remote.protocol import MAX_FRAME, RemoteError
 from dice_lsp.settings import Settings
 from dice_lsp.textdoc import Position

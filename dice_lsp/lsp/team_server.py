@@ -13,9 +13,10 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+from dice_lsp.address import parse_address
 from dice_lsp.errors import Cancelled, DiceError
 from dice_lsp.jobs.status import ModelStatus
-from dice_lsp.remote.client import ProgressListener, RemoteClient, parse_address, read_token
+from dice_lsp.remote.client import ProgressListener, RemoteClient, read_token
 from dice_lsp.remote.protocol import RemoteError
 from dice_lsp.settings import Settings
 

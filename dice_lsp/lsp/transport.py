@@ -55,6 +55,7 @@ from pygls.exceptions import JsonRpcException
 from pygls.protocol import JsonRPCProtocol
 from pygls.server import JsonRPCServer
 
+from dice_lsp.address import Address
 from dice_lsp.errors import DiceError
 from dice_lsp.lifetime import stop_all, terminated
 from dice_lsp.lsp.framing import (
@@ -67,7 +68,6 @@ from dice_lsp.lsp.framing import (
     parse_json,
     request_id,
 )
-from dice_lsp.remote.client import Address
 from dice_lsp.remote.server import TokenFile, WrongTokens, check_bind
 
 if TYPE_CHECKING:

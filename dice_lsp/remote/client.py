@@ -16,43 +16,16 @@ import itertools
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
+from dice_lsp.address import Address
 from dice_lsp.errors import DiceError
 from dice_lsp.remote.protocol import ProtocolError, RemoteError, encode, read_frame
 
-DEFAULT_HOST = "127.0.0.1"  # loopback: a team server listens, and a client connects, here unless told otherwise
-DEFAULT_PORT = 7077
 CONNECT_TIMEOUT_S = 5.0
 AUTH_TIMEOUT_S = 60.0  # a wrong token is answered after the server's back-off (at most 30 s by default)
 ProgressListener = Callable[[dict[str, Any]], None]
-
-
-@dataclass(frozen=True)
-class Address:
-    host: str = DEFAULT_HOST
-    port: int = DEFAULT_PORT
-    socket: str | None = None  # a Unix socket path instead of host:port
-
-    def __str__(self) -> str:
-        return f"unix://{self.socket}" if self.socket is not None else f"tcp://{self.host}:{self.port}"
-
-
-def parse_address(url: str) -> Address:
-    """`tcp://HOST[:PORT]` or `unix:///PATH`."""
-    parts = urlsplit(url)
-    if parts.scheme == "unix" and parts.path:
-        return Address(socket=parts.path)
-    try:
-        port = parts.port
-    except ValueError:
-        port = -1
-    if parts.scheme != "tcp" or not parts.hostname or port == -1:
-        raise DiceError(f"server address {url!r}: expected tcp://HOST:PORT or unix:///PATH")
-    return Address(parts.hostname, port or DEFAULT_PORT)
 
 
 def read_token_file(path: Path) -> str:

@@ -27,8 +27,8 @@ from ray import serve
 from ray.serve.handle import DeploymentHandle
 
 from dice_lsp import sandbox
+from dice_lsp.address import Address
 from dice_lsp.errors import DiceError
-from dice_lsp.remote.client import Address
 from dice_lsp.remote.relay import Event, EventStream, GatewayArgs, RelayBackend, ReplicaArgs, answer, app_args
 from dice_lsp.remote.server import TokenFile, check_bind, confine, listen
 from dice_lsp.remote.service import Service, ServiceConfig

@@ -19,10 +19,10 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Protocol
 
+from dice_lsp.address import DEFAULT_HOST, DEFAULT_PORT
 from dice_lsp.errors import DiceError
 from dice_lsp.jobs import MAX_BATCH_ROWS
 from dice_lsp.jobs.model_host import Ticket
-from dice_lsp.remote.client import DEFAULT_HOST, DEFAULT_PORT
 from dice_lsp.remote.limits import ConnectionLimits, RequestLimits, limits_from
 from dice_lsp.remote.protocol import RemoteError
 from dice_lsp.settings import Settings

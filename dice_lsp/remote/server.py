@@ -44,10 +44,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from dice_lsp import __version__
+from dice_lsp.address import Address
 from dice_lsp.errors import DiceError
 from dice_lsp.jobs.model_host import Ticket
 from dice_lsp.lifetime import stop_all
-from dice_lsp.remote.client import Address, read_token_file
+from dice_lsp.remote.client import read_token_file
 from dice_lsp.remote.limits import ConnectionLimits
 from dice_lsp.remote.protocol import (
     MAX_FRAME,

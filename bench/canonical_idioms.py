@@ -394,8 +394,8 @@ def run(suite: Suite, args: argparse.Namespace) -> int:
     """Every asked stage over the holes of the asked kinds; writes the outputs and prints the table (or JSON)."""
     from tqdm import tqdm
 
-    from dice_lsp.cuda.checks import header_names
     from dice_lsp.engine import EMBEDDED_MODEL, load_model
+    from dice_lsp.toolchain.header_index import header_names
 
     holes = [h for h in suite.holes if h.kind in args.kinds]
     folder = args.model or EMBEDDED_MODEL

@@ -47,7 +47,6 @@ from tqdm import tqdm
 
 from dice_lsp.complete import PRODUCT, Pipeline
 from dice_lsp.completion.sources import Source
-from dice_lsp.cuda.checks import header_names
 from dice_lsp.cuda.postprocess import (
     FILTERS,
     balance_braces,
@@ -66,6 +65,7 @@ from dice_lsp.evals.stats import bootstrap
 from dice_lsp.evals.suite import KINDS, SuiteHole, load_suite
 from dice_lsp.evals.workspaces import workspace_for
 from dice_lsp.settings import Settings
+from dice_lsp.toolchain.header_index import header_names
 
 ORIGINAL_FILTERS = (strip_special_tokens, cut_suffix_repeat, balance_braces, fix_indentation,
                     drop_degenerate)  # the filters before this pipeline

@@ -19,7 +19,6 @@ from pathlib import Path
 from completion_pipeline import STAGES, rows_of
 from tqdm import tqdm
 
-from dice_lsp.cuda.checks import header_names
 from dice_lsp.engine import EMBEDDED_MODEL, load_model
 from dice_lsp.evals import systems
 from dice_lsp.evals.build import cut_holes
@@ -27,6 +26,7 @@ from dice_lsp.evals.results import HoleRow
 from dice_lsp.evals.run import evaluate
 from dice_lsp.evals.suite import Suite, SuiteHole, load_suite
 from dice_lsp.settings import Settings
+from dice_lsp.toolchain.header_index import header_names
 
 
 def pool(kinds: list[str], limit: int) -> Suite:

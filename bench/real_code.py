@@ -49,13 +49,13 @@ from typing import Any
 from dice_lsp.complete import complete_at, front_end_for
 from dice_lsp.completion.sources import Source
 from dice_lsp.completion.sources.workspace import WorkspaceIndex, WorkspaceIndexer
-from dice_lsp.cuda.checks import header_names
 from dice_lsp.cuda.functions import parser
 from dice_lsp.engine import LoadedModel, load_model
 from dice_lsp.evals.score import tokens
 from dice_lsp.settings import Settings
 from dice_lsp.textdoc import Position
 from dice_lsp.toolchain.clang import ClangJudge
+from dice_lsp.toolchain.header_index import header_names
 
 KINDS = ("newline", "midline", "emptied", "eof", "random")
 OPEN_WAIT_S = 60.0

@@ -12,7 +12,7 @@ import argparse
 import sys
 
 from dice_lsp.complete import prepare, suggestions
-from dice_lsp.cuda.checks import CheckContext, header_names_now
+from dice_lsp.cuda.checks import CheckContext
 from dice_lsp.cuda.renames import edits
 from dice_lsp.engine import EMBEDDED_MODEL, fill, load_model
 from dice_lsp.evals.run import compile_checked
@@ -20,6 +20,7 @@ from dice_lsp.evals.suite import KINDS, load_suite
 from dice_lsp.evals.systems import document_for
 from dice_lsp.settings import Settings
 from dice_lsp.textdoc import position_at
+from dice_lsp.toolchain.header_index import header_names_now
 
 
 def main() -> int:

@@ -197,7 +197,7 @@ class LocalBackend:
         (indexed now, the file itself left out); `patient`: clang's check gets the time it needs (a command
         waits for its answer; False: an editor's bounds)."""
         from dice_lsp.complete import complete_at, front_end_for, nvcc_compiler
-        from dice_lsp.cuda.checks import header_names
+        from dice_lsp.toolchain.header_index import header_names
 
         model = self.model()
         header_names()  # the names check's index: built once per nvcc (a few seconds), then read from disk

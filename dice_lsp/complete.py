@@ -52,7 +52,7 @@ from dice_lsp.completion import features
 from dice_lsp.completion.decide import ShowFilter, show_filter
 from dice_lsp.completion.decide import threshold as show_threshold
 from dice_lsp.completion.sources import Candidate, Source, analogue, document
-from dice_lsp.cuda.checks import CheckContext, Checks, header_names_now
+from dice_lsp.cuda.checks import CheckContext, Checks
 from dice_lsp.cuda.context import SIMILAR_PAIRS, build_context
 from dice_lsp.cuda.holes import Hole, canvas_lengths, find_hole
 from dice_lsp.cuda.postprocess import FILTERS, FillContext, Filter, postprocess
@@ -64,6 +64,7 @@ from dice_lsp.settings import Settings
 from dice_lsp.textdoc import Position, offset_at, position_at
 from dice_lsp.toolchain.cache import CompileCache
 from dice_lsp.toolchain.flags import CompileFlags
+from dice_lsp.toolchain.header_index import header_names_now
 
 if TYPE_CHECKING:  # the engine (torch) loads with the model, not with this module
     from dice_lsp.engine import LoadedModel

@@ -10,19 +10,13 @@ from pathlib import Path
 import pytest
 
 from dice_lsp.cuda import checks
-from dice_lsp.cuda.checks import (
-    CheckContext,
-    Checks,
-    HeaderIndex,
-    fallback_names,
-    header_names,
-    parses,
-    unknown_names,
-)
+from dice_lsp.cuda.checks import CheckContext, Checks, HeaderIndex, parses, unknown_names
 from dice_lsp.cuda.holes import find_hole
 from dice_lsp.cuda.postprocess import FillContext, postprocess
 from dice_lsp.errors import DiceError
 from dice_lsp.evals.suite import load_suite
+from dice_lsp.toolchain import header_index
+from dice_lsp.toolchain.header_index import fallback_names, header_names
 
 KERNEL = """#include <cuda_runtime.h>
 #include <cub/cub.cuh>
@@ -342,7 +336,7 @@ def test_checks_result() -> None:
 # ---------------------------------------------------------------------------------------------- header index
 
 def test_fallback_index_loads() -> None:
-    assert checks.FALLBACK.stat().st_size < 400_000
+    assert header_index.FALLBACK.stat().st_size < 400_000
     index = fallback_names()
     assert {"__syncthreads", "__shfl_down_sync", "__ldg", "__expf", "threadIdx", "atomicAdd", "float4",
             "cudaMalloc", "CUDART_PI_F", "FLT_MAX", "stderr", "cudaSuccess"} <= index.globals
@@ -380,7 +374,7 @@ def test_header_index_is_built_with_nvcc_and_cached(monkeypatch: pytest.MonkeyPa
                 "__CUDA_ARCH__"} <= names.globals
         assert {"BlockReduce", "thread_block"} <= names.scoped
         assert names.arity["cudaMemcpy"] == (4, 4) and names.arity["__shfl_down_sync"] == (3, 4)
-        cached = checks.index_path(nvcc)
+        cached = header_index.index_path(nvcc)
         assert cached.is_relative_to(tmp_path) and cached.is_file()
         assert gzip.decompress(cached.read_bytes()).decode().splitlines() == names.lines()
 

@@ -134,12 +134,12 @@ def collect(split: str, out: Path, limit: int | None, twins: bool,
     CUDA-Infill split, or a corpus split's JSON-lines file (`corpus_suite`)."""
     from dice_lsp.complete import PRODUCT, PreparedFill, feature_rows, fill_request, model_sources, suggestions
     from dice_lsp.complete import with_sources as add_sources
-    from dice_lsp.cuda.checks import header_names
     from dice_lsp.engine import EMBEDDED_MODEL, load_model
     from dice_lsp.evals.suite import load_suite
     from dice_lsp.evals.systems import document_for, region_for
     from dice_lsp.settings import Settings
     from dice_lsp.textdoc import position_at
+    from dice_lsp.toolchain.header_index import header_names
 
     if split == "test":
         raise DiceError("the test split measures the product: the show filter is never trained on it")

@@ -64,7 +64,7 @@ async def test_an_unreachable_server_is_a_status_not_a_hang(client: LanguageClie
     port = free_port()
     statuses = await start(client, configuration=remote(f"tcp://127.0.0.1:{port}", None))
     status = await wait_status(statuses, "error")
-    assert "cannot reach the dice server" in status["message"]
+    assert "cannot reach the dice server" in status["message"] and status["code"] == "unreachable"
     open_document(client)
     assert await asyncio.wait_for(inline_at(client, 4, 4), timeout=60) is None
 
@@ -73,7 +73,7 @@ async def test_a_wrong_token_is_said_in_the_status(client: LanguageClient, team_
                                                    tmp_path: Path) -> None:
     statuses = await start(client, configuration=remote(team_server[0], token_file(tmp_path, "not-it")))
     status = await wait_status(statuses, "error")
-    assert "wrong token" in status["message"]
+    assert "wrong token" in status["message"] and status["code"] == "unauthorized"
 
 
 async def test_repair_runs_on_the_team_server(client: LanguageClient, team_server: tuple[str, Path],

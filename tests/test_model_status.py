@@ -10,7 +10,9 @@ def test_each_state_has_its_keys_in_order() -> None:
     assert ModelStatus("idle").to_json() == {"state": "idle"}
     assert list(ModelStatus("loading", "dice-tiny").to_json().items()) == [("state", "loading"), ("model", "dice-tiny")]
     assert list(ModelStatus.failed("/models/x", "no config.json").to_json().items()) == [
-        ("state", "error"), ("model", "/models/x"), ("message", "no config.json")]
+        ("state", "error"), ("model", "/models/x"), ("message", "no config.json"), ("code", "load_failed")]
+    assert ModelStatus.failed("tcp://gpu:7878", "cannot reach the dice server", "unreachable").to_json()["code"] == \
+        "unreachable"
     assert list(ModelStatus.ready("dice-tiny", "cpu", "torch.float32").to_json().items()) == [
         ("state", "ready"), ("model", "dice-tiny"), ("device", "cpu"), ("dtype", "torch.float32")]
 

@@ -7,6 +7,7 @@ export interface DiceStatus {
   dtype?: string;
   message?: string;
   server?: string; // the team server serving the model, when dice.server.url is set
+  code?: string; // on error: "load_failed" (the model here), or the team server's error code ("unreachable", ...)
 }
 
 /** `dice/completion`: what became of the last completion at a hole (the editor shows nothing when nothing is shown). */
@@ -56,7 +57,7 @@ export function statusView(status: DiceStatus | null, compileErrors: number | nu
         error: false,
       };
     case "error":
-      return { text: status.message?.includes("cannot reach") ? "$(debug-disconnect) DICE" : "$(error) DICE",
+      return { text: status.code === "unreachable" ? "$(debug-disconnect) DICE" : "$(error) DICE",
         tooltip: `dice-lsp: ${status.message ?? "the model failed to load"}`, error: true };
     default:
       return { text: "$(circle-outline) DICE", tooltip: "dice-lsp: starting", error: false };

@@ -45,7 +45,7 @@ class TeamServer:
             except DiceError as exc:
                 failure = exc if isinstance(exc, RemoteError) else RemoteError("unreachable", str(exc))
         if failure is not None:
-            status = ModelStatus.failed(address, str(failure))
+            status = ModelStatus.failed(address, str(failure), failure.code)
         if status.state != self.state:
             self.state = status.state
             self.on_status(status, failure)

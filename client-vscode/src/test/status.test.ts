@@ -23,9 +23,12 @@ test("a team server says where it is, and an unreachable one says so", () => {
   const remote = statusView({ state: "ready", model: "dice-8b", device: "cuda:0", dtype: "torch.bfloat16",
     server: "tcp://gpu-host:7077" }, null);
   assert.match(remote.tooltip, /dice-8b ready on cuda:0 .* at tcp:\/\/gpu-host:7077/);
-  const down = statusView({ state: "error", model: "tcp://gpu-host:7077",
+  const down = statusView({ state: "error", model: "tcp://gpu-host:7077", code: "unreachable",
     message: "cannot reach the dice server at tcp://gpu-host:7077: Connection refused" }, null);
   assert.equal(down.text, "$(debug-disconnect) DICE");
+  const refused = statusView({ state: "error", model: "tcp://gpu-host:7077", code: "unauthorized",
+    message: "the dice server at tcp://gpu-host:7077 cannot reach a verdict: wrong token" }, null);
+  assert.equal(refused.text, "$(error) DICE"); // the code decides, not the message's words
   assert.match(down.tooltip, /cannot reach the dice server/);
   assert.equal(down.error, true);
 });

@@ -170,10 +170,5 @@ async def _rest_of_frame(reader: asyncio.StreamReader, first: bytes, limit: int,
     return decode(body, max_objects)
 
 
-async def write_frame(writer: asyncio.StreamWriter, message: dict[str, Any]) -> None:
-    writer.write(encode(message))
-    await writer.drain()
-
-
 def error(request_id: int, code: str, message: str) -> dict[str, Any]:
     return {"id": request_id, "error": {"code": code, "message": message}}

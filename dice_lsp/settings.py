@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
@@ -191,21 +192,100 @@ def finite_number(value: Any) -> bool:
     return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
 
 
-def check_value(name: str, value: Any) -> tuple[Any, str | None]:
-    """Validate one setting; returns (value, None) or (None, reason)."""
+Checked = tuple[Any, str | None]  # (the value as the settings hold it, None) or (None, why it is refused)
+
+
+def _text(value: Any) -> Checked:
+    return (value, None) if isinstance(value, str) else (None, "must be a string")
+
+
+def _sampler(value: Any) -> Checked:
+    if not isinstance(value, str):
+        return None, "must be a string"
+    return (value, None) if value in SAMPLERS else (None, f"must be one of {', '.join(SAMPLERS)}")
+
+
+def _address(value: Any) -> Checked:
+    try:
+        parse_address(value if isinstance(value, str) else "")
+    except DiceError as exc:
+        return None, str(exc)
+    return _text(value)
+
+
+def _strings(value: Any) -> Checked:
+    valid = isinstance(value, list) and all(isinstance(v, str) and v != "" for v in value)
+    return (tuple(value), None) if valid else (None, "must be a list of strings")
+
+
+def _defines(value: Any) -> Checked:
+    checked, problem = _strings(value)
+    try:
+        for define in checked or ():
+            check_define(define)
+    except FlagError as exc:
+        return None, str(exc)
+    return checked, problem
+
+
+def _pattern(name: str) -> Callable[[Any], Checked]:
+    pattern, example = PATTERNS[name]
+    return lambda value: ((value, None) if isinstance(value, str) and re.fullmatch(pattern, value) is not None
+                          else (None, f"must be {example}"))
+
+
+def _flag(value: Any) -> Checked:
+    return (value, None) if isinstance(value, bool) else (None, "must be true or false")
+
+
+def _number(within: Callable[[float], bool] = lambda _: True, why: str = "") -> Callable[[Any], Checked]:
+    """A finite non-negative number (as a float) for which `within` holds (else `why`)."""
+    def check(value: Any) -> Checked:
+        if not finite_number(value) or value < 0:
+            return None, "must be a finite non-negative number"
+        return (float(value), None) if within(value) else (None, why)
+    return check
+
+
+def _integer(name: str) -> Callable[[Any], Checked]:
+    """An int (not a bool) from 1 (0 for the counts that may be none) to the setting's `MAXIMA`."""
+    minimum, maximum = (0 if name in ("top_k", "seed", "repair_rounds") else 1), MAXIMA[name]
+
+    def check(value: Any) -> Checked:
+        if isinstance(value, bool) or not isinstance(value, int):
+            return None, "must be an integer"
+        if value < minimum:
+            return None, f"must be at least {minimum}"
+        return (value, None) if value <= maximum else (None, f"must be at most {maximum}")
+    return check
+
+
+def _or_none(check: Callable[[Any], Checked]) -> Callable[[Any], Checked]:
+    return lambda value: (None, None) if value is None else check(value)
+
+
+CHECKS: dict[str, Callable[[Any], Checked]] = {
+    **{name: _text for name in ("model", "device", "dtype", "nvcc", *NULLABLE_TEXT)},
+    "sampler": _sampler,
+    "server_url": _address,
+    "include_dirs": _strings,
+    "defines": _defines,
+    **{name: _pattern(name) for name in PATTERNS},
+    **{name: _flag for name in ("trust_remote_code", "diagnostics", "type_check", "bench_on_save", "trusted")},
+    "threshold": _number(lambda v: 0 < v <= 1, "must be in (0, 1]"),
+    "entropy_bound": _number(lambda v: v <= MAX_ENTROPY_BOUND, f"must be at most {MAX_ENTROPY_BOUND:g}"),
+    "temperature": _or_none(_number(lambda v: v <= MAX_TEMPERATURE, f"must be at most {MAX_TEMPERATURE:g}")),
+    "min_confidence": _or_none(_number(lambda v: v <= 1, "must be in [0, 1]")),
+    **{name: _integer(name) for name in MAXIMA},
+    **{name: _or_none(_integer(name)) for name in ("block_length", "context_tokens")},
+}
+
+
+def check_value(name: str, value: Any) -> Checked:
+    """Validate one setting (`CHECKS`); returns (value, None) or (None, reason). An empty nullable text is None."""
     if name in NULLABLE_TEXT and (value is None or value == ""):
         return None, None
-    if name == "server_url":
-        try:
-            parse_address(value if isinstance(value, str) else "")
-        except DiceError as exc:
-            return None, str(exc)
-    if name in ("model", "device", "dtype", "sampler", "nvcc", *NULLABLE_TEXT):
-        if not isinstance(value, str):
-            return None, "must be a string"
-        if name == "sampler" and value not in SAMPLERS:
-            return None, f"must be one of {', '.join(SAMPLERS)}"
-        return value, None
+    return CHECKS[name](value)
     if name in ("include_dirs", "defines"):
         valid = isinstance(value, list) and all(isinstance(v, str) and v != "" for v in value)
         if valid and name == "defines":

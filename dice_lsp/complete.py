@@ -75,10 +75,8 @@ _SPECIAL = re.compile(r"<\|[^|<>]*\|>")  # a special token as the tokenizer writ
 REMASK_ROUNDS = 1  # re-mask and denoise a failing fill at most this often
 REMASK_MARGIN = 2  # characters around an offending span that are masked with it (whole tokens are masked)
 REMASK_GROW = 2  # extra masks after each re-masked span: the rewrite may be a little longer
-# A re-masking round's step ceiling (None: the request's own, 8 per 32 tokens). It denoises a few tokens and
-# takes up to 8 calls (~150 ms on 2 cores) in ~45% of completions; 3 steps were tried (dev pool, 169 line
-# holes: 56.8% -> 56.2% shown, p50 304 -> 290 ms) and not kept: the gain is small and fills such as the
-# loop header of tests/lsp_client.py are lost (docs/PERFORMANCE.md).
+# A re-masking round's step ceiling (None: the request's own, 8 per 32 tokens): fewer steps save little and lose
+# fills (docs/bench-logs/performance-history.md, the re-masking steps on the dev pool).
 REMASK_STEPS: int | None = None
 # How similar a line's neighbours must be to the hole's (0..1) for the document's line to be proposed: chosen on
 # the dev split's 300 line and 300 mid-line holes, where the proposals above these were exact 37% and 59% of the

@@ -11,10 +11,7 @@ once (a lone request never waits), and between steps every queued fill the run's
 the queue up to the first job of another kind. A fill that runs alone (a re-masking round's draft of an in-place
 fill) at the head of the queue is run between two steps; a model job waits for the run to drain, never for fills
 queued after it. A fill leaves, and is answered, at the step that finishes it; a cancelled ticket's rows leave
-at the next step, the others' tokens untouched. Before, a batch ran whole and a fill that came one step late
-waited for all of it, so editors answered together came back together: with 8 editors batching was only at par
-with none (1.0x, 0.87x without a wait for fills being prepared). That wait (up to 50 ms while a request
-announced a fill it was preparing) is gone: a late fill now costs one step's delay, not a batch's. A
+at the next step, the others' tokens untouched: a late fill costs one step's delay, not a batch's. A
 block-diffusion checkpoint's fills and drafts (SDAR/DICE) join the same way (`engine.block_scheduler`: each row
 at its own block and positions), and a queued fill that does not fit the running batch's rows and columns
 (`fits`) waits at the head of the queue. Fills of other models batch the queued fills whole (`fill_batch`); a

@@ -46,6 +46,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from unseen import cuda_files, load_index, verdict
+
 from dice_lsp.complete import complete_at, front_end_for
 from dice_lsp.completion.sources import Source
 from dice_lsp.completion.sources.workspace import WorkspaceIndex, WorkspaceIndexer
@@ -109,28 +111,11 @@ def splice(text: str, start: Position, end: Position, fill: str) -> str:
     return text[:offset(start)] + fill + text[offset(end):]
 
 
-def cuda_files(paths: list[str]) -> list[Path]:
-    found: list[Path] = []
-    for name in paths:
-        if name.startswith("@"):
-            found += [Path(line) for line in Path(name[1:]).read_text().split("\n") if line.strip()]
-            continue
-        path = Path(name)
-        if path.is_dir():
-            found += sorted(p for p in path.rglob("*") if p.suffix in (".cu", ".cuh") and p.is_file())
-        elif path.is_file():
-            found.append(path)
-        else:
-            raise SystemExit(f"bench: {name}: no such file or folder")
-    return found
-
-
 def sampled_files(paths: list[str], count: int, rng: random.Random, unseen: Path | None = None) -> list[Path]:
     """The `.cu`/`.cuh` files of `paths` (only those the corpus in `unseen` does not hold, when given), at most
     `count` of them (a sample drawn with `rng`, in path order)."""
     files = cuda_files(paths)
     if unseen is not None:
-        from unseen import load_index, verdict
 
         index = load_index(unseen)
         kept = [path for path in files if not verdict(index, path).seen]
@@ -278,12 +263,7 @@ def main() -> int:
     args = parser_.parse_args()
     rng = random.Random(args.seed)
     if args.tables_of:
-        rows = [rescored(json.loads(line)) for line in args.tables_of.read_text().split("\n") if line.strip()]
-        print(table(rows))
-        if args.projects:
-            print("\n" + project_table(rows, args.projects))
-        if args.hand:
-            args.hand.write_text(hand_sample(rows, 40, random.Random(args.seed)))
+        report([rescored(json.loads(line)) for line in args.tables_of.read_text().split("\n") if line.strip()], args)
         return 0
     files = sampled_files(args.paths, args.files, rng, args.unseen)
     if not files:
@@ -304,12 +284,17 @@ def main() -> int:
                 sink.write(json.dumps(row) + "\n")
                 sink.flush()
         print(f"[{number}/{len(files)}] {path.name}", file=sys.stderr)
+    report(rows, args)
+    return 0
+
+
+def report(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
+    """The tables (per kind; per project with --projects) and, with --hand, the sample to read."""
     print(table(rows))
     if args.projects:
         print("\n" + project_table(rows, args.projects))
     if args.hand:
         args.hand.write_text(hand_sample(rows, 40, random.Random(args.seed)))
-    return 0
 
 
 if __name__ == "__main__":

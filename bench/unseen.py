@@ -94,15 +94,19 @@ def verdict(index: CorpusIndex, path: Path) -> Verdict:
 
 
 def cuda_files(paths: list[str]) -> list[Path]:
+    """The `.cu`/`.cuh` files of `paths`: files, folders (searched) or `@LIST` (a file of paths, one a line)."""
     found: list[Path] = []
     for name in paths:
+        if name.startswith("@"):
+            found += [Path(line) for line in Path(name[1:]).read_text().split("\n") if line.strip()]
+            continue
         path = Path(name)
         if path.is_dir():
             found += sorted(p for p in path.rglob("*") if p.suffix in (".cu", ".cuh") and p.is_file())
         elif path.is_file():
             found.append(path)
         else:
-            raise SystemExit(f"unseen: {name}: no such file or folder")
+            raise SystemExit(f"{Path(sys.argv[0]).stem}: {name}: no such file or folder")
     return found
 
 

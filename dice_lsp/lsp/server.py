@@ -435,17 +435,23 @@ class DiceServer(LanguageServer):
         if edit is None:
             self.tell(f"DICE: {summary}", types.MessageType.Info)
             return result
+        return await self.apply_if_asked(result, f"DICE: {summary}", uri, made_for, edit, f"DICE: optimize {kernel}",
+                                         "the document changed while the kernel was being optimized")
+
+    async def apply_if_asked(self, result: dict[str, Any], question: str, uri: str, made_for: int | None,
+                             edit: types.WorkspaceEdit, label: str, changed: str) -> dict[str, Any]:
+        """Ask Apply / Discard with `question`; apply `edit` only on Apply and only to the version it was made
+        for (else say `changed`). `result` is the command's answer, updated with what became of the edit."""
         choice = await self.window_show_message_request_async(types.ShowMessageRequestParams(
-            type=types.MessageType.Info, message=f"DICE: {summary}",
+            type=types.MessageType.Info, message=question,
             actions=[types.MessageActionItem(APPLY), types.MessageActionItem("Discard")]))
         if choice is None or choice.title != APPLY:
             return result
         if self.workspace.get_text_document(uri).version != made_for:
-            result["summary"] = stale = "not applied: the document changed while the kernel was being optimized"
+            result["summary"] = stale = f"not applied: {changed}"
             self.tell(f"dice-lsp: {stale}")
             return result
-        applied = await self.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(
-            edit=edit, label=f"DICE: optimize {kernel}"))
+        applied = await self.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit=edit, label=label))
         result["applied"] = bool(applied.applied)
         return result
 
@@ -477,18 +483,9 @@ class DiceServer(LanguageServer):
         if result is None or edit is None:
             self.tell(f"dice-lsp: {summary}", kind)
             return answer
-        choice = await self.window_show_message_request_async(types.ShowMessageRequestParams(
-            type=types.MessageType.Info, message=f"DICE: {summary}\n{compact_diff(before, result.text)}",
-            actions=[types.MessageActionItem(APPLY), types.MessageActionItem("Discard")]))
-        if choice is None or choice.title != APPLY:
-            return answer
-        if self.workspace.get_text_document(uri).version != made_for:
-            answer["summary"] = stale = "not applied: the document changed while the repair was shown; run it again"
-            self.tell(f"dice-lsp: {stale}")
-            return answer
-        applied = await self.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit=edit, label="DICE: repair"))
-        answer["applied"] = bool(applied.applied)
-        return answer
+        return await self.apply_if_asked(answer, f"DICE: {summary}\n{compact_diff(before, result.text)}", uri,
+                                         made_for, edit, "DICE: repair",
+                                         "the document changed while the repair was shown; run it again")
 
     async def bench_document(self, uri: str) -> None:
         """Verify and time the saved file's kernels on the GPU (dice.benchOnSave), here or on the team

@@ -375,10 +375,13 @@ def feature_rows(found: list[Suggestion], context: FillContext) -> list[list[flo
 
 
 def _confident(found: list[Suggestion], context: FillContext, decision: Decision | None) -> list[Suggestion]:
-    """`found` with the show filter's P(right) of each one-line candidate (unchanged without a filter, and for
-    larger holes, which it was not trained on)."""
-    if decision is None or context.hole.kind != "line" or not found:
+    """`found` with the show filter's P(right) of each one-line candidate; a larger region's fills get the share of
+    such fills that were right on dev (`ShowFilter.region_chance`). Unchanged without a filter."""
+    if decision is None or not found:
         return found
+    if context.hole.kind != "line":
+        chance = decision.filter.region_chance
+        return found if chance is None else [replace(s, confidence=chance) for s in found]
     chances = decision.filter.probabilities(feature_rows(found, context))
     return [replace(s, confidence=p) for s, p in zip(found, chances, strict=True)]
 

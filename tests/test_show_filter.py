@@ -79,6 +79,7 @@ class Chances:
 
     by_text: dict[str, float]
     threshold: float = 0.5
+    region_chance: float | None = None
 
     def probabilities(self, rows: list[list[float]]) -> list[float]:
         chars = FEATURES.index("chars")
@@ -123,3 +124,42 @@ def test_min_confidence_is_a_probability_or_null() -> None:
     assert Settings().updated({"minConfidence": 0.4})[0].min_confidence == 0.4
     assert Settings().updated({"minConfidence": None}) == (Settings(), [])
     assert Settings().updated({"minConfidence": 1.5})[1] == ["dice.minConfidence: must be in [0, 1]"]
+
+
+MARKED = ("__global__ void add(const float* a, float* c, int n) {\n"
+          "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+          "    /*@fill*/\n"
+          "}\n")
+
+
+def test_a_region_larger_than_a_line_gets_the_share_measured_on_dev() -> None:
+    region = prepare(Tokenizer(EMBEDDED_MODEL), 512, MARKED, Position(2, 6), Settings())
+    assert region is not None and region.context.hole.kind == "marker"
+    fill = "if (i < n) {\n        c[i] = a[i];\n    }"
+    unmeasured = region.completion(fills(fill), decision=Decision(Chances({}), 0.5))  # type: ignore[arg-type]
+    assert unmeasured.texts and unmeasured.confidences == [None]
+    silent = region.completion(fills(fill), decision=Decision(Chances({}, region_chance=0.02), 0.5))  # type: ignore[arg-type]
+    assert silent.texts == []
+    assert silent.withheld == ("the best candidate is likely not what you would write "
+                               "(P(right) 0.02 < 0.50, dice.minConfidence)")
+    asked = region.completion(fills(fill), decision=Decision(Chances({}, region_chance=0.02), 0.0))  # type: ignore[arg-type]
+    assert asked.texts and asked.confidences == [0.02]
+
+
+def _report(path: Path, split: str, fills: list[tuple[str, bool, bool]]) -> Path:
+    path.write_text(json.dumps({"split": split, "fills": [{"kind": kind, "shown": shown, "exact_ws": exact}
+                                                          for kind, shown, exact in fills]}))
+    return path
+
+
+def test_regions_stores_the_smoothed_share_of_right_multiline_fills(tmp_path: Path) -> None:
+    dev = _report(tmp_path / "dev.json", "dev", [("lines", True, False), ("lines", True, True), ("body", False, False),
+                                                 ("body", True, False), ("line", True, True)])
+    assert training.regions([dev]) == {"holes": 4, "shown": 3, "exact": 1, "p_exact": 0.4}
+    filter_path = tmp_path / "show_filter.json"
+    filter_path.write_text(json.dumps(training.train(_rows(100), 0.6)))
+    assert training.main(["regions", "--reports", str(dev), "--filter", str(filter_path)]) == 0
+    assert ShowFilter.from_json(json.loads(filter_path.read_text())).region_chance == 0.4
+    test = _report(tmp_path / "test.json", "test", [("body", True, True)])
+    with pytest.raises(DiceError, match="test-split report"):
+        training.regions([test])

@@ -8,6 +8,11 @@ out-of-fold (isotonic, files kept together) so that a threshold reads as a preci
 precision and stored with the booster; `dice.minConfidence` moves it (0: show whatever passes the checks; 1:
 almost nothing).
 
+A region larger than a line (an unfinished body, a marker, a selection) has no features of its own: its best fill
+gets the share of such fills that were exactly right on the dev split (`regions`, Laplace-smoothed, measured with
+`python -m dice_lsp.training.show_filter regions`), so a model whose multi-line fills are rarely right stays silent
+there unless `dice.minConfidence` is lowered to it.
+
 The filter ships with the model it was trained on (`show_filter.json` in the model folder), in LightGBM's text
 format inside JSON: loading it runs no code from the file. A checkpoint folder without one is ranked and shown as
 before the filter (the checks decide; a document line needs strong evidence), since the booster's features
@@ -72,6 +77,12 @@ class ShowFilter:
         calibration = Calibration(tuple(points["raw"]), tuple(points["calibrated"]))
         meta = {key: value for key, value in data.items() if key not in ("booster", "calibration")}
         return cls(booster, calibration, float(data["threshold"]), meta)
+
+    @property
+    def region_chance(self) -> float | None:
+        """P(exact) of the best checked fill of a region larger than a line (None: not measured for this model)."""
+        regions = self.meta.get("regions")
+        return float(regions["p_exact"]) if isinstance(regions, dict) and "p_exact" in regions else None
 
     def probabilities(self, rows: list[list[float]]) -> list[float]:
         """Calibrated P(exact) of each feature row (`dice_lsp.completion.features.row`)."""

@@ -13,6 +13,11 @@ request (greedy decoding is deterministic), so collecting again after a source c
 The suite's workspace for a file is the other files of its source project (`--twins` keeps parallel copies such
 as cuda/rocm twins).
 
+`regions` reads reports of the product on a split's 2-5-line and body holes, asked with every candidate shown
+(`python bench/completion_pipeline.py --split dev --kinds lines body --stages "+sources, every candidate (P >= 0)"`),
+and stores in the filter the share of shown fills that were exact (Laplace-smoothed): the P(right) of a region
+larger than a line (`decide.ShowFilter.region_chance`).
+
 `train` fits a small LightGBM booster on the rows, out of fold by file (five folds; a file's holes share code),
 calibrates its probabilities with isotonic regression on the out-of-fold predictions, and picks the threshold:
 per hole the candidate with the highest P is shown when P >= t; the smallest t whose out-of-fold precision of
@@ -327,6 +332,27 @@ def _table(points: list[Point]) -> str:
     return "\n".join(lines)
 
 
+REGION_KINDS = ("lines", "body")  # the suite's holes asked as regions larger than a line
+
+
+def regions(reports: Sequence[Path]) -> dict[str, Any]:
+    """Holes, shown fills and exact shown fills of the region kinds in `reports` (evaluation reports' `fills`), and
+    the Laplace-smoothed share of shown fills that were exact."""
+    holes = shown = exact = 0
+    for path in reports:
+        report = json.loads(path.read_text(encoding="utf-8"))
+        if report.get("split") == "test":
+            raise DiceError(f"{path}: a test-split report; the filter is never fitted to the test split")
+        for fill in report.get("fills", []):
+            if fill.get("kind") in REGION_KINDS:
+                holes += 1
+                shown += bool(fill.get("shown"))
+                exact += bool(fill.get("shown") and fill.get("exact_ws"))
+    if not holes:
+        raise DiceError(f"no {' or '.join(REGION_KINDS)} holes in the reports")
+    return {"holes": holes, "shown": shown, "exact": exact, "p_exact": round((exact + 1) / (shown + 2), 4)}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dice_lsp.training.show_filter",
                                      description=__doc__.splitlines()[0])
@@ -343,6 +369,11 @@ def main(argv: list[str] | None = None) -> int:
     fit.add_argument("--out", type=Path, required=True, help=f"the filter's JSON (a model folder's {FILE_NAME})")
     fit.add_argument("--precision", type=float, default=0.6, help="target precision of shown (0-1)")
     fit.add_argument("--json", action="store_true")
+    region = commands.add_parser("regions", help="store the share of right multi-line fills in a filter")
+    region.add_argument("--reports", type=Path, nargs="+", required=True,
+                        help="evaluation reports (JSON) of a dev run on lines and body holes, every candidate shown")
+    region.add_argument("--filter", type=Path, required=True, help=f"the filter's JSON to update ({FILE_NAME})")
+    region.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     try:
         if args.command == "collect":
@@ -358,6 +389,17 @@ def main(argv: list[str] | None = None) -> int:
                        "exact rows": sum(r.exact for r in rows), "out": str(args.out)}
             print(json.dumps(summary) if args.json else f"{summary['rows']} candidates of {summary['holes']} holes "
                   f"({summary['exact rows']} exact) -> {args.out}")
+            return 0
+        if args.command == "regions":
+            found = regions(args.reports)
+            try:
+                data = json.loads(args.filter.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                raise DiceError(f"{args.filter}: not a show filter ({exc})") from exc
+            data["regions"] = found
+            args.filter.write_text(json.dumps(data, indent=0, sort_keys=True) + "\n", encoding="utf-8")
+            print(json.dumps(found) if args.json else f"{found['exact']} of {found['shown']} shown fills right "
+                  f"({found['holes']} holes): P(right) {found['p_exact']} -> {args.filter}")
             return 0
         if not 0 < args.precision < 1:
             raise DiceError("--precision must be between 0 and 1")

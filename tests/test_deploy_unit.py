@@ -195,10 +195,15 @@ def container(tmp_path: Path) -> Iterator[Container]:
 def test_the_unit_serves_restarts_and_logs_under_systemd(container: Container) -> None:
     # dice-lsp installed in /opt/dice-lsp as the guide says: here, this test's own environment put there
     venv = Path(sys.prefix)
-    homes = [p for p in (ROOT, venv.resolve(), Path(sys.base_prefix).resolve()) if p.parts[1] in ("root", "home")]
-    drop_in = ""  # ProtectHome= hides /root and /home: show what of this checkout's Python lives there
-    if homes:
-        drop_in = "[Service]\nProtectHome=tmpfs\nBindReadOnlyPaths=" + " ".join(map(str, homes)) + "\n"
+    # ProtectHome= hides /root and /home, PrivateTmp= /tmp and /var/tmp: show the service what of this checkout
+    # and its Python lives there (a checkout may be anywhere)
+    used = {ROOT, venv.resolve(), Path(sys.base_prefix).resolve()}
+    homes = [p for p in used if p.parts[1] in ("root", "home")]
+    hidden = sorted(homes + [p for p in used if p.parts[1] == "tmp" or p.is_relative_to("/var/tmp")])
+    drop_in = ""
+    if hidden:
+        drop_in = ("[Service]\n" + ("ProtectHome=tmpfs\n" if homes else "")
+                   + "BindReadOnlyPaths=" + " ".join(map(str, hidden)) + "\n")
     setup = container.sh(f"""set -e
         mkdir -p /opt /etc/systemd/system/dice-lsp-team.service.d
         ln -s {shlex.quote(str(venv))} {PREFIX}

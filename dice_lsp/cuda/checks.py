@@ -17,15 +17,14 @@ Parses (`parses`), on tree-sitter-cuda's trees (ERROR and MISSING nodes are "err
   enclosing function: the stray `}` that an unbalanced fill leaves lands at the end of the enclosing
   namespace or file.
 - an error that starts on the fill's own line is never excused, nor one in the statement that holds the hole
-  (a mid-line fill must finish its line and its statement). On the dev split's true text, 1 of 300 line and
-  8 of 300 mid-line holes are rejected (tree-sitter misreads the finished statement), no 2–5-line hole and
-  1 of 230 bodies;
+  (a mid-line fill must finish its line and its statement; a true line that tree-sitter misreads is the rare
+  price);
 - a `return <value>;` in a `void` function (every kernel) fails: nvcc rejects it, tree-sitter can see it;
   so does what the grammar accepts and no compiler does (`_ill_formed`): a literal suffix no code may define
   (`0x`, `1.x`), a structured binding typed other than `auto` (`float[i] = X[i];`), `++`/`--` applied to a
   value (`++i++`).
-The new text is parsed incrementally from the base's tree (tree-sitter reuses what the fill did not touch;
-on the dev split of CUDA-Infill that gave the same verdicts as full parses, at a tenth of the time). Known
+The new text is parsed incrementally from the base's tree (tree-sitter reuses what the fill did not touch:
+the same verdicts as full parses, at a fraction of the time). Known
 limit: a half-typed line right next to the fill (the line before or after) merges with it in tree-sitter's
 eyes, and the fill fails; and an unclosed `(` elsewhere can throw tree-sitter's recovery off for the rest
 of the file.
@@ -63,14 +62,12 @@ a variable of a block closed before the hole), declared in this function after t
 scope that holds it (another branch's own `val` is not), a function's name, written in another function that does not
 declare it (a global from a header the document does not show), or from the headers; another kernel's own
 `idx` is not. Only where the enclosing function parses apart from the hole's line (tree-sitter's recovery
-hides declarations otherwise). On the dev split's true text this rejects 1 of 300 line, 9 of 300 mid-line
-and 1 of 291 2–5-line holes (code after a half-typed line that still confuses tree-sitter, names from
-headers the file includes but the suite does not ship), and none of the bodies.
+hides declarations otherwise). What it rejects of true lines is code after a half-typed line that still
+confuses tree-sitter, and names from headers the document includes but that are not at hand.
 A call the fill writes or finishes to a function the document declares outside bodies (and the headers,
 the local headers and function-like macros do not) must pass a number of arguments one of its declarations
 takes (defaults and `...` counted; `args...` skips the call): `find_total(expert)` for a three-parameter
-`find_total` does not pass. No true fill of the dev split fails it; over the whole text of the suite's 400
-files, 2 of 3,259 such calls do (overloads in headers the suite does not ship).
+`find_total` does not pass (an overload in a header that is not at hand can make a true call fail it).
 Field names after `.`/`->` (field_identifier) are checked leniently: allowed when the word appears anywhere
 in the document (comments included), in a local header, in the header index, or is x/y/z/w. Names inside
 attributes (`__attribute__((...))`, `[[...]]`) are not checked.

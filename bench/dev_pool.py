@@ -21,12 +21,12 @@ from tqdm import tqdm
 
 from dice_lsp.engine import EMBEDDED_MODEL, load_model
 from dice_lsp.evals import systems
-from dice_lsp.evals.build import cut_holes
 from dice_lsp.evals.results import HoleRow
 from dice_lsp.evals.run import evaluate
 from dice_lsp.evals.suite import Suite, SuiteHole, load_suite
 from dice_lsp.settings import Settings
 from dice_lsp.toolchain.header_index import header_names
+from dice_lsp.training.suite_build import cut_holes
 
 
 def pool(kinds: list[str], limit: int) -> Suite:

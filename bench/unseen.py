@@ -6,7 +6,7 @@ PATH: `.cu`/`.cuh` files or folders of them. The index is every file of the corp
 splits (any language: CUDA code is copied into C++ files too), built once and cached beside the corpus. A file
 is *seen* when it is an exact copy of a corpus file (whitespace aside), a MinHash near copy (the corpus's own
 dedup threshold), or when more than `SEEN_SHARE` of its 4-line windows of normalised lines occur in the corpus
-(a file assembled from copied functions). The verdicts are the ones `dice_lsp.evals.build` applies to the
+(a file assembled from copied functions). The verdicts are the ones `dice_lsp.training.suite_build` applies to the
 CUDA-Infill suite, with a stricter window share: a real-code hole inside a copied function measures recall.
 
 Prints one line per seen file (why) and a count per top-level folder; `--list` writes the unseen files' paths
@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from dice_lsp.evals.build import CorpusIndex, window_hashes
 from dice_lsp.training import corpus
+from dice_lsp.training.suite_build import CorpusIndex, window_hashes
 
 SEEN_SHARE = 0.2  # more than this share of a file's 4-line windows in the corpus: seen
 SPLITS = ("train.jsonl", "valid.jsonl", "test.jsonl")

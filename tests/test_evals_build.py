@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import random
 
-from dice_lsp.evals import build, suite
+from dice_lsp.evals import suite
+from dice_lsp.training import suite_build as build
 
 KERNELS = """#include <cuda_runtime.h>
 #define SCALE 2.0f

@@ -6,8 +6,8 @@ import json
 import random
 from pathlib import Path
 
-from dice_lsp.evals import executable as ex
 from dice_lsp.harness.spec import parse_spec
+from dice_lsp.training import suite_executable as ex
 
 SAXPY = "float* y, const float* __restrict__ x, float a, int n"
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from dice_lsp.evals.build import CorpusIndex
+from dice_lsp.training.suite_build import CorpusIndex
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 

@@ -137,7 +137,7 @@ def load_suite(name: str = "cuda-infill", split: str = "test", root: Path = SUIT
         files.update((row["id"], SuiteFile(**row)) for row in _read_jsonl(files_path))
         holes.extend(SuiteHole(**row) for row in _read_jsonl(holes_path))
     if not holes:
-        raise DiceError(f"{root / split}: the {name} suite is not built (python -m dice_lsp.evals.build)")
+        raise DiceError(f"{root / split}: the {name} suite is not built (python -m dice_lsp.training.suite_build)")
     missing = sorted({h.file for h in holes} - files.keys())
     if missing:
         raise DiceError(f"{root / split}: holes point to files that are not there: {', '.join(missing[:3])}")

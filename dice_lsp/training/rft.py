@@ -11,7 +11,7 @@ supervised training on what was kept (RAFT / expert iteration), not a policy gra
 Collect. Holes are cut from CUDA files of the corpus's TRAIN split only (`corpus.read_split`; lang and dialect
 `cuda`, permissively licensed, from no source the benchmark draws from) or from `.cu` files given directly;
 a file that is, exactly or nearly, a CUDA-Infill file (test or dev) or a held-out one (`corpus.BenchFilter`)
-is skipped. The holes are the suite's `line` holes (`evals.build.cut_functions`: statement lines of cleanly
+is skipped. The holes are the suite's `line` holes (`training.suite_build.cut_functions`: statement lines of cleanly
 parsed kernels and `__device__` functions; `--kinds line midline` adds `midline` holes, the rest of such a line
 after a cursor inside), asked as the editor asks them (`evals.systems`): the line's
 content removed, the cursor where it was, the region from `cuda.holes.find_hole`. Each hole is filled through
@@ -192,7 +192,7 @@ def line_tasks(key: str, text: str, rng: random.Random, per_file: int = PER_FILE
     the rest of it after a cursor inside), asked as the editor asks them; a hole where the editor's rule finds
     no one-line region is left out."""
     from dice_lsp.cuda import holes as editor
-    from dice_lsp.evals.build import cut_functions
+    from dice_lsp.training.suite_build import cut_functions
 
     sites = [site for _, found in cut_functions(text, rng) for site in found if site.kind in kinds]
     rng.shuffle(sites)

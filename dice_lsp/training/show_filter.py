@@ -103,12 +103,12 @@ class CachedFiller:
 
 def corpus_suite(path: Path, per_file: int = CORPUS_HOLES_PER_FILE, seed: int = 0) -> Any:
     """One-line holes cut from the CUDA files of a corpus split (`data/corpus/valid.jsonl`: files the model and the
-    idiom bank were not trained on), as the suite builder cuts them (`evals.build.cut_holes`), at most `per_file`
-    of each kind per file; a suite of their own ("corpus"), without a workspace."""
+    idiom bank were not trained on), as the suite builder cuts them (`training.suite_build.cut_holes`), at most
+    `per_file` of each kind per file; a suite of their own ("corpus"), without a workspace."""
     import random
 
-    from dice_lsp.evals.build import cut_holes
     from dice_lsp.evals.suite import Suite, SuiteFile, SuiteHole
+    from dice_lsp.training.suite_build import cut_holes
 
     if not path.is_file():
         raise DiceError(f"{path}: no corpus split (python -m dice_lsp.training.corpus --out data/corpus)")

@@ -760,6 +760,21 @@ _SCOPED = frozenset({"declaration", "init_declarator", "parameter_declaration", 
                      "lambda_capture_specifier"})
 
 
+def _outermost(nodes: list[Node]) -> list[tuple[int, int]]:
+    """The byte spans of `nodes` that lie inside none of the others, in order (sorted, not overlapping)."""
+    spans: list[tuple[int, int]] = []
+    for node in sorted(nodes, key=lambda n: n.start_byte):
+        if not spans or node.start_byte >= spans[-1][1]:
+            spans.append((node.start_byte, node.end_byte))
+    return spans
+
+
+def _within(spans: list[tuple[int, int]], at: int) -> bool:
+    """Whether byte `at` lies in one of `spans` (sorted, not overlapping): a bisection, not a scan."""
+    index = bisect.bisect_right(spans, (at, float("inf"))) - 1
+    return index >= 0 and spans[index][0] <= at < spans[index][1]
+
+
 def _block_of(node: Node, function: Node, blocks_hold: bool = True) -> tuple[int, int]:
     """The byte range where the variables `node` declares are in scope (the function's, for other names, and where
     tree-sitter's recovery runs through the function beyond the hole's line: its blocks may not be the code's)."""
@@ -1279,11 +1294,7 @@ class CheckContext:
         if enclosing is None:
             return _Scopes(frozenset(), frozenset(), frozenset(), frozenset())
         root, data = self._base_tree.root_node, self._base_data
-        functions: list[tuple[int, int]] = []  # outermost function definitions, in order
-        for node in sorted(QueryCursor(_query("(function_definition) @f")).captures(root).get("f", []),
-                           key=lambda n: n.start_byte):
-            if not functions or node.start_byte >= functions[-1][1]:
-                functions.append((node.start_byte, node.end_byte))
+        functions = _outermost(QueryCursor(_query("(function_definition) @f")).captures(root).get("f", []))
         others = [(lo, hi) for lo, hi in functions if not lo <= self._hole < hi]  # not the one around the hole
         after = (self._hole, enclosing.end_byte)
         prose = QueryCursor(_query("[(comment) (string_literal) (raw_string_literal) (char_literal)] @p"))
@@ -1292,8 +1303,8 @@ class CheckContext:
         # are in no scope the hole can see
         around = [(lo, hi) for lo, hi in functions if lo <= self._hole < hi] or [
             (enclosing.start_byte, enclosing.end_byte)]
-        lists = [(n.start_byte, n.end_byte) for n in QueryCursor(_query("(parameter_list) @l")).captures(root).get(
-            "l", []) if not around[0][0] <= n.start_byte < around[0][1]]
+        lists = [(lo, hi) for lo, hi in _outermost(QueryCursor(_query("(parameter_list) @l")).captures(root).get(
+            "l", [])) if not around[0][0] <= lo < around[0][1]]
         visible = _words_outside(data, [*others, after, *prose_ranges, *lists])
         ends = [(0, 0), *others]  # the code between other functions (and before the first, after the last)
         gaps = [(ends[i][1], lo) for i, (lo, _) in enumerate([*others, (len(data), len(data))])]
@@ -1307,13 +1318,11 @@ class CheckContext:
         blocks_hold = not any(e.start < enclosing.end_byte and enclosing.start_byte < e.end and not (
             line_start <= e.start and e.end <= line_end + 1) for e in self._base_errors) and not (
             self._statement_runs_on(enclosing, line_end))  # else: function-wide
-        starts = [lo for lo, _ in others]  # sorted, not overlapping
         for node in QueryCursor(_query(_DECLARING_QUERY)).captures(root).get("d", []):
             names = {(n.text or b"").decode("utf-8", "replace") for n in _declared_by(node)}
-            at = bisect.bisect_right(starts, node.start_byte) - 1
             if node.type == "function_definition":  # a function's name is the file's, wherever it is defined
                 visible |= names
-            elif (at >= 0 and node.start_byte < others[at][1]) or any(lo <= node.start_byte < hi for lo, hi in lists):
+            elif _within(others, node.start_byte) or _within(lists, node.start_byte):
                 declared_elsewhere |= names
             elif after[0] <= node.start_byte < after[1]:
                 declared_after |= names

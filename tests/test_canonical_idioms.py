@@ -18,6 +18,7 @@ from types import ModuleType
 import pytest
 
 from dice_lsp.errors import DiceError
+from dice_lsp.evals import marked
 from dice_lsp.evals.suite import Suite
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
@@ -58,7 +59,7 @@ def test_the_set_is_the_size_asked_for(suite: Suite) -> None:
 def test_every_kernel_file_parses_its_markers() -> None:
     for path in sorted(IDIOMS.glob("*.cu")):
         raw = path.read_text(encoding="utf-8")
-        _, marks = ci.strip_markers(raw, path.name)
+        _, marks = marked.strip_markers(raw, path.name)
         assert 1 <= len(marks) <= 3, path.name
         assert len(marks) == raw.count("// @hole"), path.name
         for mark in marks:
@@ -150,7 +151,7 @@ def test_a_constant_idiom_is_scored_as_the_suite_scores_it(suite: Suite) -> None
 def test_a_malformed_marker_is_a_one_line_error_naming_its_line(line: str, message: str) -> None:
     raw = f"__global__ void k(int *a)\n{{\n{line}\n}}\n"
     with pytest.raises(DiceError, match=message) as caught:
-        ci.strip_markers(raw, "k.cu")
+        marked.strip_markers(raw, "k.cu")
     assert str(caught.value).startswith("k.cu:3: ") and "\n" not in str(caught.value)
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from dice_lsp.completion.features import support
+from dice_lsp.completion.lexing import declared_name
 from dice_lsp.completion.sources import Candidate
 from dice_lsp.completion.sources.idioms import (
     DEFAULT_PATH,
@@ -20,7 +21,6 @@ from dice_lsp.completion.sources.idioms import (
     candidates,
     context_line,
     continuation,
-    declared_name,
     instantiate,
     score,
 )
@@ -202,11 +202,16 @@ GRID = "__global__ void f(float* y, int n) {\n  int idx = blockIdx.x * blockDim.
 
 
 def test_source_instantiates_bound_placeholders_only() -> None:
-    found = hand_bank().lookup(GRID + "  ", "\n}\n")
-    # `if ($0 < $1)`: $1 is not bound by the line above, so it cannot be written; `if ($0 < n)` can
+    # `if ($0 < $1)`: $1 is not bound by the line above; outside a function nothing names it, and only
+    # `if ($0 < n)` can be written
+    found = hand_bank().lookup("  int idx = blockIdx.x * blockDim.x + threadIdx.x;\n  ", "\n")
     assert [(c.text, c.source, c.score) for c in found] == [("if (idx < n) {", "idiom", round(8 / 24, 4))]
     assert (found[0].files, found[0].projects, found[0].share, found[0].total) == (8, 4, 0.4, 20)
-    assert not found[0].typed_names
+    assert not found[0].typed_names and found[0].scope_bound == 0
+    # in a kernel, the scalar parameter no line uses yet names it: the same text, with the better evidence
+    found = hand_bank().lookup(GRID + "  ", "\n}\n")
+    assert [(c.text, c.score) for c in found] == [("if (idx < n) {", round(9 / 24, 4))]
+    assert (found[0].files, found[0].scope_bound, found[0].scope_alternatives) == (9, 1, 0)
     loop = "  for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < len; j += blockDim.x * gridDim.x) {\n\n    "
     assert [c.text for c in hand_bank().candidates(loop, "\n  }\n")] == ["if (j + 1 < len) {"]
     assert all(isinstance(c, Candidate) for c in hand_bank().candidates(loop, "\n"))
@@ -277,7 +282,8 @@ def test_source_declares_the_names_the_code_below_needs() -> None:
     assert DECLARING.lookup(before + "int i = t", after, needed=frozenset({"i"})) == []  # the typed text departs
     # what the show filter reads of it: the declarations' evidence; the keys above and below gave none
     assert support(found[0]) == {"idiom_declares_files": 54.0, "idiom_declares_share": 0.54,
-                                 "idiom_declares_total": 100.0, "idiom_typed_names": 0.0, "idiom_sides": 1.0}
+                                 "idiom_declares_total": 100.0, "idiom_typed_names": 0.0, "idiom_sides": 1.0,
+                                 "idiom_scope_bound": 0.0, "idiom_scope_alternatives": 0.0}
 
 
 def test_source_half_typed_line_gets_the_rest() -> None:

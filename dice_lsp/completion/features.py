@@ -4,8 +4,10 @@ A candidate is a cleaned text for the hole with the evidence of every source tha
 log-probability, the document's and the workspace's context similarity, the idiom bank's share, a run of lines'
 step) and the checks it passed. The features say how strong and how many those votes are, how the candidate
 relates to the lines around the hole (classic wrong fills: a repeat of a neighbour, a declaration of a name the
-rest of the function never uses, a copy of a line the function already has), and what the hole is
-(typed text, size of the file). Missing values are NaN: the booster treats them as their own branch.
+rest of the function never uses, a copy of a line the function already has), what the hole is (typed text,
+size of the file, in a kernel or not) and what the function still lacks: a kernel uses every parameter it takes,
+so a candidate that uses the parameters and locals no other line uses yet (`dice_lsp.completion.scope`) is more
+likely the missing line. Missing values are NaN: the booster treats them as their own branch.
 
 `FEATURES` names the columns in order; the filter stores the names it was trained with and refuses a mismatch.
 """
@@ -19,24 +21,27 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from dice_lsp.completion.lexing import declared_name
+from dice_lsp.completion.scope import FunctionScope
 from dice_lsp.completion.sources import TOKEN, Candidate
-from dice_lsp.completion.sources.idioms import declared_name
 from dice_lsp.cuda.likeness import Line, similarity
 
 SOURCES = ("model", "document", "workspace", "idiom", "analogue")
+_THREAD_BUILTINS = re.compile(r"\b(?:threadIdx|blockIdx|blockDim|gridDim)\b")
 
 FEATURES: tuple[str, ...] = (
     "from_model", "from_document", "from_workspace", "from_idiom", "from_analogue",  # who proposed it
     "model_logprob", "document_score", "document_adapted", "workspace_score", "workspace_files", "workspace_rivals",
     "idiom_score", "idiom_files", "idiom_projects", "idiom_share", "idiom_total", "idiom_typed_names",
     "idiom_below_files", "idiom_below_share", "idiom_below_total", "idiom_declares_files", "idiom_declares_share",
-    "idiom_declares_total", "idiom_sides",
+    "idiom_declares_total", "idiom_sides", "idiom_scope_bound", "idiom_scope_alternatives",
     "analogue_score",
     "sources", "model_rank", "model_best", "model_margin", "model_fills",
     "parses", "names", "renamed",
     "chars", "tokens", "repeats_above", "repeats_below", "declares", "declared_uses_below", "code_below",
     "copies_above", "copies_below",
     "typed_chars", "typed_tokens", "file_lines", "candidates",
+    "in_kernel", "thread_builtins", "unused_names", "uses_unused",
 )
 
 
@@ -98,6 +103,11 @@ class Hole:
         return [line for line in lines if line and not line.startswith(("//", "/*", "*"))]
 
     @cached_property
+    def scope(self) -> FunctionScope:
+        """The names of the function around the hole and how often its other lines use them."""
+        return FunctionScope(self.before, self.after)
+
+    @cached_property
     def lines(self) -> int:
         return self.before.count("\n") + self.after.count("\n") + 1
 
@@ -133,7 +143,8 @@ SUPPORT = {"document_adapted": ("document", "adapted"), "workspace_files": ("wor
            "idiom_below_files": ("idiom", "below_files"), "idiom_below_share": ("idiom", "below_share"),
            "idiom_below_total": ("idiom", "below_total"), "idiom_declares_files": ("idiom", "declares_files"),
            "idiom_declares_share": ("idiom", "declares_share"), "idiom_declares_total": ("idiom", "declares_total"),
-           "idiom_sides": ("idiom", "sides")}
+           "idiom_sides": ("idiom", "sides"), "idiom_scope_bound": ("idiom", "scope_bound"),
+           "idiom_scope_alternatives": ("idiom", "scope_alternatives")}
 
 
 def support(candidate: Candidate) -> dict[str, float]:
@@ -174,7 +185,8 @@ def row(candidate: Evidence, hole: Hole, model_scores: Sequence[float], candidat
         "idiom_typed_names": candidate.support.get("idiom_typed_names", nan),
         **{name: candidate.support.get(name, nan) for name in
            ("idiom_below_files", "idiom_below_share", "idiom_below_total", "idiom_declares_files",
-            "idiom_declares_share", "idiom_declares_total", "idiom_sides")},
+            "idiom_declares_share", "idiom_declares_total", "idiom_sides", "idiom_scope_bound",
+            "idiom_scope_alternatives")},
         "analogue_score": votes.get("analogue", nan),
         "sources": float(len(votes)),
         "model_rank": float(rank),
@@ -201,5 +213,10 @@ def row(candidate: Evidence, hole: Hole, model_scores: Sequence[float], candidat
         "typed_tokens": float(len(TOKEN.findall(typed))),
         "file_lines": float(hole.lines),
         "candidates": float(candidates),
+        # what a kernel's lines are made of, and the parameters and locals no other line uses yet (`scope`)
+        "in_kernel": float(hole.scope.is_kernel),
+        "thread_builtins": float(len(_THREAD_BUILTINS.findall(candidate.text))),
+        "unused_names": float(len(hole.scope.unused)),
+        "uses_unused": float(hole.scope.unused_in(line)),
     }
     return [values[name] for name in FEATURES]

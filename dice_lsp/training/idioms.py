@@ -64,15 +64,14 @@ from typing import Any, Literal
 
 from tqdm import tqdm
 
+from dice_lsp.completion.lexing import declared_name, is_vocabulary
 from dice_lsp.completion.sources.idioms import (
     FORMAT,
     PRIOR,
     Side,
     abstract_key,
     abstract_value,
-    declared_name,
     is_context,
-    is_vocabulary,
 )
 from dice_lsp.errors import DiceError
 from dice_lsp.training.corpus import SOURCES, is_permissive

@@ -5,13 +5,14 @@
         --out dice_lsp/models/dice-tiny/show_filter.json --precision 0.6
 
 `collect` asks the product's pipeline for every one-line hole of a CUDA-Infill split (line and mid-line; never
-`test`, which measures the product) the way the editor would (`dice_lsp.evals.systems`), keeps every candidate
-the sources propose and the checks pass (the model's fills, the document's and the workspace's lines, the idiom
-bank's, a run of lines' next step), and writes one row per candidate: its features (`features.FEATURES`), whether
-it is exactly the hole's text (white space aside), and the hole it belongs to. The model's fills are cached by
-request (greedy decoding is deterministic), so collecting again after a source changes costs seconds a hole less.
-The suite's workspace for a file is the other files of its source project (`--twins` keeps parallel copies such
-as cuda/rocm twins).
+`test`, which measures the product), of a corpus split's files, or of a folder of kernels with marked holes
+(`dice_lsp.evals.marked`: bench/idioms-dev, the textbook kernels' dev split; never bench/idioms, their measure),
+the way the editor would (`dice_lsp.evals.systems`), keeps every candidate the sources propose and the checks pass
+(the model's fills, the document's and the workspace's lines, the idiom bank's, a run of lines' next step), and
+writes one row per candidate: its features (`features.FEATURES`), whether it is exactly the hole's text (white
+space aside), and the hole it belongs to. The model's fills are cached by request (greedy decoding is
+deterministic), so collecting again after a source changes costs seconds a hole less. The suite's workspace for a
+file is the other files of its source project (`--twins` keeps parallel copies such as cuda/rocm twins).
 
 `regions` reads reports of the product on a split's 2-5-line and body holes, asked with every candidate shown
 (`python bench/completion_pipeline.py --split dev --kinds lines body --stages "+sources, every candidate (P >= 0)"`),
@@ -140,22 +141,25 @@ def collect(split: str, out: Path, limit: int | None, twins: bool,
     from dice_lsp.complete import PRODUCT, PreparedFill, feature_rows, fill_request, model_sources, suggestions
     from dice_lsp.complete import with_sources as add_sources
     from dice_lsp.engine import EMBEDDED_MODEL, load_model
+    from dice_lsp.evals.marked import load_marked
     from dice_lsp.evals.suite import load_suite
     from dice_lsp.evals.systems import document_for, region_for
     from dice_lsp.settings import Settings
     from dice_lsp.textdoc import position_at
     from dice_lsp.toolchain.header_index import header_names
 
-    if split == "test":
-        raise DiceError("the test split measures the product: the show filter is never trained on it")
+    if split == "test" or _is_measure(Path(split)):
+        raise DiceError(f"{split} measures the product: the show filter is never trained on it")
     in_corpus = split.endswith(".jsonl")
-    suite = corpus_suite(Path(split)) if in_corpus else load_suite("cuda-infill", split)
+    marked = Path(split).is_dir()
+    suite = (corpus_suite(Path(split)) if in_corpus else load_marked(Path(split), compile_check=False) if marked
+             else load_suite("cuda-infill", split))
     holes = suite.select(["line", "midline"], limit)
     header_names()
     model = load_model(EMBEDDED_MODEL, "cpu", "auto", False)
     filler = CachedFiller(model, out.with_name(out.name.replace(".jsonl.gz", "") + ".fills.jsonl.gz"))
     settings = Settings()
-    workspace = _workspace_sources(twins) if not in_corpus else (lambda _file: ())
+    workspace = _workspace_sources(twins) if not (in_corpus or marked) else (lambda _file: ())
     rows: list[Row] = []
     for done, hole in enumerate(holes, 1):
         had = len(rows)
@@ -183,6 +187,11 @@ def collect(split: str, out: Path, limit: int | None, twins: bool,
     filler.save()
     write_rows(out, rows)
     return rows
+
+
+def _is_measure(path: Path) -> bool:
+    """The canonical-idioms benchmark (bench/idioms), which measures the product like the test split."""
+    return path.is_dir() and path.resolve() == (Path(__file__).resolve().parents[2] / "bench" / "idioms")
 
 
 def _workspace_sources(twins: bool) -> Callable[[Any], tuple[Any, ...]]:
@@ -359,7 +368,8 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     take = commands.add_parser("collect", help="candidate rows of a split's one-line holes")
     take.add_argument("--split", default="dev",
-                      help="a CUDA-Infill split (dev), or a corpus split's file (data/corpus/valid.jsonl)")
+                      help="a CUDA-Infill split (dev), a corpus split's file (data/corpus/valid.jsonl), or a folder "
+                           "of kernels with marked holes (bench/idioms-dev)")
     take.add_argument("--out", type=Path, required=True)
     take.add_argument("--limit", type=int, help="the first N holes of each kind")
     take.add_argument("--twins", action="store_true", help="the workspace keeps parallel copies (cuda/rocm twins)")

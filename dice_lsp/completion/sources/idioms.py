@@ -51,6 +51,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
+from dice_lsp.completion.lexing import Token, declared_name, is_kept, is_vocabulary, tokens
+from dice_lsp.completion.scope import FunctionScope, bind
 from dice_lsp.completion.sources import Candidate
 
 SOURCE = "idiom"
@@ -62,82 +64,9 @@ MAX_LINE_CHARS = 200  # longer lines are neither keys nor values
 DEFAULT_PATH = Path(__file__).resolve().parents[2] / "models" / "dice-tiny" / "idioms.json.gz"
 LOG = logging.getLogger("dice_lsp.idioms")
 
-# -------------------------------------------------------------------------------------------------- lexing
+# -------------------------------------------------------------------------------------------------- keys and values
 
-_TOKEN = re.compile(r"""
-    (?P<comment>//.*|/\*.*?(?:\*/|$))
-  | (?P<string>"(?:\\.|[^"\\])*"?|'(?:\\.|[^'\\])*'?)
-  | (?P<number>0[xX][0-9a-fA-F]+[uUlL]*|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?[uUlLfF]*)
-  | (?P<word>[A-Za-z_]\w*)
-  | (?P<op>::|->|\+\+|--|<<=|>>=|<<|>>|<=|>=|==|!=|&&|\|\||[-+*/%&|^]=|\S)
-""", re.VERBOSE)
-
-def _words(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
-KEYWORDS = _words("""
-    alignas alignof and asm auto bool break case catch char char16_t char32_t class const const_cast constexpr
-    continue decltype default delete do double dynamic_cast else enum explicit extern false float for friend
-    goto if inline int long mutable namespace new noexcept not nullptr operator or private protected public
-    register reinterpret_cast return short signed sizeof static static_assert static_cast struct switch
-    template this throw true try typedef typeid typename union unsigned using virtual void volatile while
-    NULL
-""")
-TYPES = _words("""
-    size_t ptrdiff_t ssize_t int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t uint intptr_t
-    uintptr_t half half2 bfloat16 nv_bfloat16 nv_bfloat162 dim3 cudaStream_t cudaError_t cudaEvent_t
-    char1 char2 char3 char4 uchar1 uchar2 uchar3 uchar4 short1 short2 short3 short4 ushort1 ushort2 ushort3
-    ushort4 int1 int2 int3 int4 uint1 uint2 uint3 uint4 long1 long2 long3 long4 ulong1 ulong2 ulong3 ulong4
-    longlong1 longlong2 longlong3 longlong4 ulonglong1 ulonglong2 ulonglong3 ulonglong4 float1 float2 float3
-    float4 double1 double2 double3 double4 std cub thrust cooperative_groups
-""")
-BUILTINS = _words("""
-    threadIdx blockIdx blockDim gridDim warpSize printf assert min max abs
-    sqrt sqrtf rsqrt rsqrtf cbrt cbrtf exp expf exp2 exp2f exp10 exp10f expm1 expm1f log logf log2 log2f
-    log10 log10f log1p log1pf pow powf sin sinf cos cosf tan tanf sinh sinhf cosh coshf tanh tanhf asin asinf
-    acos acosf atan atanf atan2 atan2f erf erff erfc erfcf fabs fabsf fmax fmaxf fmin fminf fma fmaf floor
-    floorf ceil ceilf round roundf rint rintf trunc truncf fmod fmodf hypot hypotf isnan isinf isfinite
-    signbit copysign copysignf ldexp ldexpf frexp frexpf sincos sincosf rcbrt rcbrtf normcdf normcdff
-""")
-_KEPT_PREFIXES = ("__", "atomic", "cuda", "cublas", "curand", "cufft", "cusparse", "cusolver", "make_")
-_MEMBERS = frozenset({"x", "y", "z", "w"})  # .x .y .z .w: vector and builtin components
 _PLACEHOLDER = re.compile(r"\$(\d+)")
-
-
-@dataclass(frozen=True)
-class Token:
-    text: str
-    kind: str  # "string" | "number" | "word" | "op"
-    spaced: bool  # whitespace stood before it in the line
-
-
-def tokens(line: str) -> list[Token]:
-    """The line's code tokens, comments dropped (an unterminated `/*` drops the rest of the line)."""
-    out: list[Token] = []
-    end = 0
-    for match in _TOKEN.finditer(line):
-        kind = match.lastgroup or "op"
-        if kind != "comment":
-            out.append(Token(match.group(), kind, match.start() > end))
-        end = match.end()
-    return out
-
-
-def is_vocabulary(word: str) -> bool:
-    """C/C++/CUDA vocabulary: keywords, types, builtins, `__`-names, CUDA API and intrinsic families."""
-    return word in KEYWORDS or word in TYPES or word in BUILTINS or word.startswith(_KEPT_PREFIXES)
-
-
-def is_kept(toks: list[Token], index: int) -> bool:
-    """Whether the identifier at `index` stays concrete: vocabulary of C/C++/CUDA, not a name of the code."""
-    word = toks[index].text
-    if is_vocabulary(word):
-        return True
-    before = toks[index - 1].text if index else ""
-    if before in (".", "->") and word in _MEMBERS:
-        return True
-    return before == "::" and index >= 2 and toks[index - 2].text in ("std", "cub", "thrust")
 
 
 def render(words: list[str], toks: list[Token], compact: bool) -> str:
@@ -254,43 +183,6 @@ def bind_typed(value: str, names: list[str], typed: str) -> list[str | None] | N
     return bound if pos >= len(typed.rstrip()) else None
 
 
-_QUALIFIERS = _words("""
-    const volatile static extern register inline constexpr unsigned signed long short __shared__ __constant__
-    __device__ __restrict__ __managed__ auto struct
-""")
-_NOT_TYPES = _words("""
-    return if else for while do switch case goto delete new throw using typedef namespace template break continue
-    default public private protected operator sizeof this true false nullptr NULL
-""")
-
-
-def declared_name(line: str) -> str | None:
-    """The variable a one-line declaration declares (`int i = ...;`, `extern __shared__ float s[];`,
-    `float4 v = ...`, `const T* __restrict__ p = ...`), or None for any other line. Read by tokens: qualifiers,
-    one type word (possibly `a::b`, with `<...>` arguments), `*`/`&`, the name, then `=`, `;`, `[` or `{`."""
-    toks = tokens(line)
-    i = 0
-    while i < len(toks) and toks[i].text in _QUALIFIERS:
-        i += 1
-    if i >= len(toks) or toks[i].kind != "word" or toks[i].text in _NOT_TYPES:
-        return None
-    i += 1
-    while i + 1 < len(toks) and toks[i].text == "::" and toks[i + 1].kind == "word":
-        i += 2
-    if i < len(toks) and toks[i].text == "<":  # template arguments: up to the matching `>`
-        depth = 0
-        while i < len(toks):
-            depth += {"<": 1, ">": -1, ">>": -2}.get(toks[i].text, 0)
-            i += 1
-            if depth <= 0:
-                break
-    while i < len(toks) and (toks[i].text in ("*", "&", "&&") or toks[i].text in _QUALIFIERS):
-        i += 1
-    if i + 1 >= len(toks) or toks[i].kind != "word" or toks[i].text in _NOT_TYPES or is_vocabulary(toks[i].text):
-        return None
-    return toks[i].text if toks[i + 1].text in ("=", ";", "[", "{") else None
-
-
 # -------------------------------------------------------------------------------------------------- lines
 
 def is_comment(stripped: str) -> bool:
@@ -360,6 +252,8 @@ class Evidence:
     key: str
     value: str
     typed_names: bool = False
+    scope_bound: int = 0  # placeholders named from the function's scope (`scope.bind`)
+    scope_alternatives: int = 0  # other names that fitted them
 
     @property
     def score(self) -> float:
@@ -403,6 +297,14 @@ class IdiomCandidate(Candidate):
     @property
     def typed_names(self) -> bool:
         return any(side.typed_names for side in self._found)
+
+    @property
+    def scope_bound(self) -> int:
+        return max(side.scope_bound for side in self._found)
+
+    @property
+    def scope_alternatives(self) -> int:
+        return max(side.scope_alternatives for side in self._found)
 
 
 def _get(evidence: Evidence | None, attribute: str) -> Any:
@@ -486,22 +388,28 @@ class IdiomBank:
                 out.append(key)
         return out
 
-    def _side(self, line: str | None, typed: str, side: Side) -> dict[str, Evidence]:
+    def _side(self, line: str | None, typed: str, side: Side, scope: FunctionScope | None) -> dict[str, Evidence]:
         """What one side's key proposes for the hole, by text: the values instantiated with the context line's
-        names, continuing the typed text; for a text both keys propose, the better-scored evidence."""
+        names, the typed text's and, for placeholders neither binds, the names of the function around the hole
+        (`scope.bind`), continuing the typed text; for a text both keys propose, the better-scored evidence."""
         best: dict[str, Evidence] = {}
         for key, names in self.keys(line, side) if line is not None else []:
             total, values = self.values(key, side)
             for entry in values:
                 text = instantiate(entry.value, names)
                 typed_names = text is None
+                bound: list[str | None] | None = list(names)
                 if typed_names and typed:  # placeholders the key does not bind: maybe the typed text does
                     bound = bind_typed(entry.value, names, typed)
                     text = instantiate(entry.value, bound) if bound is not None else None
+                binding = bind(entry.value, bound, scope) if text is None and bound is not None and scope else None
+                if binding is not None:
+                    text = instantiate(entry.value, binding.names)
                 rest = continuation(text, typed) if text is not None else None
                 if rest is None:
                     continue
-                found = Evidence(entry.files, entry.projects, entry.share, total, key, entry.value, typed_names)
+                found = Evidence(entry.files, entry.projects, entry.share, total, key, entry.value, typed_names,
+                                 binding.bound if binding else 0, binding.alternatives if binding else 0)
                 if rest not in best or found.score > best[rest].score:
                     best[rest] = found
         return best
@@ -530,8 +438,9 @@ class IdiomBank:
             return []
         head_start = before.rfind("\n") + 1
         typed = before[head_start:].lstrip()
-        above = self._side(context_line(before, head_start), typed, "above")
-        below = self._side(below_line(after), typed, "below")
+        scope = FunctionScope(before, after)
+        above = self._side(context_line(before, head_start), typed, "above", scope)
+        below = self._side(below_line(after), typed, "below", scope)
         typed_name = declared_name(typed)
         declares = self._declaring(needed | ({typed_name} if typed_name else set()), typed)
         found = []

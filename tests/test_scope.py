@@ -1,0 +1,90 @@
+"""The names of the function around a hole (`dice_lsp.completion.scope`) and how bank values are completed with
+them: golden cases of kernels as users write them."""
+
+from __future__ import annotations
+
+from dice_lsp.completion.scope import FunctionScope, Name, bind
+
+VECTOR_ADD = """#include <cuda_runtime.h>
+
+__global__ void vectorAdd(const float *a, const float *b, float *c, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        HOLE
+    }
+}
+
+void launch(const float *a, const float *b, float *c, int n)
+{
+    vectorAdd<<<(n + 255) / 256, 256>>>(a, b, c, n);
+}
+"""
+
+
+def scope_at(text: str, typed: str = "") -> FunctionScope:
+    at = text.index("HOLE")
+    return FunctionScope(text[:at] + typed, text[at + len("HOLE"):])
+
+
+def test_parameters_and_locals_with_their_uses_the_holes_line_left_out() -> None:
+    scope = scope_at(VECTOR_ADD)
+    assert scope.is_kernel
+    assert dict(scope.names) == {
+        "a": Name("a", pointer=True, constant=True, parameter=True, uses=0),
+        "b": Name("b", pointer=True, constant=True, parameter=True, uses=0),
+        "c": Name("c", pointer=True, constant=False, parameter=True, uses=0),
+        "n": Name("n", pointer=False, constant=False, parameter=True, uses=1),
+        "i": Name("i", pointer=False, constant=False, parameter=False, uses=1),  # its declaration not counted
+    }
+    assert scope.unused == {"a", "b", "c"}
+    assert scope.unused_in("c[i] = a[i] + b[i];") == 3
+    assert scope.unused_in("c[i] = 0.0f; // a b") == 1  # a comment's words are not uses
+
+
+def test_multi_line_signatures_templates_and_arrays() -> None:
+    text = ("template <typename T>\n__device__ void f(const T* __restrict__ in,\n"
+            "                  T out[], unsigned int count = 4)\n{\n    __shared__ float tile[32];\n"
+            "    HOLE\n    out[0] = in[0] + tile[0];\n}\n")
+    scope = scope_at(text)
+    assert not scope.is_kernel
+    assert {n.name: (n.pointer, n.constant, n.uses) for n in scope.names.values()} == {
+        "in": (True, True, 1), "out": (True, False, 1), "count": (False, False, 0), "tile": (True, False, 1)}
+
+
+def test_no_function_around_the_hole_has_no_names() -> None:
+    scope = FunctionScope("#include <cuda_runtime.h>\n", "\nint x;\n")
+    assert scope.names == {} and not scope.is_kernel and scope.unused == frozenset()
+
+
+def test_bind_writes_the_pointer_that_is_not_const_and_reads_the_others_in_order() -> None:
+    scope = scope_at(VECTOR_ADD)
+    found = bind("$1[$0] = $2[$0] + $3[$0];", ["i"], scope)
+    assert found is not None and found.names == ["i", "c", "a", "b"]
+    assert (found.bound, found.alternatives) == (3, 1)  # the two reads could swap
+
+
+def test_bind_prefers_unused_scalars_and_counts_the_other_choices() -> None:
+    text = ("__global__ void k(float* y, int rows, int cols)\n{\n    int r = blockIdx.y;\n    HOLE\n"
+            "    y[r] = cols;\n}\n")
+    found = bind("if ($0 < $1) {", ["r", None], scope_at(text))
+    assert found is not None and found.names == ["r", "rows"] and found.alternatives == 0
+    everyone = bind("if ($0 < $1) {", ["y", None], scope_at(text.replace("y[r] = cols;", "y[r] = rows + cols;")))
+    assert everyone is not None and everyone.names == ["y", "rows"] and everyone.alternatives == 2  # rows, cols, r
+
+
+def test_bind_leaves_declarations_members_and_calls_alone() -> None:
+    scope = scope_at(VECTOR_ADD)
+    assert bind("int $1 = $0 * 2;", ["i"], scope) is None  # a new name is not one of the scope's
+    assert bind("$0 = $1.x;", ["i"], scope) is not None  # `$1` before `.x` is a scalar here: n
+    assert bind("$0 = $1->$2;", ["i"], scope) is None  # a member has no name in scope
+    assert bind("$1($0);", ["i"], scope) is None  # a function
+    assert bind("if ($0 < n) {", ["i"], scope) is None  # nothing free to bind
+    assert bind("$1 = $2 + $3 + $4 + $5;", ["i"], scope) is None  # more than three free
+
+
+def test_bind_fails_when_no_name_fits() -> None:
+    text = "__global__ void k(const float* x)\n{\n    HOLE\n}\n"
+    assert bind("$1[$0] = 0;", ["i"], scope_at(text)) is None  # no pointer it may write
+    found = bind("sum += $1[$0];", ["i"], scope_at(text))
+    assert found is not None and found.names == ["i", "x"]

@@ -12,7 +12,7 @@ import argparse
 import sys
 
 from dice_lsp.complete import prepare, suggestions
-from dice_lsp.cuda.checks import CheckContext
+from dice_lsp.completion.checks.context import CheckContext
 from dice_lsp.cuda.renames import edits
 from dice_lsp.engine import EMBEDDED_MODEL, fill, load_model
 from dice_lsp.evals.run import compile_checked

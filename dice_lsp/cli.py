@@ -23,7 +23,7 @@ from dice_lsp.settings import REPAIR_CANDIDATES, SAMPLED_TEMPERATURE, SAMPLERS, 
 from dice_lsp.wording import counted
 
 if TYPE_CHECKING:
-    from dice_lsp.cuda.checks import Checks
+    from dice_lsp.completion.checks import Checks
     from dice_lsp.evals.results import EvalReport
 
 EXIT_BAD_INPUT = 2

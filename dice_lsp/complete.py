@@ -7,7 +7,7 @@ The pipeline every caller shares (the CLI, the language server, the team server,
    log-probability of what it committed;
 4. the filters (`dice_lsp.cuda.postprocess`) turn raw fills into text that fits between what is before and
    after, or drop them;
-5. the checks (`dice_lsp.cuda.checks`), cheapest first: the fill parses, every name it uses resolves; a fill
+5. the checks (`dice_lsp.completion.checks`), cheapest first: the fill parses, every name it uses resolves; a fill
    that parses but names something wrongly (a misspelt name in scope, the local the code below needs declared
    under another name) is renamed without a model call (`dice_lsp.cuda.renames`) and checked again;
 6. a fill that fails a check has the tokens of the offending spans (and a few around them) masked again and
@@ -49,10 +49,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dice_lsp.completion import features
+from dice_lsp.completion.checks import Checks
+from dice_lsp.completion.checks.context import CheckContext
 from dice_lsp.completion.decide import ShowFilter, show_filter
 from dice_lsp.completion.decide import threshold as show_threshold
 from dice_lsp.completion.sources import Candidate, Source, analogue, document
-from dice_lsp.cuda.checks import CheckContext, Checks
 from dice_lsp.cuda.context import SIMILAR_PAIRS, build_context
 from dice_lsp.cuda.holes import Hole, canvas_lengths, find_hole
 from dice_lsp.cuda.postprocess import FILTERS, FillContext, Filter, postprocess

@@ -115,7 +115,7 @@ def test_a_team_completion_is_the_typed_completion_and_keeps_the_reply_for_json(
         monkeypatch: pytest.MonkeyPatch) -> None:
     from dice_lsp.backends import Completed
     from dice_lsp.complete import Completion
-    from dice_lsp.cuda.checks import Checks
+    from dice_lsp.completion.checks import Checks
     from dice_lsp.textdoc import Position
 
     team = TeamBackend("tcp://gpu:7878")

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from dice_lsp.complete import PreparedFill, front_end_for, prepare
-from dice_lsp.cuda.checks import Checks
+from dice_lsp.completion.checks import Checks
 from dice_lsp.engine import EMBEDDED_MODEL, FillRequest, FillResult
 from dice_lsp.engine.infill import Draft
 from dice_lsp.engine.tokenizer import Tokenizer

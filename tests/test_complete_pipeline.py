@@ -12,7 +12,7 @@ from collections.abc import Callable
 import pytest
 
 from dice_lsp.complete import CompileVerdicts, NvccJudge, Pipeline, PreparedFill, prepare, remask_spans
-from dice_lsp.cuda.checks import Checks
+from dice_lsp.completion.checks import Checks
 from dice_lsp.engine import EMBEDDED_MODEL, FillRequest, FillResult, load_model
 from dice_lsp.engine.infill import Draft, fill
 from dice_lsp.engine.tokenizer import Tokenizer

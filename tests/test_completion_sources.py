@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from dice_lsp.complete import PreparedFill, prepare
+from dice_lsp.completion.checks import Checks
 from dice_lsp.completion.sources.document import candidates
-from dice_lsp.cuda.checks import Checks
 from dice_lsp.engine import EMBEDDED_MODEL, FillResult
 from dice_lsp.engine.tokenizer import Tokenizer
 from dice_lsp.settings import Settings

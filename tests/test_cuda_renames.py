@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dice_lsp.cuda.checks import CheckContext, Checks
+from dice_lsp.completion.checks import Checks
+from dice_lsp.completion.checks.context import CheckContext
 from dice_lsp.cuda.renames import corrected, correction, edits, renamed
 
 IN_SCOPE = ("cell_x", "cell_y", "threadIdx", "blockDim", "num_rows", "input", "output", "i", "j", "tx", "ty",

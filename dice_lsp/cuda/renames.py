@@ -1,9 +1,9 @@
 """Fills that name the right thing wrongly, renamed: misspelt names in scope, and the declaration the code
 below needs.
 
-Most fills the name checks (`dice_lsp.cuda.checks`) reject are well-formed statements with one wrong name, in
-two ways, each with one repair that needs no model call (the renamed fill then goes through every check
-again, and is kept only where it passes more of them):
+Most fills the names rules (`dice_lsp.completion.checks.rules`) reject are well-formed statements with one
+wrong name, in two ways, each with one repair that needs no model call (the renamed fill then goes through every
+check again, and is kept only where it passes more of them):
 - **Did you mean** (`corrected`): the fill uses a name nothing declares, a near miss of a name in scope
   (`cellx` where the kernel has `cell_x`, `threadIdxx`, `blockdim`); compilers answer such an error with a
   suggestion (clang's typo correction), here it is applied. A name is corrected to a candidate (a name a
@@ -107,7 +107,7 @@ def declared_as_needed(fill: str, needed: list[str], declared: list[tuple[int, s
 
 
 class NameChecks(Protocol):
-    """What the repairs ask of a request's checks (`dice_lsp.cuda.checks.CheckContext`)."""
+    """What the repairs ask of a request's checks (`dice_lsp.completion.checks.context.CheckContext`)."""
 
     @property
     def names_in_scope(self) -> frozenset[str]: ...

@@ -39,8 +39,8 @@ from pygls.uris import to_fs_path
 
 from dice_lsp import __version__
 from dice_lsp.complete import Compiler, CompileVerdicts, Completion, front_end_for, nvcc_compiler
+from dice_lsp.completion.checks import Checks
 from dice_lsp.completion.sources.workspace import WorkspaceIndex, WorkspaceIndexer
-from dice_lsp.cuda.checks import Checks
 from dice_lsp.cuda.holes import find_markers
 from dice_lsp.errors import Cancelled, DiceError
 from dice_lsp.harness.bench import BenchReport, has_benchmark

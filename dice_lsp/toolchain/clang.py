@@ -25,7 +25,7 @@ half-line fills, clang finds an error in every fill nvcc rejects and in 1 of 207
   what the missing headers declared is then undeclared in the document with and without the fill alike, so the
   verdict still says whether the fill adds an error (and a syntax error inside the fill's own text fails it
   even when the document has that message too: `syntax_in_fill`). A name clang does not know may then be one such
-  a header declares: those errors are left to the name index (`cuda.checks`), which judges names by what the
+  a header declares: those errors are left to the names rules (`completion.checks`), which judge names by what the
   document and the headers that are here declare. Other fatal errors, or more missing headers, mean clang
   cannot tell: None.
 - Like nvcc (`dice_lsp.sandbox`), clang runs without a shell, on a copy of the text under a generated name in a
@@ -94,7 +94,7 @@ _NOT_FOUND = re.compile(r"^'(?P<name>[^']+)' file not found$")
 _STUB_NAME = re.compile(r"[\w+-][\w.+-]*(/[\w+-][\w.+-]*)*")  # a relative header path with no `..` and no `.`
 _WITH_ERRORS = ("-Xclang", "-fallow-pch-with-compiler-errors")  # a preamble that stubs made wrong is kept, and read
 # With stand-ins, a name clang does not know may be one a missing header declares (a namespace's member too: such
-# a header may have included the standard header that declares it): the name index's call (`cuda.checks`), which
+# a header may have included the standard header that declares it): the names rules' call (`completion.checks`), which
 # knows what the document and the headers that are here declare, not clang's
 _UNKNOWN_NAME = re.compile(r"^(use of undeclared identifier|unknown type name|no template named) '|"
                            r"^no member named '[^']+' in namespace '|^explicit instantiation of '[^']+' does not refer")

@@ -1,10 +1,11 @@
 """The names the CUDA/C++ headers declare, as this machine's nvcc sees them: the outer scope of the completion's
-names check (`dice_lsp.cuda.checks.HeaderIndex`).
+symbol table (`dice_lsp.completion.checks.symbols`).
 
 A fixed list of headers (`HEADERS`) goes through `nvcc -E -x cu` of a generated stub that includes them, and
 their macro names through `nvcc -E -x cu -Xcompiler -dM`: no text of the user's ever reaches nvcc here. The
-declarations are read from the preprocessed text by `checks.header_declarations` (tree-sitter, outside function
-bodies and parameter lists). When the stub fails, each header is tried alone and the ones that fail are skipped.
+declarations are read from the preprocessed text by `header_declarations` (tree-sitter, outside function bodies
+and parameter lists, by the same reading of declarators as the user's file: `dice_lsp.cuda.names`) into a
+`HeaderIndex`. When the stub fails, each header is tried alone and the ones that fail are skipped.
 The result is cached as a gzipped sorted list under the user's cache folder, keyed by nvcc's path, its
 `--version` output and the header list; without nvcc the package's fallback list (`header_names.txt.gz`, built
 with `python -m dice_lsp.toolchain.header_index --write-fallback`) is used. `header_names_now` never waits: the
@@ -24,11 +25,13 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
-from functools import cache
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import cache, cached_property
 from pathlib import Path
 
-from dice_lsp.cuda.checks import HeaderIndex, header_declarations
+from dice_lsp.cuda.functions import parser
+from dice_lsp.cuda.names import FIELD, declared_by, parameter_counts, words
 from dice_lsp.errors import DiceError
 from dice_lsp.toolchain.cache import cache_root, nvcc_version
 from dice_lsp.toolchain.nvcc import find_nvcc
@@ -45,7 +48,99 @@ HEADERS = ("cuda_runtime.h", "cuda.h", "cuda_fp16.h", "cuda_bf16.h", "cuda_fp8.h
 FALLBACK = Path(__file__).with_name("header_names.txt.gz")
 INDEX_VERSION = "3"  # part of the cache key: bump when the way names are collected changes
 _SAFE_PATH = re.compile(r"[\w./+-]+")
+_WORD = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 PREPROCESS_TIMEOUT = 300.0
+
+
+@dataclass(frozen=True)
+class HeaderIndex:
+    """What the CUDA/C++ headers declare, by where a name may be used from.
+
+    globals: declared at global scope (functions, types, variables, enumerators, names a global `using`
+        brings in) and macro names: what an unqualified variable of a kernel may be (`stderr`, `cudaSuccess`);
+    scoped: declared only inside a namespace (`thrust::reduce`, `std::size`): reachable qualified, called,
+        or after a `using namespace`;
+    fields: members of classes and structs (after `.` or `->`);
+    arities: (name, fewest, most) argument counts of the functions declared at global scope, each over all its
+        declarations (`cudaMemcpy` 4-4, `__shfl_down_sync` 3-4, `printf` 1-inf); none for a macro's name.
+    Parameters and locals of the headers' own functions are not names a user's code can use, and are left out.
+    """
+
+    globals: frozenset[str] = frozenset()
+    scoped: frozenset[str] = frozenset()
+    fields: frozenset[str] = frozenset()
+    arities: frozenset[tuple[str, int, float]] = frozenset()
+
+    @cached_property
+    def arity(self) -> dict[str, tuple[int, float]]:
+        return {name: (fewest, most) for name, fewest, most in self.arities}
+
+    def __contains__(self, name: object) -> bool:
+        """Declared anywhere at namespace scope (globally or in a namespace)."""
+        return name in self.globals or name in self.scoped
+
+    def lines(self) -> list[str]:
+        """The on-disk form: `name` (global), `::name` (in a namespace only), `.name` (a member), `(name 3 4` (a
+        global function's argument counts)."""
+        return sorted([*self.globals, *(f"::{n}" for n in self.scoped), *(f".{n}" for n in self.fields),
+                       *(f"({n} {low} {high}" for n, low, high in self.arities)])
+
+    @classmethod
+    def from_lines(cls, lines: Iterable[str]) -> HeaderIndex:
+        found: dict[str, set[str]] = {"": set(), ":": set(), ".": set()}
+        arities: set[tuple[str, int, float]] = set()
+        for line in lines:
+            if line.startswith("("):
+                name, low, high = line[1:].split()
+                arities.add((name, int(low), float(high)))
+            elif line and not line.startswith("#"):
+                kind = "." if line[0] == "." else ":" if line.startswith("::") else ""
+                found[kind].add(line.lstrip(".:"))
+        return cls(frozenset(found[""]), frozenset(found[":"]), frozenset(found["."]), frozenset(arities))
+
+
+NO_HEADERS = HeaderIndex()  # no header read: what checks without the headers' names use
+
+_LINE_MARKER = re.compile(rb"^#.*$", re.MULTILINE)
+_DEFINE = re.compile(rb"^\s*#\s*define\s+([A-Za-z_]\w*)(.*)$", re.MULTILINE)
+_ATTRIBUTE = re.compile(rb"__attribute__\s*\(\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)\)")
+# subtrees whose names are not declarations a user's code can reach: bodies, parameters, expressions in types
+_NOT_SCOPE = frozenset({"compound_statement", "parameter_list", "template_parameter_list", "lambda_expression",
+                        "field_initializer_list", "requires_clause", "requires_expression", "decltype",
+                        "trailing_return_type", "noexcept"})
+
+
+def header_declarations(preprocessed: bytes, macros: bytes) -> HeaderIndex:
+    """The names the preprocessed headers declare (tree-sitter, outside function bodies and parameter lists;
+    `__attribute__((...))` blanked first: tree-sitter misreads `enum __attribute__((x)) cudaError {`), and the
+    macro names of `macros` (`-dM` output)."""
+    data = _ATTRIBUTE.sub(lambda match: b" " * len(match.group()), _LINE_MARKER.sub(b"", preprocessed))
+    found: dict[str, set[str]] = {"global": set(), "scoped": set(), "field": set()}
+    counts: dict[str, tuple[int, float]] = {}
+    stack = [(parser().parse(data).root_node, False)]
+    while stack:
+        node, in_namespace = stack.pop()
+        if node.type in _NOT_SCOPE:
+            continue
+        if node.type == "function_declarator" and not in_namespace and (arity := parameter_counts(node)):
+            name_node = node.child_by_field_name("declarator")
+            if name_node is not None and name_node.type == "identifier":
+                function = data[name_node.start_byte:name_node.end_byte].decode("ascii", "replace")
+                low, high = counts.get(function, arity)
+                counts[function] = (min(low, arity[0]), max(high, arity[1]))
+        for name in declared_by(node):
+            if _WORD.fullmatch(word := data[name.start_byte:name.end_byte]):  # not a MISSING node's empty name
+                where = "field" if name.type == FIELD else "scoped" if in_namespace else "global"
+                found[where].add(word.decode("ascii"))
+        if node.type == "using_declaration" and not in_namespace:  # `using std::isnan;` at global scope
+            found["global"].update(words(data[node.start_byte:node.end_byte].rsplit(b"::", 1)[-1]))
+        inside = in_namespace or node.type == "namespace_definition"
+        stack.extend((child, inside) for child in node.children)
+    defined = {match.group(1).decode("ascii") for match in _DEFINE.finditer(macros)}
+    found["global"].update(defined)
+    return HeaderIndex(frozenset(found["global"]), frozenset(found["scoped"] - found["global"]),
+                       frozenset(found["field"]),
+                       frozenset((name, low, high) for name, (low, high) in counts.items() if name not in defined))
 
 
 def _preprocess(nvcc: Path, headers: Sequence[str], scratch: Path, macros: bool) -> tuple[bytes | None, str]:

@@ -124,7 +124,7 @@ def judge(task: HoleTask, context: FillContext, texts: list[str], scores: list[f
     names resolve (`complete.suggestions`, renames off), and that are `threshold`-close to the truth; with
     `front_end` (clang, `complete.front_end_for`), also those it finds no new error in."""
     from dice_lsp.complete import suggestions
-    from dice_lsp.cuda.checks import CheckContext
+    from dice_lsp.completion.checks.context import CheckContext
     from dice_lsp.toolchain.header_index import header_names_now
 
     document = context.before + context.after

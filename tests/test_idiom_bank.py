@@ -255,7 +255,7 @@ def test_source_joins_the_evidence_of_the_lines_above_and_below() -> None:
     ("T acc{};", "acc"),
     ("int pos = atomicAdd(count, 1);  // slot", "pos"),
     ("i = 0;", None), ("a[i] = b;", None), ("return x;", None), ("foo(x);", None), ("delete p;", None),
-    ("if (x) y = 1;", None), ("int a, b;", None), ("dim3 grid(1, 2);", None), ("int x", None),
+    ("if (x) y = 1;", None), ("int a, b;", "a"), ("dim3 grid(1, 2);", None), ("int x", None),
 ])
 def test_declared_name_reads_one_line_declarations(line: str, name: str | None) -> None:
     assert declared_name(line) == name

@@ -88,3 +88,12 @@ def test_bind_fails_when_no_name_fits() -> None:
     assert bind("$1[$0] = 0;", ["i"], scope_at(text)) is None  # no pointer it may write
     found = bind("sum += $1[$0];", ["i"], scope_at(text))
     assert found is not None and found.names == ["i", "x"]
+
+
+def test_every_variable_of_a_declaration_is_a_name() -> None:
+    text = ("void run(int n)\n{\n    float *d_a, *d_b;\n    cudaEvent_t start, stop;\n    cudaEventCreate(&start);\n"
+            "    HOLE\n    cudaEventRecord(start);\n    cudaMalloc(&d_a, n);\n}\n")
+    scope = scope_at(text)
+    assert {n.name: (n.pointer, n.uses) for n in scope.names.values()} == {
+        "n": (False, 1), "d_a": (True, 1), "d_b": (True, 0), "start": (False, 2), "stop": (False, 0)}
+    assert scope.unused == {"d_b", "stop"}

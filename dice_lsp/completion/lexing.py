@@ -95,8 +95,9 @@ _NOT_TYPES = _words("""
 
 def declared_name(line: str) -> str | None:
     """The variable a one-line declaration declares (`int i = ...;`, `extern __shared__ float s[];`,
-    `float4 v = ...`, `const T* __restrict__ p = ...`), or None for any other line. Read by tokens: qualifiers,
-    one type word (possibly `a::b`, with `<...>` arguments), `*`/`&`, the name, then `=`, `;`, `[` or `{`."""
+    `float4 v = ...`, `const T* __restrict__ p = ...`, the first of `float *a, *b;`), or None for any other line.
+    Read by tokens: qualifiers, one type word (possibly `a::b`, with `<...>` arguments), `*`/`&`, the name, then
+    `=`, `;`, `[`, `{` or `,`."""
     toks = tokens(line)
     i = 0
     while i < len(toks) and toks[i].text in _QUALIFIERS:
@@ -117,4 +118,4 @@ def declared_name(line: str) -> str | None:
         i += 1
     if i + 1 >= len(toks) or toks[i].kind != "word" or toks[i].text in _NOT_TYPES or is_vocabulary(toks[i].text):
         return None
-    return toks[i].text if toks[i + 1].text in ("=", ";", "[", "{") else None
+    return toks[i].text if toks[i + 1].text in ("=", ";", "[", "{", ",") else None

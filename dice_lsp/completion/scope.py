@@ -51,9 +51,9 @@ def _split_top(text: str) -> Iterator[str]:
     depth = 0
     start = 0
     for i, char in enumerate(text):
-        if char in "<([":
+        if char in "<([{":
             depth += 1
-        elif char in ">)]":
+        elif char in ">)]}":
             depth -= 1
         elif char == "," and depth == 0:
             yield text[start:i]
@@ -94,13 +94,24 @@ def _parameter_list(signature: str) -> str | None:
     return None
 
 
-def _declared(line: str) -> tuple[str, bool, bool] | None:
-    """(name, pointer, constant) of the variable a one-line declaration declares, None for another line."""
+def _declared(line: str) -> list[tuple[str, bool, bool]]:
+    """(name, pointer, constant) of each variable a one-line declaration declares (`float *d_a, *d_b;`,
+    `cudaEvent_t start, stop;`, `int i = ...;`); none for another line."""
     name = declared_name(line)
-    if name is None:
-        return None
-    head = line.split("=", 1)[0]
-    return name, "*" in head or "[" in head, _points_to_const(head.split("[", 1)[0])
+    first = re.search(rf"\b{re.escape(name)}\b", line) if name is not None else None
+    if first is None:
+        return []
+    head = line[:first.start()]  # the type, with the first declarator's `*` (and any `__restrict__` after it)
+    constant = "const" in _WORD.findall(head.split("*", 1)[0])
+    found = []
+    for i, piece in enumerate(_split_top(line[first.start():].rstrip().rstrip(";"))):
+        declarator = piece.split("=", 1)[0].strip()
+        stars = (head if i == 0 else "") + declarator[:len(declarator) - len(declarator.lstrip("*& "))]
+        word = _WORD.search(declarator)
+        if word is not None:
+            pointer = "*" in stars or "[" in declarator
+            found.append((word.group(), pointer, pointer and constant))
+    return found
 
 
 @dataclass(frozen=True)
@@ -157,9 +168,8 @@ class FunctionScope:
             if found is not None:
                 declared[found[0]] = (found[1], found[2], True, -1)
         for index, line in enumerate(body):
-            found = _declared(_code(line).strip())
-            if found is not None and found[0] not in declared:
-                declared[found[0]] = (found[1], found[2], False, index)
+            for name, pointer, constant in _declared(_code(line).strip()):
+                declared.setdefault(name, (pointer, constant, False, index))
         text = [_code(line) for line in body]
         below = _code("\n".join(self._below))
         out = {}

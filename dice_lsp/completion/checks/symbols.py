@@ -539,5 +539,6 @@ class HoleScope:
                 declarator = declarator.child_by_field_name("declarator")
             parameters = declarator.child_by_field_name("parameters") if declarator is not None else None
             if parameters is not None:
-                names.update(d.name for d in self.table.declarations if d.node.parent == parameters)
+                names.update(d.name for d in self.table.declarations
+                             if d.kind == "parameter" and d.node.parent == parameters)
         return frozenset(names)

@@ -1,6 +1,8 @@
 """The `dice-lsp` command line: every capability as a subcommand, human output or `--json`.
 
-Bad input ends with one line on stderr and exit code 2; progress bars go to stderr only, so stdout
+Each job command reads its arguments into one request (`jobs.api`), runs it through `asyncio.run` on the jobs of
+this machine or of the team server of `--server` (the same typed results from both), and shows the result
+(`cli_output`). Bad input ends with one line on stderr and exit code 2; progress goes to stderr only, so stdout
 stays clean for `--json` consumers.
 """
 
@@ -11,23 +13,28 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Callable, Sequence
-from dataclasses import fields
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from dice_lsp.backends import FlagOptions, RewriteOptions, backend_for
+from dice_lsp import cli_output as show
+from dice_lsp.cli_output import EXIT_NO_GPU
 from dice_lsp.errors import DiceError
 from dice_lsp.harness.limits import Limits
-from dice_lsp.settings import REPAIR_CANDIDATES, SAMPLED_TEMPERATURE, SAMPLERS, Settings, check_value
-from dice_lsp.wording import counted
+from dice_lsp.settings import MODEL_KEYS, REPAIR_CANDIDATES, SAMPLED_TEMPERATURE, SAMPLERS, Settings, check_value
+from dice_lsp.wording import Said, counted
 
 if TYPE_CHECKING:
-    from dice_lsp.completion.checks import Checks
+    from dice_lsp.complete import Compiler
+    from dice_lsp.completion.sources import Source
     from dice_lsp.evals.results import EvalReport
+    from dice_lsp.jobs.api import Document, Jobs
+    from dice_lsp.remote.team import TeamJobs
+    from dice_lsp.toolchain.flags import CompileFlags
 
 EXIT_BAD_INPUT = 2
-EXIT_NO_GPU = 3
+T = TypeVar("T")
 
 
 def _positive(text: str) -> int:
@@ -127,81 +134,176 @@ def add_sampler_arguments(parser: argparse.ArgumentParser) -> None:
                         help="tokens of code around the region (default: %(default)s)")
 
 
-def settings_from_args(args: argparse.Namespace) -> Any:
-    """The sampler flags read through the same `dice.*` schema as the editor settings."""
-    settings, errors = Settings().updated({
-        "sampler": args.sampler, "steps": args.steps, "threshold": args.threshold,
-        "entropy_bound": args.entropy_bound, "min_steps": args.min_steps, "block_length": args.block_length,
-        "temperature": args.temperature, "top_k": args.top_k, "seed": args.seed, "candidates": args.candidates,
-        "max_canvas": args.max_tokens, "context_tokens": args.context_tokens})
+def updated(settings: Settings, values: dict[str, Any]) -> Settings:
+    """`settings` with `values` read through the `dice.*` schema; the first refused value is a DiceError."""
+    settings, errors = settings.updated(values)
     if errors:
         raise DiceError(errors[0])
     return settings
 
 
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    """The sampler flags read through the same `dice.*` schema as the editor settings."""
+    return updated(Settings(), {
+        "sampler": args.sampler, "steps": args.steps, "threshold": args.threshold,
+        "entropy_bound": args.entropy_bound, "min_steps": args.min_steps, "block_length": args.block_length,
+        "temperature": args.temperature, "top_k": args.top_k, "seed": args.seed, "candidates": args.candidates,
+        "max_canvas": args.max_tokens, "context_tokens": args.context_tokens})
+
+
+def model_settings(args: argparse.Namespace) -> Settings:
+    """`--model`, `--device`, `--dtype` and `--trust-remote-code` read through the `dice.*` schema."""
+    return updated(Settings(), {key: getattr(args, key) for key in MODEL_KEYS if hasattr(args, key)})
+
+
+@dataclass(frozen=True)
+class FlagOptions:
+    """The command line's `--arch`, `--std`, `-I` and `-D` (`check`, `complete`, `repair`, `optimize`)."""
+
+    arch: str | None = None
+    std: str | None = None
+    include: tuple[str, ...] = ()
+    define: tuple[str, ...] = ()
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> FlagOptions:
+        return cls(getattr(args, "arch", None), getattr(args, "std", None), tuple(getattr(args, "include", ())),
+                   tuple(getattr(args, "define", ())))
+
+    def on_top_of_file(self, file: Path) -> CompileFlags:
+        """The file's compile flags (`flags_for`: compile_commands.json, settings) with these on top: every
+        command compiles alike."""
+        from dice_lsp.toolchain.flags import CompileFlags, flags_for
+
+        flags = flags_for(file, CompileFlags())
+        return replace(flags, arch=self.arch or flags.arch, std=self.std or flags.std,
+                       include_dirs=(*flags.include_dirs, *(Path(d).resolve() for d in self.include)),
+                       defines=(*flags.defines, *self.define))
+
+    def as_settings(self) -> dict[str, Any]:
+        """These as a team server's settings (`-I` cannot reach it)."""
+        if self.include:
+            raise DiceError("-I does not reach a team server (it has its own file system): the headers "
+                            "beside FILE and below its folder are sent with it")
+        wanted = {"arch": self.arch, "std": self.std, "defines": list(self.define) or None}
+        return {k: v for k, v in wanted.items() if v is not None}
+
+
+def file_document(args: argparse.Namespace, text: str, settings: Settings, said: Said | None = None) -> Document:
+    """FILE (with `--ref`) as a job's document: compiled with its own flags and `--arch`, `--std`, `-I`, `-D` on
+    top, with `settings` and, for a team server, those flags as its settings. The command line runs what its
+    user names: the document is trusted."""
+    from dice_lsp.jobs.api import Document
+
+    flags = FlagOptions.from_args(args)
+    if getattr(args, "server", None):
+        settings = updated(settings, flags.as_settings())
+    path, ref = Path(args.file).resolve(), getattr(args, "ref", None)
+    return Document(path, text, replace(settings, trusted=True), lambda: flags.on_top_of_file(path),
+                    ref=Path(ref).resolve() if ref is not None else None, said=said)
+
+
+def team_jobs(args: argparse.Namespace) -> TeamJobs:
+    """The jobs of the team server of `--server`, with the token of `--token-file`."""
+    from dice_lsp.remote.team import TeamJobs, TeamServer
+
+    return TeamJobs(TeamServer(Settings(server_url=args.server, server_token_file=args.token_file)))
+
+
+def jobs_for(args: argparse.Namespace) -> Jobs:
+    """The jobs of the team server of `--server`, else of this machine with `--model` and friends (loaded the
+    first time a job needs the model)."""
+    if getattr(args, "server", None):
+        return team_jobs(args)
+    from dice_lsp.jobs.local import LocalJobs
+
+    return LocalJobs.of_model(model_settings(args))
+
+
+def run_job(args: argparse.Namespace, title: str, job: Callable[[Jobs, Said], Awaitable[T]]) -> T:
+    """One job on `jobs_for(args)`, through `asyncio.run`, with a status line on stderr (`title`, then what the
+    job says as it goes)."""
+    import asyncio
+
+    async def run() -> T:
+        jobs = jobs_for(args)
+        try:
+            with show.status_bar(f"{title} on {args.server}" if getattr(args, "server", None) else title) as bar:
+                return await job(jobs, bar.set_description_str)
+        finally:
+            await jobs.close()
+
+    return asyncio.run(run())
+
+
+def command_judges(document: Document, compile_check: bool) -> tuple[Callable[[], Compiler | None],
+                                                                       Callable[[], Compiler | None]]:
+    """nvcc's and clang's judges of a command's fills, with the file's flags (as `check` compiles). A command
+    waits for its answer: the names check's header index is built first, and clang gets the time it needs."""
+    def compiler() -> Compiler | None:
+        from dice_lsp.complete import nvcc_compiler
+
+        return nvcc_compiler(document.text, document.path.parent, document.flags()) if compile_check else None
+
+    def front_end() -> Compiler | None:
+        from dice_lsp.complete import front_end_for
+        from dice_lsp.toolchain.header_index import header_names
+
+        header_names()  # built once per nvcc (a few seconds), then read from disk
+        return front_end_for(document.text, document.path.parent, document.flags(), document.settings, patient=True)
+
+    return compiler, front_end
+
+
+def workspace_source(folder: str, file: Path) -> Source:
+    """The lines of `folder`'s CUDA/C/C++ files (as the editor's index has them: ignore files respected), for a
+    completion in `file` (left out); indexed now, with a progress bar."""
+    from tqdm import tqdm
+
+    from dice_lsp.completion.sources.workspace import WorkspaceIndex, WorkspaceIndexer
+
+    index = WorkspaceIndex()
+    with tqdm(desc="indexing", unit="file", file=sys.stderr, disable=None, leave=False) as bar:
+        indexer = WorkspaceIndexer(folder, index, trusted=True, pause_s=0.0,
+                                   progress=lambda done, total: bar.update(done - bar.n))
+        indexer.start()
+        indexer.wait()
+        indexer.stop()
+    return index.source(exclude=str(file))
+
+
 def cmd_complete(args: argparse.Namespace) -> int:
+    from dice_lsp.jobs.api import CompleteJob
     from dice_lsp.textdoc import Position, read_source
 
     text = read_source(args.file)
     position = Position(args.line, args.character)
-    settings, errors = settings_from_args(args).updated({"type_check": args.type_check, "clang": args.clang,
-                                                         "min_confidence": args.min_confidence})
-    if errors:
-        raise DiceError(errors[0])
+    settings = updated(settings_from_args(args), {"type_check": args.type_check, "clang": args.clang,
+                                                  "min_confidence": args.min_confidence})
     if args.workspace is not None and not Path(args.workspace).is_dir():
         raise DiceError(f"--workspace {args.workspace}: not a folder")
-    completed = backend_for(args).complete(args.file, text, position, settings, args.compile_check,
-                                           FlagOptions.from_args(args), workspace=args.workspace)
-    completion = completed.completion
-    no_region = (f"no region to fill at line {args.line}, character {args.character} (an empty or unfinished line "
-                 "in a function, a selection, a /*@fill*/ marker, or after an open '{')")
-    if args.json:  # an answer without items always says why
-        print(json.dumps({**completed.json, "withheld": no_region} if completion.hole is None else completed.json))
-        return 0
-    if completion.hole is None:
-        print(f"dice-lsp: {no_region}", file=sys.stderr)
-        return 0
-    texts = completion.texts
-    if not texts:
-        print(f"dice-lsp: no completion shown: {completion.withheld}", file=sys.stderr)
-    passed: list[Checks | None] = [*completion.checks] if completion.checks is not None else [None] * len(texts)
-    sources = completion.sources or ["model"] * len(texts)
-    chances = completion.confidences or [None] * len(texts)
-    for index, (fill, checks, source, chance) in enumerate(zip(texts, passed, sources, chances, strict=True)):
-        if len(texts) > 1:
-            print(f"--- candidate {index + 1} ---")
-        print(fill)
-        if checks is not None:
-            origin = f" · {ORIGINS[source]}" if source in ORIGINS else ""
-            sure = f" · P(right) {chance:.2f}" if chance is not None else ""
-            print(f"[checks: {checks_line(checks)}{origin}{sure}]", file=sys.stderr)
-    latency = round(completion.latency_ms, 1)  # as the JSON has it
-    print(f"[{completed.model} on {completed.device}, {latency:.0f} ms, {completed.where}]", file=sys.stderr)
-    return 0
+    document = file_document(args, text, settings)
+    compiler, front_end = command_judges(document, args.compile_check)
+    sources = (workspace_source(args.workspace, document.path),) if args.workspace is not None else ()
 
+    def complete(jobs: Jobs, said: Said) -> Awaitable[Any]:
+        return jobs.complete(CompleteJob(replace(document, said=said), position, compiler, front_end, sources))
 
-ORIGINS = {"document": "from this file", "workspace": "from the workspace", "idiom": "a CUDA idiom",
-           "analogue": "the next line of a run"}  # where a shown text came from, as the CLI says it
-
-
-def checks_line(checks: Checks) -> str:
-    """`parses ✓ · names ✓ · types not checked · compiles ✓`: what the shown text passed."""
-    marks = {True: "✓", False: "✗", None: "not checked"}
-    return " · ".join(f"{name} {marks[value]}" for name, value in checks.to_json().items())
+    return show.completion(run_job(args, "complete", complete), position, args.json)
 
 
 def cmd_status(args: argparse.Namespace) -> int:
     """A team server's health: exit 0 when its model is ready (a probe for systemd or a load balancer)."""
-    status = backend_for(args).status()
-    if args.json:
-        print(json.dumps(status.json))
-    else:
-        detail = (f"{status.model} on {status.device} ({status.dtype})" if status.state == "ready"
-                  else status.message or status.model)
-        print(f"{args.server}: {status.state}: {detail}; {status.in_flight} in flight, "
-              f"{status.queued} queued, {status.served} served, {status.rows_per_call:.2f} rows per model call, "
-              f"up {status.uptime_s:.0f} s, dice-lsp {status.version}")
-    return 0 if status.state == "ready" else 1
+    import asyncio
+
+    async def status() -> Any:
+        jobs = team_jobs(args)
+        try:
+            return await jobs.status()
+        finally:
+            await jobs.close()
+
+    return show.status(asyncio.run(status()), args.server, args.json)
 
 
 def cmd_serve_status(args: argparse.Namespace) -> int:
@@ -226,10 +328,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from dice_lsp.remote.service import Service, ServiceConfig
 
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s dice-lsp serve %(message)s")
-    settings, errors = Settings().updated({"model": args.model, "device": args.device, "dtype": args.dtype,
-                                           "trust_remote_code": args.trust_remote_code})
-    if errors:
-        raise DiceError(errors[0])
+    settings = model_settings(args)
     if args.model and not Path(args.model).is_dir():
         raise DiceError(f"--model {args.model}: no such folder")
     tokens = TokenFile(Path(args.token_file) if args.token_file else None)
@@ -253,61 +352,25 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from dice_lsp.jobs.api import CheckJob
     from dice_lsp.textdoc import read_source
 
-    text = read_source(args.file)
-    report = backend_for(args).check(args.file, text, FlagOptions.from_args(args))
-    if args.json:
-        print(json.dumps(report.to_json()))
-    else:
-        for d in report.diagnostics:
-            code = f" [{d.code}]" if d.code else ""
-            print(f"{args.file}:{d.line + 1}:{d.character + 1}: {d.severity}: {d.message}{code}")
-        if report.kernels:
-            print(f"{'kernel':40} {'line':>5} {'regs':>5} {'smem B':>8} {'stack B':>8} {'spill st/ld':>12}")
-            for k in report.kernels:
-                line = "" if k.line is None else str(k.line + 1)
-                print(f"{k.name[:40]:40} {line:>5} {k.registers:>5} {k.shared_bytes:>8} {k.stack_bytes:>8} "
-                      f"{f'{k.spill_stores}/{k.spill_loads}':>12}")
-        print(f"[{counted(report.errors, 'error')}, {counted(len(report.diagnostics) - report.errors, 'warning')}, "
-              f"{report.elapsed_ms:.0f} ms{', cached' if report.cached else ''}]", file=sys.stderr)
-    return 1 if report.errors else 0
+    document = file_document(args, read_source(args.file), Settings())
+    report = run_job(args, "check", lambda jobs, said: jobs.check(CheckJob(replace(document, said=said))))
+    return show.check(report, args.file, args.json)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    from dice_lsp.jobs.api import BenchJob
     from dice_lsp.textdoc import read_source
 
     text = read_source(args.file)  # a missing or unreadable file: one line, exit 2
     if args.ref is not None and not Path(args.ref).is_file():
         raise DiceError(f"reference {args.ref} not found")
-    report = backend_for(args).bench(args.file, text, args.ref, Limits(timeout=args.timeout, trials=args.trials))
-    if args.json:
-        print(json.dumps(report.to_json()))
-    else:
-        for d in report.diagnostics:
-            print(f"{args.file}:{d.line + 1}:{d.character + 1}: {d.severity}: {d.message}")
-        if report.kernels:
-            print(f"{'kernel':24} {'median ms':>10} {'spread':>7} {'ref ms':>9} {'speedup':>8}  result")
-        for k in report.kernels:
-            timed = k.median_ms is not None
-            print(f"{k.name[:24]:24} {f'{k.median_ms:.4f}' if timed else '-':>10} "
-                  f"{f'±{k.spread_pct:.1f}%' if k.spread_pct is not None else '-':>7} "
-                  f"{f'{k.reference_ms:.4f}' if k.reference_ms is not None else '-':>9} "
-                  f"{f'{k.speedup_vs_ref:.2f}x' if k.speedup_vs_ref is not None else '-':>8}  "
-                  f"{'verified' if k.verified else k.failure or 'not verified'}")
-            for flag in k.flags:
-                print(f"{'':24} flagged: {flag}")
-            if k.shapes:
-                print(f"{'':24} shapes: {' | '.join(k.shapes)}{' (one shape only)' if len(k.shapes) == 1 else ''}")
-            for limitation in k.limitations:  # a shape outside the problem it refuses: verified on the problem's
-                print(f"{'':24} limited: {limitation}")
-            if k.memcheck:
-                print(f"{'':24} memcheck: {k.memcheck}")
-        if report.reason:
-            print(f"dice-lsp: {report.reason}", file=sys.stderr)
-    if not report.gpu:
-        return EXIT_NO_GPU
-    return 0 if report.compile_ok and report.kernels and all(k.verified for k in report.kernels) else 1
+    document = file_document(args, text, Settings())
+    report = run_job(args, "bench", lambda jobs, said: jobs.bench(
+        BenchJob(replace(document, said=said), timeout=args.timeout, trials=args.trials)))
+    return show.bench(report, args.file, args.json)
 
 
 def _output_path(args: argparse.Namespace) -> Path | None:
@@ -320,73 +383,42 @@ def _output_path(args: argparse.Namespace) -> Path | None:
     return out
 
 
-def _rewrite_options(args: argparse.Namespace) -> RewriteOptions:
-    """`--rounds`, `--steps`, `--seed` and the compile flags of `optimize` and `repair`."""
-    return RewriteOptions(args.rounds, args.steps, args.seed, FlagOptions.from_args(args))
+def rewrite_settings(args: argparse.Namespace, **more: Any) -> Settings:
+    """`--rounds`, `--steps` and `--seed` of `optimize` and `repair` (several candidates: sampled)."""
+    return updated(Settings(), {"steps": args.steps, "seed": args.seed, "candidates": 2, "repair_rounds": args.rounds,
+                                **more})
 
 
 def cmd_optimize(args: argparse.Namespace) -> int:
+    from dice_lsp.jobs.api import OptimizeJob
     from dice_lsp.textdoc import read_source
 
     text = read_source(args.file)
     out = _output_path(args)
     if args.ref is not None and not Path(args.ref).is_file():
         raise DiceError(f"reference {args.ref} not found")
-    report = backend_for(args).optimize(args.file, text, args.kernel, args.ref, args.candidates, args.timeout,
-                                        _rewrite_options(args)).to_json()
-    best = report["best"]
+    document = file_document(args, text, rewrite_settings(args, optimize_candidates=args.candidates))
+    report = run_job(args, "optimize", lambda jobs, said: jobs.optimize(
+        OptimizeJob(replace(document, said=said), args.kernel, timeout=args.timeout)))
+    best = report.best
     if out is not None and best is not None:
-        out.write_text(report["text"], encoding="utf-8")
-    if args.json:
-        print(json.dumps(report))
-    else:
-        print(f"{'rank':>4} {'origin':14} {'compiled':>8} {'repairs':>7} {'verified':>8} {'speedup':>8} "
-              f"{'median ms':>10} {'regs':>5} {'spills':>6}  note")
-        for r in report["candidates"]:
-            res, speedup, median = r["resources"], r["speedup"], r["median_ms"]
-            print(f"{r['rank']:>4} {r['origin'][:14]:14} {'yes' if r['compiled'] else 'no':>8} {r['repair_rounds']:>7} "
-                  f"{('yes' if r['verified'] else 'no') if report['gpu'] else '-':>8} "
-                  f"{f'{speedup:.2f}x' if speedup is not None else '-':>8} "
-                  f"{f'{median:.4f}' if median is not None else '-':>10} "
-                  f"{res['registers'] if res else '-':>5} "
-                  f"{res['spill_stores'] + res['spill_loads'] if res else '-':>6}  "
-                  f"{(r['failure'] or r.get('less_work') or '')[:60]}")
-        print(report["summary"])
-        if best is not None and out is None:
-            print(best["diff"], end="")
-        elif report.get("draft") is not None:  # to read, not to apply: it could not be verified
-            print(f"draft (unverified, not applied):\n{report['draft']['diff']}", end="")
-        if out is not None:
-            print(f"dice-lsp: {'wrote ' + str(out) if best is not None else 'nothing written to ' + str(out)}",
-                  file=sys.stderr)
-    return 0 if best is not None else 1
+        out.write_text(best.text, encoding="utf-8")
+    return show.optimize(report, args.json, out)
 
 
 def cmd_repair(args: argparse.Namespace) -> int:
+    from dice_lsp.jobs.api import RepairJob
     from dice_lsp.optimize import unified_diff
     from dice_lsp.textdoc import read_source
 
     text = read_source(args.file)
     out = _output_path(args)
-    result = backend_for(args).repair(args.file, text, args.candidates, _rewrite_options(args)).to_json()
-    diff = unified_diff(Path(args.file), text, result["text"])
-    if out is not None and result["compiles"]:  # a file that still fails is not worth a new copy
-        out.write_text(result["text"], encoding="utf-8")
-    if args.json:
-        print(json.dumps({**result, "diff": diff}))
-    else:
-        print(diff, end="")
-        state = "compiles" if result["compiles"] else f"still {counted(len(result['errors']), 'error')}"
-        print(f"dice-lsp: {state} after {counted(result['rounds'], 'round')}", file=sys.stderr)
-        for change in result.get("changes", []):
-            print(f"dice-lsp: changed line {change['line'] + 1}: `{change['before']}` -> `{change['after']}` "
-                  f"(for: {change['error']})", file=sys.stderr)
-        if result.get("stopped"):
-            print(f"dice-lsp: {result['stopped']}", file=sys.stderr)
-        for d in result["errors"]:
-            start = d["range"]["start"]
-            print(f"{args.file}:{start['line'] + 1}:{start['character'] + 1}: error: {d['message']}", file=sys.stderr)
-    return 0 if result["compiles"] else 1
+    document = file_document(args, text, rewrite_settings(args))
+    result = run_job(args, "repair", lambda jobs, said: jobs.repair(
+        RepairJob(replace(document, said=said), candidates=args.candidates)))
+    if out is not None and result.compiles:  # a file that still fails is not worth a new copy
+        out.write_text(result.text, encoding="utf-8")
+    return show.repair(result, args.file, unified_diff(Path(args.file), text, result.text), args.json)
 
 
 class OneLineErrors(argparse.ArgumentParser):

@@ -18,7 +18,6 @@ from typing import Any
 
 from dice_lsp import cli
 from dice_lsp.harness import bench
-from dice_lsp.lsp import jobs
 from dice_lsp.optimize import loop
 
 LOG = Path(os.environ["DICE_FAKE_GPU_LOG"])
@@ -47,8 +46,8 @@ def bench_rewrite(_original: Path, _rewritten: str, kernel: str, *_args: Any, **
     return bench.KernelResult(kernel, failure="fake GPU: nothing was run")
 
 
-jobs.gpu_arch = gpu_arch_for("bench")  # type: ignore[attr-defined]
-jobs.bench_file = bench_file  # type: ignore[attr-defined]
+bench.gpu_arch = gpu_arch_for("bench")  # the jobs look both up at each call (`dice_lsp.jobs.local`)
+bench.bench_file = bench_file
 loop.gpu_arch = gpu_arch_for("optimize")  # type: ignore[attr-defined]
 loop.bench_rewrite = bench_rewrite  # type: ignore[attr-defined]
 

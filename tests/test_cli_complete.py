@@ -207,8 +207,10 @@ def test_the_files_own_line_is_shown_and_said_to_come_from_it(tmp_path: Path) ->
 
 def test_complete_compiles_with_the_files_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`complete` hands clang and nvcc the flags `check` would use: the file's compile_commands.json, then -I/-D."""
-    from dice_lsp import complete
-    from dice_lsp.backends import FlagOptions, LocalBackend
+    from dice_lsp import cli, complete
+    from dice_lsp.jobs.api import CompleteJob
+    from dice_lsp.jobs.local import LocalJobs
+    from dice_lsp.jobs.model_host import Ticket
     from dice_lsp.settings import Settings
     from dice_lsp.textdoc import Position
 
@@ -218,12 +220,11 @@ def test_complete_compiles_with_the_files_flags(tmp_path: Path, monkeypatch: pyt
     seen = []
     monkeypatch.setattr(complete, "nvcc_compiler", lambda text, folder, flags, *a, **k: seen.append(flags))
     monkeypatch.setattr(complete, "front_end_for", lambda text, folder, flags, *a, **k: seen.append(flags))
-    monkeypatch.setattr(complete, "complete_at", lambda *a, **k: complete.no_completion(Position(7, 4), 0.0))
-    backend = LocalBackend()
-    monkeypatch.setattr(backend, "model", lambda: type("M", (), {"name": "m", "device": "cpu"})())
-    monkeypatch.setattr(complete.Completion, "to_json", lambda self, model: {})
-    flags = FlagOptions("sm_80", None, (str(tmp_path / "inc"),), ("TILE=32",))
-    backend.complete(str(path), path.read_text(), Position(7, 4), Settings(), True, flags)
+    args = cli.build_parser().parse_args(["complete", str(path), "--line", "7", "--character", "4", "--arch",
+                                          "sm_80", "-I", str(tmp_path / "inc"), "-D", "TILE=32"])
+    document = cli.file_document(args, path.read_text(), Settings())
+    compiler, front_end = cli.command_judges(document, True)
+    LocalJobs.completing(CompleteJob(document, Position(7, 4), compiler, front_end), Ticket())  # the judges made
     assert len(seen) == 2 and seen[0] == seen[1]
     assert seen[0].defines == ("FROM_DB=1", "TILE=32") and seen[0].arch == "sm_80"
     assert seen[0].include_dirs == ((tmp_path / "inc").resolve(),)

@@ -1,5 +1,5 @@
-"""The language server's jobs backend (`dice_lsp.lsp.jobs`): one choice from the settings, typed results
-from a team server's replies, and cancellation that is never a normal answer."""
+"""The language server's jobs (`dice_lsp.jobs.api.Jobs`): one choice from the settings, typed results from a
+team server's replies, and cancellation that is never a normal answer."""
 
 from __future__ import annotations
 
@@ -13,10 +13,11 @@ import pytest
 from lsprotocol import types
 
 from dice_lsp.errors import Cancelled, DiceError
+from dice_lsp.jobs.api import CompleteJob, Document, OptimizeJob
+from dice_lsp.jobs.local import LocalJobs
 from dice_lsp.jobs.model_host import ModelHost, Ticket
 from dice_lsp.lsp import server
-from dice_lsp.lsp.jobs import DocumentJob, LocalJobs, TeamJobs, jobs_for
-from dice_lsp.lsp.team_server import TeamServer
+from dice_lsp.remote.team import TeamJobs, TeamServer
 from dice_lsp.settings import Settings
 from dice_lsp.textdoc import Position
 from dice_lsp.toolchain.flags import CompileFlags
@@ -50,23 +51,17 @@ def team_with(client: FakeClient) -> TeamServer:
     return team
 
 
-def job(key: str = "file:///k.cu", settings: Settings = TEAM) -> DocumentJob:
-    return DocumentJob(key, Path("/tmp/k.cu"), "__global__ void k() {\n    \n}\n", settings, CompileFlags)
+def job(key: str = "file:///k.cu", settings: Settings = TEAM) -> Document:
+    return Document(Path("/tmp/k.cu"), "__global__ void k() {\n    \n}\n", settings, CompileFlags, key=key)
 
 
 def test_the_settings_pick_this_machine_or_a_new_link_to_the_team_server() -> None:
-    host = ModelHost(lambda status: None)
-    local = LocalJobs(host, lambda message: None)
-    made: list[Settings] = []
-
-    def team(settings: Settings) -> TeamServer:
-        made.append(settings)
-        return team_with(FakeClient())
-
-    assert jobs_for(Settings(), local, team) is local and made == []
-    chosen = jobs_for(TEAM, local, team)
-    assert isinstance(chosen, TeamJobs) and made == [TEAM]
-    host.close()
+    ls = server.DiceServer()
+    assert ls.jobs_for(Settings()) is ls.local
+    chosen = ls.jobs_for(TEAM)
+    assert isinstance(chosen, TeamJobs) and chosen.address == "tcp://127.0.0.1:9"
+    assert ls.jobs_for(TEAM) is not chosen  # a new link for new settings
+    ls.host.close()
 
 
 def test_a_team_servers_completion_comes_back_typed() -> None:
@@ -75,7 +70,7 @@ def test_a_team_servers_completion_comes_back_typed() -> None:
                         "checks": {"parses": True, "names": True, "compiles": None}}],
              "hole": "line", "withheld": None, "latency_ms": 12.5}
     client = FakeClient(reply)
-    completion = asyncio.run(TeamJobs(team_with(client)).complete(job(), WHERE, lambda: None))
+    completion = asyncio.run(TeamJobs(team_with(client)).complete(CompleteJob(job(), WHERE))).completion
     assert completion.texts == ["int i = 0;"] and completion.start == WHERE and completion.hole == "line"
     [(method, params)] = client.calls
     assert method == "complete" and (params["line"], params["character"]) == (1, 4)
@@ -83,7 +78,7 @@ def test_a_team_servers_completion_comes_back_typed() -> None:
 
 def test_a_reply_this_version_cannot_read_is_one_line_naming_the_server_and_method() -> None:
     with pytest.raises(DiceError, match=r"its optimize reply does not read as this dice-lsp's .*KeyError"):
-        asyncio.run(TeamJobs(team_with(FakeClient({"kernel": "k"}))).optimize(job(), "k"))
+        asyncio.run(TeamJobs(team_with(FakeClient({"kernel": "k"}))).optimize(OptimizeJob(job(), "k")))
 
 
 def test_a_newer_request_for_the_key_makes_the_older_raise_cancelled() -> None:
@@ -104,7 +99,7 @@ def test_a_newer_request_for_the_key_makes_the_older_raise_cancelled() -> None:
 
 def test_a_cancelled_local_job_stops_its_thread_before_the_cancellation_goes_on() -> None:
     host = ModelHost(lambda status: None)
-    local = LocalJobs(host, lambda message: None)
+    local = LocalJobs(host, on_cancelled=lambda message: None)
     started, stopped = threading.Event(), threading.Event()
 
     def work(ticket: Ticket) -> str:
@@ -139,9 +134,9 @@ def initialized_server() -> tuple[server.DiceServer, str]:
 
 def test_a_rewrite_whose_request_is_cancelled_re_raises_the_cancellation() -> None:
     ls, uri = initialized_server()
-    started: list[DocumentJob] = []
+    started: list[Document] = []
 
-    async def held(document: DocumentJob) -> str:
+    async def held(document: Document) -> str:
         started.append(document)
         await asyncio.Event().wait()
         return "never"
@@ -167,7 +162,7 @@ def test_a_rewrite_whose_request_is_cancelled_re_raises_the_cancellation() -> No
 def test_a_rewrite_the_user_stopped_or_that_failed_answers_what_to_tell(failure: BaseException, told: str) -> None:
     ls, uri = initialized_server()
 
-    async def fails(_document: DocumentJob) -> str:
+    async def fails(_document: Document) -> str:
         raise failure
 
     async def run() -> tuple[str | None, str]:

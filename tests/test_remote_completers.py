@@ -156,8 +156,8 @@ def test_the_clients_workspace_lines_are_candidates_on_the_server_too(completers
     """A team server has no copy of the client's workspace: the client sends what its index proposes for the hole
     (`proposals`), and the worker checks, ranks and decides on them with the model's fills."""
     from dice_lsp.completion.sources.workspace import WorkspaceCandidate
-    from dice_lsp.lsp.jobs import proposals
     from dice_lsp.remote.requests import read_proposals
+    from dice_lsp.remote.team import proposals
 
     class Index:
         def candidates(self, before: str, after: str, limit: int = 3) -> list[WorkspaceCandidate]:

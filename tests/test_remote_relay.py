@@ -25,6 +25,7 @@ from dice_lsp.remote.relay import (
     answer,
     app_args,
 )
+from dice_lsp.settings import Settings
 
 
 class FakeService:
@@ -140,7 +141,7 @@ def test_cancelling_the_gateways_call_cancels_the_stream_and_the_replicas_work()
 def test_the_app_args_split_between_replicas_and_gateway() -> None:
     replica, gateway = app_args({"model": "/models/dice", "device": "cuda", "max_candidates": 8, "max_trials": 5,
                                  "port": 7999, "token_file": "/etc/dice/token", "handshake_timeout": 2.5})
-    assert replica == ReplicaArgs("/models/dice", "cuda", "auto", MAX_BATCH_ROWS, False,
+    assert replica == ReplicaArgs(Settings(model="/models/dice", device="cuda"), MAX_BATCH_ROWS, False,
                                   RequestLimits(max_candidates=8, max_trials=5))
     assert gateway == GatewayArgs(port=7999, token_file="/etc/dice/token",
                                   limits=ConnectionLimits(handshake_timeout=2.5))
@@ -154,3 +155,5 @@ def test_the_app_args_refuse_unknown_names_and_bad_limits() -> None:
         app_args({"max_candidates": 0})
     with pytest.raises(DiceError, match="backoff_max must not be below backoff"):
         app_args({"backoff": 10.0, "backoff_max": 1.0})
+    with pytest.raises(DiceError, match=r"dice\.trustRemoteCode: must be"):
+        app_args({"trust_remote_code": "yes"})

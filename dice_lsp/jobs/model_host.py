@@ -91,8 +91,10 @@ class ModelHost:
         self.status = status
         self._on_status(status)
 
-    def load(self, settings: Settings) -> Future[None]:
-        """Replace the model in the background (the current one serves until then)."""
+    def load(self, settings: Settings, warm: bool = True) -> Future[None]:
+        """Replace the model in the background (the current one serves until then); `warm`: then make one
+        completion, so that the first one asked for finds the model's kernels made (a one-shot command does
+        without)."""
         self._set_status(ModelStatus("loading", settings.model or "dice-tiny"))
 
         def work() -> None:
@@ -102,9 +104,10 @@ class ModelHost:
                 self._model, self._error = None, str(exc)
                 self._set_status(ModelStatus.failed(settings.model or "dice-tiny", str(exc)))
                 return
-            from dice_lsp.complete import warm_up
+            if warm:
+                from dice_lsp.complete import warm_up
 
-            warm_up(model, settings, self._stepwise_filler(model))
+                warm_up(model, settings, self._stepwise_filler(model))
             self._model, self._error = model, None
             dtype = "int8" if model.int8 else str(model.dtype)
             self._set_status(ModelStatus.ready(model.name, str(model.device), dtype))

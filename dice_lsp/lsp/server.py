@@ -1,6 +1,6 @@
 """The language server: LSP feature handlers and their wiring over small collaborators.
 
-The collaborators: `jobs` (`dice_lsp.lsp.jobs`: completion, optimize, repair and benchmarks, run on this
+The collaborators: `jobs` (`dice_lsp.jobs.api.Jobs`: completion, optimize, repair and benchmarks, run on this
 machine's model host or on the team server of `dice.server.url`, answering typed results), `reports`
 (`$/progress`), `checks` (background compiles: diagnostics and resource lenses), `notices` (what an
 untrusted workspace does not get, `dice_lsp.lsp.trust`; asked at each use, so new settings from the client
@@ -44,12 +44,13 @@ from dice_lsp.completion.sources.workspace import WorkspaceIndex, WorkspaceIndex
 from dice_lsp.cuda.holes import find_markers
 from dice_lsp.errors import Cancelled, DiceError
 from dice_lsp.harness.bench import BenchReport, has_benchmark
+from dice_lsp.jobs.api import BenchJob, CompleteJob, Document, Jobs, OptimizeJob, RepairJob
+from dice_lsp.jobs.local import LocalJobs
 from dice_lsp.jobs.model_host import ModelHost
 from dice_lsp.jobs.status import ModelStatus
 from dice_lsp.lsp.bench_lenses import bench_lenses
 from dice_lsp.lsp.compile_checks import IDLE_SECONDS, CheckRequest, CompileChecks
 from dice_lsp.lsp.file_watch import FileWatch
-from dice_lsp.lsp.jobs import DocumentJob, EditorJobs, LocalJobs, jobs_for
 from dice_lsp.lsp.progress import Progress
 from dice_lsp.lsp.protocol import DiceProtocol
 from dice_lsp.lsp.rewrite_actions import (
@@ -61,7 +62,6 @@ from dice_lsp.lsp.rewrite_actions import (
     repair_actions,
     whole_document_edit,
 )
-from dice_lsp.lsp.team_server import TeamServer
 from dice_lsp.lsp.trust import (
     NOT_BENCHMARKED,
     Notices,
@@ -71,6 +71,7 @@ from dice_lsp.lsp.trust import (
     remote_code_ignored,
 )
 from dice_lsp.remote.protocol import RemoteError
+from dice_lsp.remote.team import TeamJobs, TeamServer
 from dice_lsp.settings import Settings
 from dice_lsp.textdoc import Position, clamped, position_at
 from dice_lsp.toolchain.clang import ClangJudge
@@ -145,8 +146,8 @@ class DiceServer(LanguageServer):
         self.unconfigured: set[str] = set()  # documents opened before the settings were read
         self.bench_reports: dict[str, BenchReport] = {}
         self.reports = Progress(self)  # `$/progress`
-        self.local = LocalJobs(self.host, self._told_cancelled)
-        self.jobs: EditorJobs = self.local  # a team server's when dice.server.url is set (`load_model`)
+        self.local = LocalJobs(self.host, on_cancelled=self._told_cancelled)
+        self.jobs: Jobs = self.local  # a team server's when dice.server.url is set (`load_model`)
         self.verdict_worker = ThreadPoolExecutor(1, thread_name_prefix="dice-verdicts")  # one nvcc at a time
         self.verdicts = CompileVerdicts(self.verdict_worker.submit)
         # the workspace's CUDA/C++ lines, for completions (`sources.workspace`): indexed in the background, only
@@ -349,15 +350,19 @@ class DiceServer(LanguageServer):
         """Make the jobs' backend ready for the settings: this machine's model loads in the background with
         `$/progress` when the client supports it; with `dice.server.url`, the team server is asked how it is."""
         await self.jobs.close()
-        self.jobs = jobs_for(self.settings, self.local, lambda settings: TeamServer(settings, self.team_status))
+        self.jobs = self.jobs_for(self.settings)
         await self.warm_clang()
-        starting = self.jobs.start(self.settings)
+        starting = self.jobs.start(effective(self.settings))
         self.load_submitted().set()
         for uri in self.unconfigured.intersection(self.workspace.text_documents):
             self.document_opened(uri)
         self.unconfigured.clear()
         token = await self.reports.begin("dice-lsp", starting.loading) if starting.loading is not None else None
         self.reports.end(token, await starting.ready)
+
+    def jobs_for(self, settings: Settings) -> Jobs:
+        """The team server of `dice.server.url` (a new link for these settings), else this machine."""
+        return self.local if settings.server_url is None else TeamJobs(TeamServer(settings, self.team_status))
 
     def team_status(self, status: ModelStatus, failure: RemoteError | None) -> None:
         """The team server's state changed: the status notification says it, the log says why."""
@@ -377,14 +382,14 @@ class DiceServer(LanguageServer):
                 "%s", message, extra={TOLD: True})
         self.window_log_message(types.LogMessageParams(kind, message))
 
-    def document_job(self, key: str, uri: str, said: Callable[[str], None] | None = None) -> DocumentJob:
-        """A job on the open document `uri` as it is now, with the current settings."""
+    def document_job(self, key: str, uri: str, said: Callable[[str], None] | None = None) -> Document:
+        """The open document `uri` as it is now, with the current settings, for a job keyed `key`."""
         document = self.workspace.get_text_document(uri)
         path, settings = Path(document.path), self.settings
-        return DocumentJob(key, path, document.source, settings, lambda: self.flags_of(path, settings), said)
+        return Document(path, document.source, settings, lambda: self.flags_of(path, settings), key=key, said=said)
 
     async def rewrite_job(self, uri: str, version: int | None, title: str,
-                          run: Callable[[DocumentJob], Awaitable[T]]) -> tuple[T | None, str]:
+                          run: Callable[[Document], Awaitable[T]]) -> tuple[T | None, str]:
         """Run a model rewrite of document `uri` (optimize, repair) with cancellable `$/progress`; `run` is
         called once the settings are read (so it looks `self.jobs` up then). Returns its result (None if
         refused, cancelled or failed) and what to tell the user. The user cancelling the
@@ -423,7 +428,8 @@ class DiceServer(LanguageServer):
         is still the version it was made for. Without `ask`, the edit is returned for the client to preview."""
         started = self.workspace.get_text_document(uri)
         made_for = started.version
-        report, problem = await self.rewrite_job(uri, version, "optimize", lambda job: self.jobs.optimize(job, kernel))
+        report, problem = await self.rewrite_job(uri, version, "optimize",
+                                                 lambda document: self.jobs.optimize(OptimizeJob(document, kernel)))
         if report is None:
             self.tell(f"dice-lsp: {problem}")
             return {"summary": problem, "report": None, "edit": None, "applied": False}
@@ -462,7 +468,8 @@ class DiceServer(LanguageServer):
         nothing is said (the client shows the summary). An edit is offered only when the file then compiles."""
         started = self.workspace.get_text_document(uri)
         made_for, before = started.version, started.source
-        result, problem = await self.rewrite_job(uri, version, "repair", lambda job: self.jobs.repair(job))
+        result, problem = await self.rewrite_job(uri, version, "repair",
+                                                 lambda document: self.jobs.repair(RepairJob(document)))
         edit, kind = None, types.MessageType.Warning
         if result is None:
             summary = problem
@@ -503,7 +510,8 @@ class DiceServer(LanguageServer):
             return  # nothing says how to run this file's kernels
         token = await self.reports.begin("dice-lsp benchmark", path.name)
         try:
-            report = await self.jobs.bench(self.document_job(f"bench {uri}", uri, self.reports.reporter(token)))
+            report = await self.jobs.bench(BenchJob(self.document_job(f"bench {uri}", uri,
+                                                                      self.reports.reporter(token))))
         except Cancelled:  # a newer save's benchmark replaced it
             self.reports.end(token, "cancelled")
             return
@@ -536,11 +544,13 @@ class DiceServer(LanguageServer):
         text, settings = document.source, self.settings
         where = clamped(text, Position(position.line, position.character))
         await self.load_submitted().wait()
-        job = self.document_job(uri, uri)
+        asked = self.document_job(uri, uri)
+        path = asked.path
+        job = CompleteJob(asked, where, compiler=lambda: self.verdicts_for(path, text, settings),
+                          front_end=lambda: self.front_end_for(path, text, settings),
+                          sources=(self.index.source(exclude=str(path)),))
         try:
-            completion = await self.jobs.complete(job, where, lambda: self.verdicts_for(job.path, text, settings),
-                                                  lambda: self.front_end_for(job.path, text, settings),
-                                                  (self.index.source(exclude=str(job.path)),))
+            completion = (await self.jobs.complete(job)).completion
         except Cancelled:
             return None
         except DiceError as exc:

@@ -19,7 +19,6 @@ from dataclasses import replace
 from pathlib import Path
 
 from dice_lsp.settings import UNTRUSTED, Settings
-from dice_lsp.toolchain.flags import DATABASE
 
 HOW_TO_TRUST = ("to allow it, trust the workspace (VS Code: Manage Workspace Trust; "
                 "other editors: set dice.trusted = true in your own editor configuration)")
@@ -29,11 +28,6 @@ NOT_BENCHMARKED = f"not run: {UNTRUSTED}"  # the reason a benchmark lens shows
 def effective(settings: Settings) -> Settings:
     """The settings the model is loaded with: untrusted, a model folder's own code never runs."""
     return replace(settings, trust_remote_code=False) if not settings.trusted else settings
-
-
-def without_databases(files: dict[str, str]) -> dict[str, str]:
-    """A team-server request's files without compilation databases (their flags are the workspace's)."""
-    return {name: text for name, text in files.items() if Path(name).name != DATABASE}
 
 
 def remote_code_ignored() -> str:

@@ -32,7 +32,6 @@ from dice_lsp.errors import DiceError
 from dice_lsp.remote.relay import Event, EventStream, GatewayArgs, RelayBackend, ReplicaArgs, answer, app_args
 from dice_lsp.remote.server import TokenFile, check_bind, confine, listen
 from dice_lsp.remote.service import Service, ServiceConfig
-from dice_lsp.settings import Settings
 
 
 @serve.deployment(max_ongoing_requests=64, ray_actor_options={"num_cpus": 1})
@@ -40,12 +39,9 @@ class DiceReplica:
     """One copy of the service; the model loads on construction (Ray waits for it before routing here)."""
 
     def __init__(self, args: ReplicaArgs) -> None:
-        settings, errors = Settings().updated({"model": args.model, "device": args.device, "dtype": args.dtype})
-        if errors:
-            raise DiceError(errors[0])
-        confine(args.unsafe_no_sandbox, settings.nvcc, None)  # every compile and run of user code, as `dice-lsp serve`
+        confine(args.unsafe_no_sandbox, args.settings.nvcc, None)  # each compile and run of user code, as `serve`
         sandbox.announce()
-        self.service = Service(ServiceConfig(settings, max_batch_rows=args.max_batch_rows, limits=args.limits))
+        self.service = Service(ServiceConfig(args.settings, max_batch_rows=args.max_batch_rows, limits=args.limits))
         self.service.start()
         if self.service.host.status.state != "ready":
             raise DiceError(f"the model did not load: {self.service.host.status.message}")

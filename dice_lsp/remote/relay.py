@@ -25,7 +25,7 @@ from dice_lsp.jobs import MAX_BATCH_ROWS
 from dice_lsp.jobs.model_host import Ticket
 from dice_lsp.remote.limits import ConnectionLimits, RequestLimits, limits_from
 from dice_lsp.remote.protocol import RemoteError
-from dice_lsp.settings import Settings
+from dice_lsp.settings import MODEL_KEYS, Settings
 from dice_lsp.wording import Said
 
 if TYPE_CHECKING:
@@ -122,11 +122,10 @@ class RelayBackend:
 
 @dataclass(frozen=True)
 class ReplicaArgs:
-    """What each `DiceReplica` is built with: the server's model and the request limits it checks."""
+    """What each `DiceReplica` is built with: the server's model (the model keys of its settings) and the
+    request limits it checks."""
 
-    model: str | None = None
-    device: str = Settings.device
-    dtype: str = Settings.dtype
+    settings: Settings = field(default_factory=Settings)
     max_batch_rows: int = MAX_BATCH_ROWS
     unsafe_no_sandbox: bool = False
     limits: RequestLimits = field(default_factory=RequestLimits)
@@ -142,7 +141,7 @@ class GatewayArgs:
     limits: ConnectionLimits = field(default_factory=ConnectionLimits)
 
 
-_REPLICA_KEYS = ("model", "device", "dtype", "max_batch_rows", "unsafe_no_sandbox")
+_REPLICA_KEYS = ("max_batch_rows", "unsafe_no_sandbox")
 _GATEWAY_KEYS = ("host", "port", "token_file")
 
 
@@ -151,12 +150,15 @@ def app_args(args: dict[str, Any]) -> tuple[ReplicaArgs, GatewayArgs]:
     gateway; an unknown arg or a bad limit is a DiceError, so `serve run` fails at once, not in a replica."""
     request_keys = {f.name for f in fields(RequestLimits)}
     connection_keys = {f.name for f in fields(ConnectionLimits)}
-    unknown = set(args) - request_keys - connection_keys - {*_REPLICA_KEYS, *_GATEWAY_KEYS}
+    unknown = set(args) - request_keys - connection_keys - {*MODEL_KEYS, *_REPLICA_KEYS, *_GATEWAY_KEYS}
     if unknown:
         raise DiceError(f"unknown args in the serve config: {', '.join(sorted(unknown))}")
+    settings, errors = Settings().updated({key: args[key] for key in MODEL_KEYS if key in args})
+    if errors:
+        raise DiceError(errors[0])
     replica_limits = limits_from(RequestLimits, {key: args[key] for key in request_keys if key in args})
     gateway_limits = limits_from(ConnectionLimits, {key: args[key] for key in connection_keys if key in args})
-    replica = ReplicaArgs(**{key: args[key] for key in _REPLICA_KEYS if key in args}, limits=replica_limits)
+    replica = ReplicaArgs(settings, **{key: args[key] for key in _REPLICA_KEYS if key in args}, limits=replica_limits)
     gateway = GatewayArgs(**{key: args[key] for key in _GATEWAY_KEYS if key in args}, limits=gateway_limits)
     return replica, gateway
 

@@ -1,21 +1,27 @@
-"""A team server request's parameters, read once from the wire into typed values.
+"""A team server request read once from the wire into typed values: the job it asks for (`jobs.api`), the
+sources it carries and its merged settings.
 
 `Service.call` checks a request's wire parameters (`limits.check_params`), merges and checks its settings,
-then reads it here, before it takes a place in the queue; the handlers that run it see only these values.
-Defaults a request may leave out (timeout, trials, repair's tries) are filled in here from the harness's
-and the operator's limits, so no handler reads a key.
+then reads it here, before it takes a place in the queue; the service then makes the document (the request's
+files in a folder of their own) and runs the job through `Jobs` as any caller does. A job's own parameters are
+read by its request type (`reader`, the inverse of the `params` its client sent), so no handler reads a key.
+What a request leaves out (timeout, trials, repair's tries) is filled where the job runs, from the server's
+`Defaults`: the harness's and repair's own, within the operator's limits (`defaults_within`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from dice_lsp.completion.sources import Candidate
-from dice_lsp.harness.limits import Limits
+from dice_lsp.completion.sources import Candidate, Proposed
+from dice_lsp.jobs.api import BenchJob, CheckJob, CompleteJob, Defaults, Document, Job, OptimizeJob, RepairJob
 from dice_lsp.remote.limits import RequestLimits
-from dice_lsp.settings import REPAIR_CANDIDATES, Settings
-from dice_lsp.textdoc import Position
+from dice_lsp.settings import Settings
+
+READERS: dict[str, Callable[[dict[str, Any]], Callable[[Document], Job]]] = {
+    "check": CheckJob.reader, "bench": BenchJob.reader, "optimize": OptimizeJob.reader, "repair": RepairJob.reader}
 
 
 @dataclass(frozen=True)
@@ -30,52 +36,24 @@ class Sources:
 
 
 @dataclass(frozen=True)
-class CompleteParams:
-    text: str
-    position: Position
-    selection: tuple[Position, Position] | None
+class Received:
+    """A job request as read: what it asks (`method`), the sources it carries (a completion: its text alone),
+    its merged settings, and its job once the document is made (`job`)."""
+
+    method: str
+    sources: Sources
     settings: Settings
-    proposals: tuple[Candidate, ...] = ()  # the client's workspace lines for the hole (`read_proposals`)
+    job: Callable[[Document], Job]
 
 
 @dataclass(frozen=True)
 class FillParams:
+    """A raw fill (`fill`: the model alone, no job around it)."""
+
     prefix: str
     suffix: str
     max_tokens: int
     settings: Settings
-
-
-@dataclass(frozen=True)
-class CheckParams:
-    sources: Sources
-    settings: Settings
-
-
-@dataclass(frozen=True)
-class BenchParams:
-    sources: Sources
-    settings: Settings
-    limits: Limits  # the per-kernel timeout and the trials
-
-
-@dataclass(frozen=True)
-class OptimizeParams:
-    sources: Sources
-    settings: Settings
-    kernel: str
-    timeout: float  # seconds per kernel run
-    trusted: bool  # False: the editor's workspace is untrusted, so no rewrite runs on the GPU
-
-
-@dataclass(frozen=True)
-class RepairParams:
-    sources: Sources
-    settings: Settings
-    candidates: int  # tries per round
-
-
-Params = CompleteParams | FillParams | CheckParams | BenchParams | OptimizeParams | RepairParams
 
 
 def read_sources(params: dict[str, Any]) -> Sources:
@@ -83,18 +61,6 @@ def read_sources(params: dict[str, Any]) -> Sources:
     return Sources(str(params["text"]), str(params.get("path", "kernel.cu")),
                    str(params["ref"]) if params.get("ref") else None,
                    {str(name): str(content) for name, content in files.items()})
-
-
-def read_timeout(params: dict[str, Any], limits: RequestLimits) -> float:
-    """A request's `timeout`; the harness's default (or the limit, if lower) when it has none."""
-    return float(params.get("timeout", min(Limits.timeout, limits.max_timeout)))
-
-
-def read_complete(params: dict[str, Any], settings: Settings) -> CompleteParams:
-    selection = params.get("selection")
-    span = None if selection is None else (Position(*selection[0]), Position(*selection[1]))
-    return CompleteParams(str(params["text"]), Position(int(params["line"]), int(params["character"])), span,
-                          settings, read_proposals(params.get("proposals") or []))
 
 
 def read_proposals(found: list[dict[str, Any]]) -> tuple[Candidate, ...]:
@@ -106,28 +72,26 @@ def read_proposals(found: list[dict[str, Any]]) -> tuple[Candidate, ...]:
                                     rivals=int(p.get("rivals", 0))) for p in found)
 
 
-def read_params(method: str, params: dict[str, Any], settings: Settings, limits: RequestLimits) -> Params:
+def read_params(method: str, params: dict[str, Any], settings: Settings) -> Received | FillParams:
     """The wire parameters of `method` (checked by `check_params`) with their merged `settings`, as typed
     values; KeyError, TypeError or ValueError where one does not read (the caller says which)."""
-    if method == "complete":
-        return read_complete(params, settings)
     if method == "fill":
         return FillParams(str(params["prefix"]), str(params.get("suffix", "")),
                           int(params.get("max_tokens", settings.max_canvas)), settings)
-    sources = read_sources(params)
-    if method == "check":
-        return CheckParams(sources, settings)
-    if method == "bench":
-        trials = int(params.get("trials", min(Limits.trials, limits.max_trials)))
-        return BenchParams(sources, settings, Limits(timeout=read_timeout(params, limits), trials=trials))
-    if method == "optimize":
-        return OptimizeParams(sources, settings, str(params["kernel"]), read_timeout(params, limits),
-                              params.get("trusted") is not False)
-    if method == "repair":
-        return RepairParams(sources, settings,
-                            int(params.get("candidates", min(REPAIR_CANDIDATES, limits.max_candidates))))
-    raise ValueError(f"no such method {method!r}")
+    if method == "complete":
+        proposed = read_proposals(params.get("proposals") or [])
+        job = CompleteJob.reader(params, (Proposed(proposed),) if proposed else ())
+        return Received(method, Sources(str(params["text"])), settings, job)
+    if method not in READERS:
+        raise ValueError(f"no such method {method!r}")
+    return Received(method, read_sources(params), settings, READERS[method](params))
 
 
-__all__ = ["BenchParams", "CheckParams", "CompleteParams", "FillParams", "OptimizeParams", "Params", "RepairParams",
-           "Sources", "read_params"]
+def defaults_within(limits: RequestLimits) -> Defaults:
+    """What a request that leaves a parameter out gets: the runner's default, or the limit where it is lower."""
+    found = Defaults()
+    return Defaults(timeout=min(found.timeout, limits.max_timeout), trials=min(found.trials, limits.max_trials),
+                    repair_candidates=min(found.repair_candidates, limits.max_candidates))
+
+
+__all__ = ["READERS", "FillParams", "Received", "Sources", "defaults_within", "read_params", "read_proposals"]

@@ -72,7 +72,9 @@ LOG_EVERY_S = 10.0  # at most one refusal line per address in this time (a flood
 
 
 class Backend(Protocol):
-    """What answers requests: a `Service` here, or the replicas of a Ray Serve deployment."""
+    """What answers the wire's requests, by method name and wire parameters: a `Service` here (which runs each
+    job through `jobs.api.Jobs`), or the replicas of a Ray Serve deployment (`relay.RelayBackend` passes the
+    request on to one, unread)."""
 
     async def call(self, method: str, params: dict[str, Any], ticket: Ticket, progress: Said) -> Any: ...
 

@@ -150,10 +150,12 @@ def test_only_an_explicit_false_makes_an_optimize_untrusted() -> None:
 
 
 def test_what_a_job_leaves_out_is_the_runners_default() -> None:
-    assert BenchJob(document()).limits(Defaults()) == Limits()
-    assert BenchJob(document(), trials=1).limits(Defaults(timeout=2.0)) == Limits(timeout=2.0, trials=1)
-    assert OptimizeJob(document(), "k", timeout=5.0).limits(Defaults(timeout=2.0)) == Limits(timeout=5.0)
-    assert Defaults().repair_candidates == REPAIR_CANDIDATES
+    assert BenchJob(document()).arguments(Defaults()) == {"limits": Limits()}
+    assert BenchJob(document(), trials=1).arguments(Defaults(timeout=2.0)) == {"limits": Limits(timeout=2.0, trials=1)}
+    assert OptimizeJob(document(), "k", timeout=5.0).arguments(Defaults(timeout=2.0)) == {
+        "kernel": "k", "limits": Limits(timeout=5.0)}
+    assert RepairJob(document()).arguments(Defaults()) == {"candidates": REPAIR_CANDIDATES}
+    assert RepairJob(document(), 2).arguments(Defaults(repair_candidates=1)) == {"candidates": 2}
 
 
 def test_a_team_completion_is_the_typed_completion_and_sends_only_the_chosen_settings() -> None:

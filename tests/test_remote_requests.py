@@ -60,8 +60,9 @@ def test_what_a_request_leaves_out_defaults_to_the_harness_within_the_limits() -
     assert defaults_within(RequestLimits()) == Defaults(Limits.timeout, Limits.trials, REPAIR_CANDIDATES)
     tight = defaults_within(RequestLimits(max_timeout=2.0, max_trials=1, max_candidates=1))
     assert tight == Defaults(timeout=2.0, trials=1, repair_candidates=1)
-    assert BenchJob(DOCUMENT).limits(tight) == Limits(timeout=2.0, trials=1)
-    assert BenchJob(DOCUMENT, 9.0, 4).limits(tight) == Limits(timeout=9.0, trials=4)
+    assert BenchJob(DOCUMENT).arguments(tight) == {"limits": Limits(timeout=2.0, trials=1)}
+    assert BenchJob(DOCUMENT, 9.0, 4).arguments(tight) == {"limits": Limits(timeout=9.0, trials=4)}
+    assert RepairJob(DOCUMENT).arguments(tight) == {"candidates": 1}
 
 
 def test_only_an_explicit_false_marks_an_untrusted_optimize() -> None:

@@ -9,8 +9,9 @@ the team server's service all call through it, so each job is written once and e
 requests and shows results.
 
 A job's own parameters are declared here once, with the form a team server's request carries them in
-(`params`) and its reading back (`reader`); what a job leaves out (None) is the runner's default
-(`Defaults`). The settings travel beside them: the `dice.*` keys that shape one request.
+(`params`), its reading back (`reader`) and the arguments they become where the job runs (`arguments`: what a
+job leaves out, None, is the runner's default, `Defaults`); so a new parameter is a field here and its use in
+the code that runs the job. The settings travel beside them: the `dice.*` keys that shape one request.
 
 Cancellation, the same from both implementations: a job whose task is cancelled re-raises
 `asyncio.CancelledError` once its work has stopped; a job replaced by a newer one with the same key raises
@@ -88,6 +89,10 @@ class CompleteJob:
         position = Position(int(params["line"]), int(params["character"]))
         return partial(cls, position=position, sources=sources, selection=selection)
 
+    def arguments(self) -> dict[str, Any]:
+        """`complete.complete_at`'s, besides the document, the judges and the cancellation."""
+        return {"position": self.position, "selection": self.selection, "sources": self.sources}
+
 
 @dataclass(frozen=True)
 class CheckJob:
@@ -118,9 +123,10 @@ class BenchJob:
     def reader(cls, params: dict[str, Any]) -> Callable[[Document], BenchJob]:
         return partial(cls, timeout=read(float, params, "timeout"), trials=read(int, params, "trials"))
 
-    def limits(self, defaults: Defaults) -> Limits:
-        return Limits(timeout=or_default(self.timeout, defaults.timeout),
-                      trials=or_default(self.trials, defaults.trials))
+    def arguments(self, defaults: Defaults) -> dict[str, Any]:
+        """`harness.bench.bench_file`'s, besides the document."""
+        return {"limits": Limits(timeout=or_default(self.timeout, defaults.timeout),
+                                 trials=or_default(self.trials, defaults.trials))}
 
 
 @dataclass(frozen=True)
@@ -150,8 +156,9 @@ class OptimizeJob:
 
         return job
 
-    def limits(self, defaults: Defaults) -> Limits:
-        return Limits(timeout=or_default(self.timeout, defaults.timeout))
+    def arguments(self, defaults: Defaults) -> dict[str, Any]:
+        """`optimize.OptimizeRequest.from_settings`'s, besides the document."""
+        return {"kernel": self.kernel, "limits": Limits(timeout=or_default(self.timeout, defaults.timeout))}
 
 
 @dataclass(frozen=True)
@@ -168,6 +175,10 @@ class RepairJob:
     @classmethod
     def reader(cls, params: dict[str, Any]) -> Callable[[Document], RepairJob]:
         return partial(cls, candidates=read(int, params, "candidates"))
+
+    def arguments(self, defaults: Defaults) -> dict[str, Any]:
+        """`optimize.repair`'s, besides the document and the settings."""
+        return {"candidates": or_default(self.candidates, defaults.repair_candidates)}
 
 
 Job = CompleteJob | CheckJob | BenchJob | OptimizeJob | RepairJob

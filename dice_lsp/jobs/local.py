@@ -24,10 +24,10 @@ from dice_lsp.jobs.api import (
     Completed,
     CompleteJob,
     Defaults,
+    Document,
     OptimizeJob,
     RepairJob,
     Starting,
-    or_default,
 )
 from dice_lsp.jobs.model_host import ModelHost, Ticket
 from dice_lsp.settings import UNTRUSTED, Settings
@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from dice_lsp.engine import LoadedModel
     from dice_lsp.harness.bench import BenchReport
     from dice_lsp.optimize import OptimizeReport, RepairResult
+    from dice_lsp.optimize.repair import Check
+    from dice_lsp.toolchain.flags import CompileFlags
     from dice_lsp.toolchain.report import CheckReport
 
 T = TypeVar("T")
@@ -119,9 +121,8 @@ class LocalJobs:
         document, judge, reader = job.document, job.compiler(), job.front_end()
         said = document.said
         progress = None if said is None else (lambda calls: said(f"denoising: {calls} model calls"))
-        return lambda model: complete_at(model, document.text, job.position, document.settings, cancel=ticket,
-                                         progress=progress, selection=job.selection, compiler=judge,
-                                         front_end=reader, sources=job.sources)
+        return lambda model: complete_at(model, document.text, settings=document.settings, cancel=ticket,
+                                         progress=progress, compiler=judge, front_end=reader, **job.arguments())
 
     async def on_model(self, key: str, ticket: Ticket, work: Callable[[LoadedModel], T]) -> T:
         """`work` on the model's thread; cancelled, its ticket is cancelled (the fill stops at its next step)."""
@@ -181,44 +182,40 @@ class LocalJobs:
     async def bench(self, job: BenchJob) -> BenchReport:
         from dice_lsp.harness.bench import bench_file
 
-        document, limits = job.document, job.limits(self.defaults)
+        document, arguments = job.document, job.arguments(self.defaults)
 
         def work(_ticket: Ticket) -> BenchReport:
-            return bench_file(document.path, document.ref, limits, document.flags(), document.said)
+            return bench_file(document.path, document.ref, flags=document.flags(), progress=document.said, **arguments)
 
         return await self.in_thread(document.key, work, self.gpu)
 
     async def optimize(self, job: OptimizeJob) -> OptimizeReport:
         """Untrusted, the rewrites are compiled and ranked but never run on a GPU."""
-        from dice_lsp.optimize import OptimizeRequest, checker, optimize
-        from dice_lsp.toolchain.nvcc import find_nvcc
+        from dice_lsp.optimize import OptimizeRequest, optimize
 
         await self.loaded()
         document, settings = job.document, job.document.settings
 
         def work(ticket: Ticket) -> OptimizeReport:
-            flags = document.flags()
-            request = OptimizeRequest.from_settings(document.path, document.text, job.kernel, settings, flags,
-                                                    ref=document.ref, limits=job.limits(self.defaults),
-                                                    unverified=None if settings.trusted else UNTRUSTED)
-            check = checker(document.path.parent, flags, find_nvcc(settings.nvcc))
-            return optimize(self.on_model_thread, request, check, ticket, document.said)
+            flags, unverified = document.flags(), None if settings.trusted else UNTRUSTED
+            request = OptimizeRequest.from_settings(document.path, document.text, settings=settings, flags=flags,
+                                                    ref=document.ref, unverified=unverified,
+                                                    **job.arguments(self.defaults))
+            return optimize(self.on_model_thread, request, compiling(document, flags), ticket, document.said)
 
         return await self.in_thread(document.key, work, self.gpu)
 
     async def repair(self, job: RepairJob) -> RepairResult:
-        from dice_lsp.optimize import checker, repair
-        from dice_lsp.toolchain.nvcc import find_nvcc
+        from dice_lsp.optimize import repair
 
         await self.loaded()
         document, settings = job.document, job.document.settings
 
         def work(ticket: Ticket) -> RepairResult:
-            check = checker(document.path.parent, document.flags(), find_nvcc(settings.nvcc))
+            check = compiling(document, document.flags())
             return repair(self.on_model_thread, document.text, check, rounds=settings.repair_rounds,
-                          candidates=or_default(job.candidates, self.defaults.repair_candidates),
                           sampler=settings.sampler_config(), cancel=ticket, said=document.said,
-                          budget_s=settings.repair_seconds)
+                          budget_s=settings.repair_seconds, **job.arguments(self.defaults))
 
         return await self.in_thread(document.key, work, self.threads)
 
@@ -229,4 +226,12 @@ class LocalJobs:
             raise DiceError(f"the model thread is still busy after {STOP_S:.0f} s")
 
 
-__all__ = ["NO_GPU", "Completer", "LocalJobs"]
+def compiling(document: Document, flags: CompileFlags) -> Check:
+    """nvcc's report on a rewrite of `document`, compiled beside it with `flags`."""
+    from dice_lsp.optimize import checker
+    from dice_lsp.toolchain.nvcc import find_nvcc
+
+    return checker(document.path.parent, flags, find_nvcc(document.settings.nvcc))
+
+
+__all__ = ["NO_GPU", "Completer", "LocalJobs", "compiling"]

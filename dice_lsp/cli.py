@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from dice_lsp.complete import Compiler
     from dice_lsp.completion.sources import Source
     from dice_lsp.evals.results import EvalReport
-    from dice_lsp.jobs.api import Document, Jobs
+    from dice_lsp.jobs.api import Completed, Document, Jobs
     from dice_lsp.remote.team import TeamJobs
     from dice_lsp.toolchain.flags import CompileFlags
 
@@ -189,7 +189,7 @@ class FlagOptions:
         return {k: v for k, v in wanted.items() if v is not None}
 
 
-def file_document(args: argparse.Namespace, text: str, settings: Settings, said: Said | None = None) -> Document:
+def file_document(args: argparse.Namespace, text: str, settings: Settings) -> Document:
     """FILE (with `--ref`) as a job's document: compiled with its own flags and `--arch`, `--std`, `-I`, `-D` on
     top, with `settings` and, for a team server, those flags as its settings. The command line runs what its
     user names: the document is trusted."""
@@ -200,7 +200,7 @@ def file_document(args: argparse.Namespace, text: str, settings: Settings, said:
         settings = updated(settings, flags.as_settings())
     path, ref = Path(args.file).resolve(), getattr(args, "ref", None)
     return Document(path, text, replace(settings, trusted=True), lambda: flags.on_top_of_file(path),
-                    ref=Path(ref).resolve() if ref is not None else None, said=said)
+                    ref=Path(ref).resolve() if ref is not None else None)
 
 
 def team_jobs(args: argparse.Namespace) -> TeamJobs:
@@ -286,7 +286,7 @@ def cmd_complete(args: argparse.Namespace) -> int:
     compiler, front_end = command_judges(document, args.compile_check)
     sources = (workspace_source(args.workspace, document.path),) if args.workspace is not None else ()
 
-    def complete(jobs: Jobs, said: Said) -> Awaitable[Any]:
+    def complete(jobs: Jobs, said: Said) -> Awaitable[Completed]:
         return jobs.complete(CompleteJob(replace(document, said=said), position, compiler, front_end, sources))
 
     return show.completion(run_job(args, "complete", complete), position, args.json)

@@ -16,16 +16,7 @@ import pytest
 from dice_lsp.errors import DiceError
 from dice_lsp.harness.bench import BenchReport, BuildFailure, KernelResult
 from dice_lsp.harness.limits import Limits
-from dice_lsp.jobs.api import (
-    BenchJob,
-    CheckJob,
-    Completed,
-    CompleteJob,
-    Defaults,
-    Document,
-    OptimizeJob,
-    RepairJob,
-)
+from dice_lsp.jobs.api import BenchJob, CheckJob, Completed, CompleteJob, Defaults, Document, OptimizeJob, RepairJob
 from dice_lsp.jobs.local import LocalJobs
 from dice_lsp.optimize import OptimizeReport, OptimizeRequest, RepairResult, Rewrite
 from dice_lsp.optimize.repair import Change

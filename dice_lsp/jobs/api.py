@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+
 @dataclass(frozen=True)
 class Document:
     """The file a job works on: where it is, its text as the caller has it now (an editor's buffer may be ahead
@@ -106,6 +107,10 @@ class CheckJob:
     @classmethod
     def reader(cls, _params: dict[str, Any]) -> Callable[[Document], CheckJob]:
         return cls
+
+    def arguments(self, _defaults: Defaults) -> dict[str, Any]:
+        """`toolchain.report.check_source`'s, besides the document."""
+        return {}
 
 
 @dataclass(frozen=True)

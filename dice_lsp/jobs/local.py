@@ -18,17 +18,7 @@ from contextlib import suppress
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from dice_lsp.errors import Cancelled, DiceError
-from dice_lsp.jobs.api import (
-    BenchJob,
-    CheckJob,
-    Completed,
-    CompleteJob,
-    Defaults,
-    Document,
-    OptimizeJob,
-    RepairJob,
-    Starting,
-)
+from dice_lsp.jobs.api import Completed, Defaults, Starting
 from dice_lsp.jobs.model_host import ModelHost, Ticket
 from dice_lsp.settings import UNTRUSTED, Settings
 
@@ -36,6 +26,7 @@ if TYPE_CHECKING:
     from dice_lsp.complete import Completion
     from dice_lsp.engine import LoadedModel
     from dice_lsp.harness.bench import BenchReport
+    from dice_lsp.jobs.api import BenchJob, CheckJob, CompleteJob, Document, OptimizeJob, RepairJob
     from dice_lsp.optimize import OptimizeReport, RepairResult
     from dice_lsp.optimize.repair import Check
     from dice_lsp.toolchain.flags import CompileFlags
@@ -44,7 +35,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 NO_GPU = "dice-lsp: no CUDA GPU here; benchmarks on save are off"
 STOP_S = 60.0  # longest wait, on closing a host of their own, for the model thread (a shard being read)
-Completer = Callable[[CompleteJob, Ticket], "Completion"]  # a completion made on a worker thread (its ticket given)
+Completer = Callable[["CompleteJob", Ticket], "Completion"]  # a completion made on a worker thread (its ticket given)
 
 
 class LocalJobs:
@@ -163,7 +154,7 @@ class LocalJobs:
 
         def work(_ticket: Ticket) -> CheckReport:
             return check_source(document.text, document.path.parent, document.flags(), cache=self.cache,
-                                nvcc=find_nvcc(document.settings.nvcc))
+                                nvcc=find_nvcc(document.settings.nvcc), **job.arguments(self.defaults))
 
         return await self.in_thread(document.key, work, self.threads)
 

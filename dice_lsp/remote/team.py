@@ -28,16 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from dice_lsp import __version__
 from dice_lsp.address import parse_address
 from dice_lsp.errors import Cancelled, DiceError
-from dice_lsp.jobs.api import (
-    BenchJob,
-    CheckJob,
-    Completed,
-    CompleteJob,
-    Document,
-    OptimizeJob,
-    RepairJob,
-    Starting,
-)
+from dice_lsp.jobs.api import Completed, Starting
 from dice_lsp.jobs.status import ModelStatus
 from dice_lsp.remote.client import ProgressListener, RemoteClient, file_request, read_token
 from dice_lsp.remote.limits import MAX_PROPOSAL_CHARS, MAX_PROPOSALS
@@ -48,6 +39,7 @@ from dice_lsp.toolchain.flags import DATABASE
 if TYPE_CHECKING:
     from dice_lsp.completion.sources import Source
     from dice_lsp.harness.bench import BenchReport
+    from dice_lsp.jobs.api import BenchJob, CheckJob, CompleteJob, Document, OptimizeJob, RepairJob
     from dice_lsp.optimize import OptimizeReport, RepairResult
     from dice_lsp.textdoc import Position
     from dice_lsp.toolchain.report import CheckReport

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dice_lsp.completion.checks.context import CheckContext
+from dice_lsp.completion.checks.request import Request
 from dice_lsp.completion.checks.rule import Rule
 from dice_lsp.toolchain.header_index import NO_HEADERS, HeaderIndex, fallback_names
 
@@ -50,6 +51,35 @@ BODY_FILL = "\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n
 
 # an empty kernel: the constructs' cases are one statement in it
 VOID_KERNEL = "__global__ void k(float* out, int n) {\n    ‸\n}\n"
+
+
+# a kernel beside another, with a closed loop above the hole and a block below it
+SCOPED = """#define SCALE 2
+typedef float real;
+__device__ float blend(float a, float b, float t = 0.5f);
+__global__ void other(float* dst, int count) {
+    int gid = threadIdx.x;
+    dst[gid] = 0.f;
+}
+__global__ void k(real* out, int n) {
+    for (int i = 0; i < n; ++i) {
+        float done = out[i];
+    }
+    int tid = threadIdx.x;
+    ‸
+    if (tid < n) {
+        float bias = 1.f;
+        out[tid] = bias + later;
+    }
+    float later = 2.f;
+}
+"""
+
+
+def scoped() -> Request:
+    """The request at the hole of `SCOPED`, with `printf` for the headers."""
+    at = SCOPED.index("‸")
+    return Request(SCOPED.replace("‸", ""), at, at, HeaderIndex.from_lines(["printf"]))
 
 
 def context(case: str, headers: HeaderIndex | None = None, local_headers: tuple[str, ...] = ()) -> CheckContext:

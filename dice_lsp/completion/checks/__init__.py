@@ -4,7 +4,9 @@ the verdicts the ranking and the decision read as features.
 - `request`: one request's document and region, parsed once; each fill is placed in it (parsed incrementally
   from the base's tree) and judged against the document without it, so only what the fill changes can fail it;
 - `symbols`: the document's symbol table (declarations with kind, block and arity; the names it writes; the
-  header index as the outer scope) and the scope at the hole, on which the names rules are short queries;
+  header index as the outer scope), read once from the base's tree;
+- `hole_scope`: what the symbol table says at the hole (in scope, out of scope, provided to the code below,
+  declared in the hole's block), on which the names rules are short queries;
 - `typed_line`: what the text typed before the cursor on the hole's line means for the names rules;
 - `rules`: one rule per module, each a reason to withhold a fill, belonging to `parses` or `names`;
 - `context.CheckContext`: asks every rule about each candidate of a request.

@@ -7,9 +7,9 @@ parsed once; each fill's new text is parsed incrementally from the base's tree (
 did not touch: the same trees as full parses, at a fraction of the time).
 
 What the rules ask of the base is kept here, computed once per request: its parse errors, the hole's line, the
-function around the hole when it parses, its symbol table and the scope at the hole (`symbols`), the names the
-code after the hole needs (`typed_line.needed`), and, where tree-sitter gave up on more than the hole's
-definition, that definition parsed alone (`alone`).
+function around the hole when it parses, its symbol table (`symbols`) and the scope at the hole (`hole_scope`),
+the names the code after the hole needs (`typed_line.needed`), and, where tree-sitter gave up on more than the
+hole's definition, that definition parsed alone (`alone`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from functools import cached_property
 from tree_sitter import Node, Point, Tree
 
 from dice_lsp.completion.checks import typed_line
-from dice_lsp.completion.checks.symbols import HoleScope, SymbolTable
+from dice_lsp.completion.checks.hole_scope import HoleScope
+from dice_lsp.completion.checks.symbols import SymbolTable
 from dice_lsp.completion.checks.syntax import Error, errors, fill_offset, inner_errors, overlapping, point_after
 from dice_lsp.cuda.functions import parse, parser, top_level_span
 from dice_lsp.toolchain.header_index import NO_HEADERS, HeaderIndex
@@ -191,7 +192,8 @@ class Request:
     @cached_property
     def scope(self) -> HoleScope:
         """The document's names as seen from the hole."""
-        return self.symbols.at(self.hole, self.enclosing, self.hole_line, self.errors, self.document_names)
+        return HoleScope(self.symbols, self.hole, self.enclosing, self.hole_line, tuple(self.errors),
+                         lambda: self.document_names)
 
     @cached_property
     def document_names(self) -> frozenset[str]:

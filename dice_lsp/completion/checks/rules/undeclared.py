@@ -9,9 +9,9 @@ the document includes but that are not at hand. The fault is the whole fill.
 
 from __future__ import annotations
 
+from dice_lsp.completion.checks.hole_scope import macro_argument
 from dice_lsp.completion.checks.request import Placed, Request
 from dice_lsp.completion.checks.rule import Fault, Rule
-from dice_lsp.completion.checks.symbols import macro_argument
 from dice_lsp.cuda.names import declared_by, text_of
 
 

@@ -20,9 +20,10 @@ import re
 
 from tree_sitter import Node
 
+from dice_lsp.completion.checks.hole_scope import local_like
 from dice_lsp.completion.checks.request import Placed, Request
 from dice_lsp.completion.checks.rule import Fault, Rule
-from dice_lsp.completion.checks.symbols import BUILTINS, local_like
+from dice_lsp.completion.checks.symbols import BUILTINS
 from dice_lsp.completion.checks.syntax import overlapping
 from dice_lsp.cuda.names import FIELD, NAME_TYPES, declared_by
 

@@ -100,20 +100,25 @@ def test_bad_kind_and_execute_without_gpu_are_one_line_errors() -> None:
         assert proc.returncode == 3 and proc.stderr.count("\n") == 1 and "GPU" in proc.stderr
 
 
+SMOKE_HOLES = 8  # dice-tiny shows 4 of the test split's first 8 one-line holes (holes 0, 1, 3, 6 on 2026-12-07)
+
+
 @pytest.mark.slow
 def test_smoke_one_line_holes_with_the_embedded_model() -> None:
-    """The CI smoke run: 30 one-line holes of the test split through the editor path on the CPU (the
-    benchmark's numbers come from bench/, on every hole; this checks the path and the report)."""
-    proc = run_cli("--kinds", "line", "--limit", "30", "--json")
+    """The CI smoke run: the first one-line holes of the test split through the editor path on the CPU (the
+    benchmark's numbers come from bench/, on every hole; this checks the path and the report). Each hole
+    costs a clang preamble built at a low CPU priority, so the holes are few: on 2 busy cores 30 of them
+    took 3.5-7 minutes, most of it waiting for the CPU."""
+    proc = run_cli("--kinds", "line", "--limit", str(SMOKE_HOLES), "--json")
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
-    assert report["holes"] == 30 and len(report["fills"]) == 30
+    assert report["holes"] == SMOKE_HOLES and len(report["fills"]) == SMOKE_HOLES
     row = report["kinds"]["line"]
-    assert row["holes"] == 30
+    assert row["holes"] == SMOKE_HOLES
     assert 0 <= row["show_rate"]["low"] <= row["show_rate"]["mean"] <= row["show_rate"]["high"] <= 1
     shown = [f for f in report["fills"] if f["fill"]]
-    assert shown, "the embedded model showed no fill on 30 one-line holes"
-    assert row["show_rate"]["mean"] == pytest.approx(len(shown) / 30)
+    assert shown, f"the embedded model showed no fill on {SMOKE_HOLES} one-line holes"
+    assert row["show_rate"]["mean"] == pytest.approx(len(shown) / SMOKE_HOLES)
     assert all(f["shown"] for f in shown) and all(not f["shown"] for f in report["fills"] if not f["fill"])
     assert all(f["latency_ms"] > 0 for f in report["fills"])
 

@@ -261,9 +261,15 @@ def _unsure(best: Suggestion, decision: Decision) -> str:
 
 def _why(ranked: list[Suggestion], prepared: PreparedFill) -> str:
     best = ranked[0].checks
-    what = ("does not parse" if not best.parses else _name_fault(ranked[0].text, prepared) if not best.names
-            else "does not type-check" if best.types is False else "does not compile")
+    what = (_parse_fault(ranked[0].text, prepared) if not best.parses else _name_fault(ranked[0].text, prepared)
+            if not best.names else "does not type-check" if best.types is False else "does not compile")
     return f"no fill passed the checks ({len(ranked)} tried; the best {what})"
+
+
+def _parse_fault(text: str, prepared: PreparedFill) -> str:
+    """What the parse rules find wrong with a fill: a syntax error, or the construct a rule rejects."""
+    rule = prepared.checker.failed_rule(text)
+    return "does not parse" if rule in (None, "syntax errors") else f"fails the rule: {rule}"
 
 
 def _dropped(texts: list[str]) -> str:

@@ -54,14 +54,62 @@ FOR_HEADER = ("__global__ void fill_ones(float* out, int n) {\n"
               "        out[i] = 1.0f;\n    }\n}\n")
 
 
-def test_the_embedded_model_finishes_a_loop_header_and_says_which_checks_it_passed(tmp_path: Path) -> None:
-    """End to end: dice-tiny, the pipeline's checks and nvcc. dice-tiny ends this grid-stride loop's header with
-    `i++) {`, which compiles but is not the loop's step: the show filter withholds it and says why; a user who
-    asks for whatever passes the checks (`--min-confidence 0`) gets it, with the checks it passed."""
+def test_a_grid_loop_stepping_by_one_is_never_shown(tmp_path: Path) -> None:
+    """dice-tiny ends this grid-stride loop's header with `i++) {`: it compiles, but every thread would redo the
+    elements of the threads after it. The checks reject it (re-masking finds nothing better): nothing is shown,
+    not even to a user who asks for whatever passes the checks, and the reply says why."""
     path = tmp_path / "fill_ones.cu"
     path.write_text(FOR_HEADER)
-    fast = ("--steps", "4")  # at most 4 steps per 32 tokens: where dice-tiny writes this loop's increment
-    at = ["complete", str(path), "--line", "1", "--character", "63", *fast]
+    at = ["complete", str(path), "--line", "1", "--character", "63", "--steps", "4", "--json"]
+    for extra in ((), ("--min-confidence", "0")):
+        proc = run(*at, *extra)
+        assert proc.returncode == 0, proc.stderr
+        data = json.loads(proc.stdout)
+        assert data["items"] == [], data["items"]
+        assert re.fullmatch(r"no fill passed the checks \(\d+ tried; the best (does not parse|fails the rule: .+)\)",
+                            data["withheld"]), data["withheld"]
+
+
+# the host code of a vector add, the last copy half-typed (`cudaMemcpy(h_out, `): its destination is the host's output
+MEMCPY = """#include <cuda_runtime.h>
+#include <stdlib.h>
+
+__global__ void vector_add(float *out, const float *a, const float *b, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = a[i] + b[i];
+}
+
+int main()
+{
+    const int N = 1 << 20;
+    size_t bytes = N * sizeof(float);
+    float *h_a = (float *)malloc(bytes);
+    float *h_b = (float *)malloc(bytes);
+    float *h_out = (float *)malloc(bytes);
+    float *d_a, *d_b, *d_out;
+    cudaMalloc((void **)&d_a, bytes);
+    cudaMalloc((void **)&d_b, bytes);
+    cudaMalloc((void **)&d_out, bytes);
+    cudaMemcpy(d_a, h_a, bytes, cudaMemcpyHostToDevice);
+    cudaMemcpy(d_b, h_b, bytes, cudaMemcpyHostToDevice);
+    vector_add<<<(N + 255) / 256, 256>>>(d_out, d_a, d_b, N);
+    cudaMemcpy(h_out,‸
+    cudaFree(d_a);
+    free(h_out);
+    return 0;
+}
+""".replace("‸", " ")  # the cursor after the typed `, `
+
+
+def test_the_embedded_model_finishes_a_copy_and_says_which_checks_it_passed(tmp_path: Path) -> None:
+    """End to end: dice-tiny, the pipeline's checks, clang and nvcc. dice-tiny finishes `cudaMemcpy(h_out, ` with the
+    copy above it (`h_b, bytes, cudaMemcpyHostToDevice);`), which compiles but copies the wrong way: the show filter
+    withholds it and says why; a user who asks for whatever passes the checks (`--min-confidence 0`) gets it, with
+    the checks it passed."""
+    path = tmp_path / "vector_add.cu"
+    path.write_text(MEMCPY)
+    at = ["complete", str(path), "--line", "23", "--character", "22"]
     proc = run(*at, "--json")
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
@@ -71,10 +119,11 @@ def test_the_embedded_model_finishes_a_loop_header_and_says_which_checks_it_pass
     proc, human = cli_runs([*at, "--json", "--min-confidence", "0"], [*at, "--min-confidence", "0"], timeout=120)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
-    assert [item["text"] for item in data["items"]][:1] == ["i++) {"]
+    assert [item["text"] for item in data["items"]][:1] == ["h_b, bytes, cudaMemcpyHostToDevice);"]
     assert data["items"][0]["checks"] == {"parses": True, "names": True, "types": TYPES, "compiles": True}
     assert isinstance(data["items"][0]["confidence"], float) and data["withheld"] is None
-    assert human.stdout.startswith("i++) {\n") and f"{CHECKS_LINE[:-1]} · P(right) 0." in human.stderr
+    assert human.stdout.startswith("h_b, bytes, cudaMemcpyHostToDevice);\n")
+    assert f"{CHECKS_LINE[:-1]} · P(right) 0." in human.stderr
 
 
 def test_human_output_says_why_nothing_is_shown(kernel_file: Path, native_dir: Path) -> None:

@@ -57,6 +57,12 @@ class CheckContext:
         placed = request.place(fill)
         return not any(rule.faults(request, placed) for rule in _PARSES)
 
+    def failed_rule(self, fill: str) -> str | None:
+        """The name of the first `parses` rule that rejects `fill` (what the user is told), None when all pass."""
+        request = self._judged(fill)
+        placed = request.place(fill)
+        return next((rule.name for rule in _PARSES if rule.faults(request, placed)), None)
+
     def error_spans(self, fill: str) -> list[tuple[int, int]]:
         """Character ranges of the fill that parse errors touch or the parses rules blame (what re-masking
         denoises again)."""

@@ -13,6 +13,7 @@ import pytest
 import pytest_lsp
 from pytest_lsp import LanguageClient
 
+from . import scheduling
 from .lsp_client import FAKE_MODEL_DIR, FAKE_SERVER, SERVER
 
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -121,15 +122,38 @@ def sdar_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_qwen3_folder(tmp_path_factory.mktemp("sdar"), "sdar")
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--store-durations", action="store_true",
+                     help="write each test's time (setup, call and teardown) to tests/durations.json, the order "
+                          "the suite's tests start in (tests/scheduling.py)")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     import torch
 
+    scheduling.order(items, scheduling.read_durations())
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU (none on this machine)")
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+MEASURED: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    test = scheduling.test_id(report.nodeid)
+    MEASURED[test] = MEASURED.get(test, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    config = session.config
+    if config.getoption("store_durations") and not hasattr(config, "workerinput") and MEASURED:
+        whole = (config.args_source == pytest.Config.ArgsSource.TESTPATHS and not config.option.keyword
+                 and not config.option.markexpr)
+        scheduling.write_durations(MEASURED, whole_suite=whole)
 
 
 @pytest_lsp.fixture(config=FAKE_SERVER)

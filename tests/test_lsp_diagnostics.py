@@ -18,7 +18,10 @@ CLEAN = ("__global__ void tile(float* a) {\n    __shared__ float s[256];\n    s[
 BROKEN = "__global__ void k(float* a) {\n    a[0] = undefined_thing;\n}\n"
 
 
-async def test_errors_on_open_clear_after_the_fix(client: LanguageClient, tmp_path: Path) -> None:
+async def test_errors_on_open_clear_after_the_fix_and_a_clean_file_gets_its_code_lens(
+        client: LanguageClient, tmp_path: Path) -> None:
+    """nvcc's error on open, gone after the fix; then another file, which compiles, gets no diagnostics and one
+    lens with its kernel's registers and shared memory (one server for both: each start costs a model load)."""
     await start(client)
     uri = (tmp_path / "broken.cu").as_uri()
     open_document(client, BROKEN, uri)
@@ -31,9 +34,6 @@ async def test_errors_on_open_clear_after_the_fix(client: LanguageClient, tmp_pa
         content_changes=[types.TextDocumentContentChangeWholeDocument(text=CLEAN)]))
     assert list(await diagnostics_for(client, uri)) == []
 
-
-async def test_code_lens_shows_registers_and_shared_memory(client: LanguageClient, tmp_path: Path) -> None:
-    await start(client)
     uri = (tmp_path / "tile.cu").as_uri()
     open_document(client, CLEAN, uri)
     assert list(await diagnostics_for(client, uri)) == []

@@ -18,6 +18,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 from dice_lsp.toolchain.clang import find_clang
 
 from .lsp_client import (
+    DOCUMENT_DIR,
     FAST,
     INDEX_LINE,
     TWO_KERNELS,
@@ -57,19 +58,17 @@ async def test_opening_a_file_precompiles_its_preamble_before_any_completion(tmp
     assert [p.suffix for p in SCRATCH.glob("dice-clang-pch-*/*.pch")] == [".pch"]
 
 
-async def test_initialize_advertises_inline_completion_and_loads_the_model(client: LanguageClient) -> None:
+async def test_initialize_loads_the_model_and_inline_completion_covers_the_region_at_the_cursor(
+        client: LanguageClient) -> None:
+    """Initialize answers with the server's capabilities and the model loads (dice/status: loading, then ready);
+    then the product's default path (the model, the document, the idiom bank, the checks and the show filter): the
+    second kernel's index line, which the first kernel has, is shown over the empty line. (One server for both:
+    each start costs a torch import and a model load.)"""
     statuses = await start(client)
     assert client.capabilities is not None
     status = await ready(statuses, client)
     assert statuses[0]["state"] == "loading"
     assert status["state"] == "ready" and status["model"] == "dice-tiny" and status["device"] == "cpu"
-
-
-async def test_inline_completion_covers_the_region_at_the_cursor(client: LanguageClient) -> None:
-    """The product's default path (the model, the document, the idiom bank, the checks and the show filter): the
-    second kernel's index line, which the first kernel has, is shown over the empty line."""
-    statuses = await start(client)
-    await ready(statuses, client)
     open_document(client, TWO_KERNELS)
     result = await client.text_document_inline_completion_async(types.InlineCompletionParams(
         text_document=types.TextDocumentIdentifier(uri=URI), position=types.Position(6, 4),
@@ -114,18 +113,32 @@ BROKEN_ABOVE = (  # the first kernel does not parse; the second, with the cursor
 )
 
 
-def invoked_at(line: int, character: int) -> types.InlineCompletionParams:
+BROKEN_SIGNATURE = "__global__ void k(float* x {\n    x[threadIdx.x] = ;\n    \n"  # the cursor: line 2, character 4
+SIGNATURE_URI = (DOCUMENT_DIR / "signature.cu").as_uri()
+
+
+def invoked_at(line: int, character: int, uri: str = URI) -> types.InlineCompletionParams:
     return types.InlineCompletionParams(
-        text_document=types.TextDocumentIdentifier(uri=URI), position=types.Position(line, character),
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line, character),
         context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Automatic))
 
 
-async def test_a_file_with_syntax_errors_still_completes(fake_client: LanguageClient) -> None:
-    """A syntax error elsewhere in the file does not stop a fill: the model's text is the item, exactly, over
-    the empty line's region, with the checks it passed."""
-    fake_fills(["if (i < n) out[i] = 1.0f;"])
+async def test_broken_code_asks_the_model_only_where_a_region_is_left(fake_client: LanguageClient) -> None:
+    """One server, two files. An unclosed parameter list leaves no function around the cursor, so no region to
+    fill: the answer is an empty list at once, the model is never asked, and nothing is logged as withheld
+    (nothing was). A syntax error elsewhere in a file does not stop a fill: the model's text is the item, exactly,
+    over the empty line's region, with the checks it passed."""
     statuses = await start(fake_client)
     await ready(statuses, fake_client)
+
+    fake_fills(["x[threadIdx.x] = 1.0f;"])
+    open_document(fake_client, BROKEN_SIGNATURE, SIGNATURE_URI)
+    result = await fake_client.text_document_inline_completion_async(invoked_at(2, 4, SIGNATURE_URI))
+    assert isinstance(result, types.InlineCompletionList) and list(result.items) == []
+    assert fake_calls() == [], "no region, no model call"
+    assert not [m.message for m in fake_client.log_messages if "no completion" in m.message]
+
+    fake_fills(["if (i < n) out[i] = 1.0f;"])
     open_document(fake_client, BROKEN_ABOVE)
     result = await fake_client.text_document_inline_completion_async(invoked_at(6, 4))
     assert isinstance(result, types.InlineCompletionList) and len(result.items) == 1
@@ -137,18 +150,4 @@ async def test_a_file_with_syntax_errors_still_completes(fake_client: LanguageCl
     assert list(item.command.arguments or []) == [{"parses": True, "names": True, "types": types_check,
                                                    "compiles": None}]
     assert fake_calls() == ["generation 1 started"]
-    assert not fake_client.error, "the server survived"
-
-
-async def test_no_region_in_a_broken_signature_is_an_empty_list_and_no_model_call(fake_client: LanguageClient) -> None:
-    """An unclosed parameter list leaves no function around the cursor, so no region to fill: the answer is
-    an empty list at once, the model is never asked, and nothing is logged as withheld (nothing was)."""
-    fake_fills(["x[threadIdx.x] = 1.0f;"])
-    statuses = await start(fake_client)
-    await ready(statuses, fake_client)
-    open_document(fake_client, "__global__ void k(float* x {\n    x[threadIdx.x] = ;\n    \n")
-    result = await fake_client.text_document_inline_completion_async(invoked_at(2, 4))
-    assert isinstance(result, types.InlineCompletionList) and list(result.items) == []
-    assert fake_calls() == [], "no region, no model call"
-    assert not [m.message for m in fake_client.log_messages if "no completion" in m.message]
     assert not fake_client.error, "the server survived"

@@ -154,17 +154,32 @@ def test_wrong_tokens_wait_longer_each_time_and_a_right_one_does_not(server: tup
         raw.close()
         return took, reply
 
+    # Times from below are what the server waited at least, whatever the machine's load. Times from above only
+    # tell the waits apart from the next one of the schedule (4 s: a right token made to wait, a back-off not
+    # started over) with room for a busy machine; the schedule itself (0.5, 1, 2, ... s) is asserted exactly
+    # on the class that keeps it, test_the_back_off_doubles_per_address_and_a_right_token_starts_it_over.
     delays = []
     for _ in range(3):
         took, reply = timed("not-the-token")
         assert reply is not None and reply["error"]["code"] == "unauthorized"
         delays.append(took)
     assert all(took >= expected - 0.05 for took, expected in zip(delays, (0.5, 1.0, 2.0), strict=True)), delays
-    assert delays[2] < 3.5, delays
     took, reply = timed(TOKEN)
-    assert reply is not None and reply["result"]["server"] == "dice-lsp" and took < 0.4
+    assert reply is not None and reply["result"]["server"] == "dice-lsp" and took < 2.0
     took, reply = timed("not-the-token")
-    assert 0.45 <= took < 1.5, "a right token starts the back-off over"
+    assert 0.45 <= took < 3.0, "a right token starts the back-off over"
+
+
+def test_the_back_off_doubles_per_address_and_a_right_token_starts_it_over() -> None:
+    from dice_lsp.remote.limits import ConnectionLimits
+    from dice_lsp.remote.server import WrongTokens
+
+    limits = ConnectionLimits()
+    wrong = WrongTokens(limits.backoff, limits.backoff_max)
+    assert [wrong.delay("10.0.0.1") for _ in range(8)] == [0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0]
+    assert wrong.delay("10.0.0.2") == 0.5, "per address"
+    wrong.forget("10.0.0.1")  # what a right token from the address does (Gate.admit)
+    assert wrong.delay("10.0.0.1") == 0.5
 
 
 def test_a_token_file_shorter_than_8_characters_stops_the_server(tmp_path: Path) -> None:
@@ -205,7 +220,7 @@ def test_a_connection_that_does_not_authenticate_in_time_is_closed(strict: tuple
         assert reply is not None and reply["error"]["code"] == "handshake_timeout"
         assert raw.receive() is None
         raw.close()
-    assert time.monotonic() - started < 4
+    assert time.monotonic() - started < 30, "closed by the server's 1 s deadline, long before the client's 60 s"
 
 
 def test_connections_per_address_are_capped(strict: tuple[str, Any, Path]) -> None:
@@ -262,7 +277,7 @@ def test_an_idle_connection_is_closed_but_not_while_a_request_runs(strict: tuple
     started = time.monotonic()
     reply = raw.receive()
     assert reply is not None and reply["id"] == 0 and reply["error"]["code"] == "idle"
-    assert 0.5 < time.monotonic() - started < 3
+    assert 0.5 < time.monotonic() - started < 30, "idle for its 1 s once the fill ended, not before"
     assert raw.receive() is None
     raw.close()
 

@@ -94,16 +94,17 @@ def test_values_are_counted_from_the_headers_alone(value: object) -> None:
 
 
 def test_a_frame_of_many_small_values_is_refused_before_it_is_unpacked() -> None:
-    """16 Mi empty arrays (1.1 GiB once unpacked), 5 Mi two-letter strings: refused in well under a second."""
+    """16 Mi empty arrays (1.1 GiB once unpacked), 5 Mi two-letter strings: refused in well under a second of
+    this thread's CPU (its CPU time, not the wall clock, which a busy machine stretches)."""
     from dice_lsp.remote.protocol import TooManyValues, decode
 
     count = MAX_FRAME - 5
     for body in (b"\xdd" + struct.pack(">I", count) + b"\x90" * count,
                  b"\xdd" + struct.pack(">I", 5 << 20) + b"\xa2ab" * (5 << 20)):
-        started = time.perf_counter()
+        started = time.thread_time()
         with pytest.raises(TooManyValues, match="frame of more than 65536 values") as caught:
             decode(body, 65536)
-        assert caught.value.code == "too_large" and time.perf_counter() - started < 1.0
+        assert caught.value.code == "too_large" and time.thread_time() - started < 1.0
     request = {"v": VERSION, "id": 1, "method": "fill", "params": {"prefix": "x" * 100}}
     assert decode(msgpack.packb(request), 65536) == request
     assert decode(msgpack.packb({"v": VERSION, "id": 1, "l": [0] * 65_000}))["id"] == 1  # no bound: as before

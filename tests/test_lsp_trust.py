@@ -57,9 +57,20 @@ def workspace_with_database(root: Path, *arguments: str) -> Path:
 
 async def trust(client: LanguageClient, configuration: dict[str, Any]) -> None:
     """What VS Code does when the user grants trust: new answers to workspace/configuration, and an empty
-    workspace/didChangeConfiguration that makes the server ask for them."""
+    workspace/didChangeConfiguration that makes the server ask for them. Returns once the server has taken the
+    new settings (its log says `workspace trusted`), however long a busy machine makes that."""
+    def said() -> int:
+        return sum(m.message == "workspace trusted" for m in client.log_messages)
+
+    before = said()
     client.set_configuration({**configuration, "trusted": True}, section="dice")
     client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+
+    async def taken() -> None:
+        while said() == before:
+            await asyncio.sleep(0.05)
+
+    await asyncio.wait_for(taken(), timeout=60)
 
 
 def trust_messages(client: LanguageClient) -> list[str]:
@@ -156,7 +167,6 @@ async def test_untrusted_optimize_never_runs_a_candidate_on_the_gpu(gpu_client: 
     assert "none verified (workspace not trusted)" in result["summary"]
     assert not [line for line in gpu_log() if line.startswith(("optimize", "bench_rewrite"))], gpu_log()
     await trust(client, configuration)
-    await asyncio.sleep(0.5)  # the new settings are read
     trusted = await optimize_twice(client, path.as_uri())
     assert trusted["report"]["gpu"] is True and "optimize gpu_arch" in gpu_log(), "trusted, candidates go to the GPU"
 
@@ -206,7 +216,7 @@ async def test_a_nested_dice_object_cannot_trust_the_workspace(client: LanguageC
     shown = [m.message for m in client.messages]
     assert shown.count("dice.dice: not a setting (settings are not nested, except server.*; ignored)") == 2, shown
     await trust(client, {**FAST, "trust": {"remoteCode": True}, "include": {"dirs": ["/etc"]}, "dice": nested})
-    await asyncio.sleep(1.0)  # the configuration is applied: a model load would have started by now
+    await asyncio.sleep(1.0)  # the configuration is applied (trust waits for it): a model load would have started
     assert statuses[-1]["model"] == "dice-tiny" and not ran.exists()
     shown = [m.message for m in client.messages]
     assert "dice.trust: not a setting (settings are not nested, except server.*; ignored)" in shown

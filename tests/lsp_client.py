@@ -34,8 +34,9 @@ KERNEL = (
 
 
 LOOP_HEADER = (  # a half-typed loop header dice-tiny finishes with code that parses, resolves and compiles
-    "__global__ void fill_ones(float* out, int n) {\n"
-    "    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; \n"  # the cursor: line 1, character 63
+    "__device__ void fill_ones(float* out, int n) {\n"
+    "    int tid = threadIdx.x;\n"
+    "    for (int i = tid; i < n; \n"  # the cursor: line 2, character 29
     "        out[i] = 1.0f;\n    }\n}\n"
 )
 

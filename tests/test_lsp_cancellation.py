@@ -21,7 +21,7 @@ pytestmark = pytest.mark.asyncio
 FILL = "i += blockDim.x * gridDim.x) {"  # what the fake model writes at the loop header's cursor
 
 
-def inline_params(line: int = 1, character: int = 63) -> types.InlineCompletionParams:
+def inline_params(line: int = 2, character: int = 29) -> types.InlineCompletionParams:
     return types.InlineCompletionParams(
         text_document=types.TextDocumentIdentifier(uri=URI), position=types.Position(line, character),
         context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Automatic))
@@ -55,7 +55,7 @@ async def test_a_newer_request_on_the_document_cancels_the_older(fake_client: La
     second = await fake_client.text_document_inline_completion_async(inline_params())
     assert await first is None, "the older request gives up instead of answering late"
     assert isinstance(second, types.InlineCompletionList) and [i.insert_text for i in second.items] == [FILL]
-    assert second.items[0].range == types.Range(types.Position(1, 63), types.Position(1, 63))
+    assert second.items[0].range == types.Range(types.Position(2, 29), types.Position(2, 29))
     assert await wait_for_cancel_log(fake_client) == [1], "the older fill stopped after its one model call"
     assert fake_calls() == ["generation 1 started", "generation 2 started"]
 

@@ -12,8 +12,9 @@ from pytest_lsp import LanguageClient
 from .lsp_client import URI, open_document, ready, start
 
 pytestmark = pytest.mark.asyncio
-MARKED = ("__global__ void fill_ones(float* out, int n) {\n"  # dice-tiny fills this marker with checked code
-          "    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; /*@fill*/\n"
+MARKED = ("__device__ void fill_ones(float* out, int n) {\n"  # dice-tiny fills this marker with checked code
+          "    int tid = threadIdx.x;\n"
+          "    for (int i = tid; i < n; /*@fill*/\n"
           "        out[i] = 1.0f;\n    }\n}\n")
 
 
@@ -41,7 +42,7 @@ async def test_a_marker_offers_an_action_whose_resolve_fills_it(client: Language
     change = resolved.edit.document_changes[0]
     assert isinstance(change, types.TextDocumentEdit)
     edit = change.edits[0]
-    assert edit.range == types.Range(types.Position(1, 63), types.Position(1, 72)), "the marker is replaced"
+    assert edit.range == types.Range(types.Position(2, 29), types.Position(2, 38)), "the marker is replaced"
     assert edit.new_text.strip()
 
 
@@ -65,7 +66,7 @@ async def test_the_fill_command_applies_the_edit(client: LanguageClient) -> None
         return types.ApplyWorkspaceEditResult(applied=True)
 
     result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
-        command="dice.fillHole", arguments=[URI, {"line": 1, "character": 63}]))
+        command="dice.fillHole", arguments=[URI, {"line": 2, "character": 29}]))
     assert result is True
     assert applied and applied[0].label == "DICE fill"
 
@@ -77,7 +78,7 @@ async def test_by_default_dice_tiny_fills_no_marker_and_says_why(client: Languag
     await ready(statuses, client)
     open_document(client, MARKED)
     result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
-        command="dice.fillHole", arguments=[URI, {"line": 1, "character": 63}]))
+        command="dice.fillHole", arguments=[URI, {"line": 2, "character": 29}]))
     assert result is False
 
     async def told() -> str:

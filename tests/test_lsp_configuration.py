@@ -26,7 +26,7 @@ async def test_a_configuration_change_applies_without_restart(client: LanguageCl
     statuses = await start(client, {"dice": {"device": "cpu", "minConfidence": 0}})
     await ready(statuses, client)
     open_document(client, LOOP_HEADER)
-    at = types.Position(1, 63)
+    at = types.Position(2, 29)
     before = await client.text_document_inline_completion_async(inline(at))
     assert before is not None and len(before.items) == 1
 

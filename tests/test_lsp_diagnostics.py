@@ -85,7 +85,7 @@ async def test_without_nvcc_one_message_and_everything_else_still_works(
     await ready(statuses, client)
     open_document(client, LOOP_HEADER)  # where dice-tiny writes checked code
     result = await client.text_document_inline_completion_async(types.InlineCompletionParams(
-        text_document=types.TextDocumentIdentifier(uri=URI), position=types.Position(1, 63),
+        text_document=types.TextDocumentIdentifier(uri=URI), position=types.Position(2, 29),
         context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Invoked)))
     assert result is not None and result.items, "completions do not need nvcc"
     warnings = [m.message for m in client.messages if "nvcc" in m.message]

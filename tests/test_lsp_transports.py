@@ -73,7 +73,7 @@ async def test_a_socket_client_gets_a_completion(server: tuple[str, int]) -> Non
     client.text_document_did_open(types.DidOpenTextDocumentParams(
         types.TextDocumentItem(uri=uri, language_id="cuda-cpp", version=1, text=LOOP_HEADER)))
     result = await client.text_document_inline_completion_async(types.InlineCompletionParams(
-        text_document=types.TextDocumentIdentifier(uri), position=types.Position(1, 63),
+        text_document=types.TextDocumentIdentifier(uri), position=types.Position(2, 29),
         context=types.InlineCompletionContext(types.InlineCompletionTriggerKind.Invoked)))
-    assert result is not None and result.items and result.items[0].range.start == types.Position(1, 63)
+    assert result is not None and result.items and result.items[0].range.start == types.Position(2, 29)
     await client.shutdown_async(None)

@@ -103,9 +103,9 @@ async def ask(url: str, method: str, params: dict[str, Any], token: str | None =
 def test_a_replica_answers_a_completion_through_the_gateway(cluster: Cluster) -> None:
     gateway = cluster.gateway
     settings = Settings(max_canvas=24, steps=4, min_confidence=0.0)  # dice-tiny's checked fill, whatever its P
-    answer = asyncio.run(ask(gateway, "complete", {"text": LOOP_HEADER, "line": 1, "character": 63,
+    answer = asyncio.run(ask(gateway, "complete", {"text": LOOP_HEADER, "line": 2, "character": 29,
                                                     "settings": settings.per_request()}))
-    local = complete_at(load_model(None, device="cpu"), LOOP_HEADER, Position(1, 63), settings)
+    local = complete_at(load_model(None, device="cpu"), LOOP_HEADER, Position(2, 29), settings)
     assert [item["text"] for item in answer["items"]] == local.texts and local.texts
     assert answer["model"] == "dice-tiny"
 

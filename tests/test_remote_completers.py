@@ -23,7 +23,7 @@ from .lsp_client import LOOP_HEADER
 # whatever passes the checks is shown (dice.minConfidence 0): these tests are about the round trips and the checks;
 # the show filter's decisions are the editor's (tests/test_lsp_workspace_index.py, tests/test_cli_complete.py)
 SETTINGS = Settings(max_canvas=24, type_check=False, min_confidence=0.0)
-AT = Position(1, 63)  # after `i < n; ` in LOOP_HEADER
+AT = Position(2, 29)  # after `i < n; ` in LOOP_HEADER
 
 
 @pytest.fixture(scope="module")

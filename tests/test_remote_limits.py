@@ -437,7 +437,7 @@ def test_status_says_the_limits(server: tuple[str, Any, Path]) -> None:
 
 def test_requests_within_the_limits_still_work(server: tuple[str, Any, Path]) -> None:
     settings = Settings(max_canvas=24, steps=4, min_confidence=0.0).per_request()  # dice-tiny's checked fill
-    result = ask(server[0], "complete", {"text": LOOP_HEADER, "line": 1, "character": 63, "settings": settings})
+    result = ask(server[0], "complete", {"text": LOOP_HEADER, "line": 2, "character": 29, "settings": settings})
     assert result["hole"] == "line" and [item["text"] for item in result["items"]] == ["i++) {"]
 
 

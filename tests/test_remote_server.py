@@ -56,14 +56,14 @@ def completion_of(url: str, text: str = SOURCE, line: int = 7, character: int = 
 def test_a_remote_completion_is_the_local_one(server: tuple[str, Path]) -> None:
     url, _ = server
     settings = Settings(max_canvas=24, steps=4, min_confidence=0.0)  # dice-tiny's checked fill, whatever its P
-    remote = asyncio.run(ask(url, "complete", {"text": LOOP_HEADER, "line": 1, "character": 63,
+    remote = asyncio.run(ask(url, "complete", {"text": LOOP_HEADER, "line": 2, "character": 29,
                                                "settings": settings.per_request()}))
     # the server's clang check reads the text with its own headers and the request's defines, as here
     front_end = front_end_for(LOOP_HEADER, None, CompileFlags(), settings)
-    local = complete_at(load_model(None), LOOP_HEADER, Position(1, 63), settings, front_end=front_end)
+    local = complete_at(load_model(None), LOOP_HEADER, Position(2, 29), settings, front_end=front_end)
     assert local.texts and [item["text"] for item in remote["items"]] == local.texts
     assert [item["checks"] for item in remote["items"]] == [c.to_json() for c in local.checks or []]
-    assert remote["items"][0]["range"]["start"] == {"line": 1, "character": 63}
+    assert remote["items"][0]["range"]["start"] == {"line": 2, "character": 29}
     assert remote["model"] == "dice-tiny" and remote["hole"] == "line"
 
 
@@ -182,7 +182,7 @@ def test_concurrent_clients_share_one_denoising_batch(fp32_server: tuple[str, Pa
     """Requests that queue while the model is busy are filled together, each as it would be alone."""
     url = fp32_server[0]
     files = [LOOP_HEADER.replace("fill_ones", name) for name in ("add", "vadd", "sum2", "plus")]
-    alone = [completion_of(url, text, 1, 63)["items"] for text in files]
+    alone = [completion_of(url, text, 2, 29)["items"] for text in files]
     assert any(alone), "a completion to compare (the others show nothing, and must stay so)"
 
     async def scenario() -> tuple[list[Any], dict[str, Any], dict[str, Any]]:
@@ -191,7 +191,7 @@ def test_concurrent_clients_share_one_denoising_batch(fp32_server: tuple[str, Pa
         while (await clients[0].call("status"))["in_flight"] == 0:
             await asyncio.sleep(0.05)
         before = await clients[0].call("status")
-        calls = [asyncio.create_task(c.call("complete", {"text": t, "line": 1, "character": 63, "settings": LINE}))
+        calls = [asyncio.create_task(c.call("complete", {"text": t, "line": 2, "character": 29, "settings": LINE}))
                  for c, t in zip(clients[1:], files, strict=True)]
         while (await clients[0].call("status"))["queued"] < len(files):
             await asyncio.sleep(0.05)

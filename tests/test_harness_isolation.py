@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from dice_lsp.harness.isolate import run_isolated
+from dice_lsp.toolchain.scratch import PREFIX
 
 JOBS = "tests.harness_jobs"
 
@@ -45,11 +46,13 @@ def test_expected_and_unexpected_failures_are_one_line() -> None:
 def test_nothing_is_left_running() -> None:
     run_isolated(f"{JOBS}:hang", {}, timeout=1, memory_mb=2048)
     mine = os.getpgrp()
+    # this process's jobs only (their scratch folders carry its pid): other test runs on the machine have their own
+    ours = f"{PREFIX}child-{os.getpid()}-".encode()
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
             try:
                 cmdline = Path(f"/proc/{entry.name}/cmdline").read_bytes()
             except OSError:
                 continue
-            assert not (b"dice_lsp.harness.child" in cmdline and os.getpgid(int(entry.name)) != mine), \
-                "a killed job's process survived"
+            assert not (b"dice_lsp.harness.child" in cmdline and ours in cmdline
+                        and os.getpgid(int(entry.name)) != mine), "a killed job's process survived"

@@ -32,6 +32,8 @@ demo: setup
 
 # The tests run on every core (pytest-xdist; each test process uses one torch thread, tests/__init__.py):
 # most tests wait on a server, nvcc or clang in another process, so two cores run the suite in ~60% of the time.
+# A file's tests run on one worker (a module's server starts once), the longest files first (pyproject's addopts,
+# tests/scheduling.py; `pytest --store-durations` rewrites the times in tests/durations.json).
 TEST_WORKERS ?= auto
 test: setup sdar-env
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -n $(TEST_WORKERS)

@@ -144,8 +144,7 @@ MEASURED: dict[str, float] = {}
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    test = scheduling.test_id(report.nodeid)
-    MEASURED[test] = MEASURED.get(test, 0.0) + report.duration
+    MEASURED[report.nodeid] = MEASURED.get(report.nodeid, 0.0) + report.duration
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -27,7 +27,7 @@ from .test_compiler_lifetimes import alive
 ROOT = Path(__file__).resolve().parents[1]
 # how soon the groups of a killed server must be gone: the reaper acts on its pipe's end at once, so the bound only
 # tells "never" from "at once", with room for a loaded machine (5 s failed at a load average of 4 on 2 cores)
-GONE_WITHIN_S = 60.0
+GONE_WITHIN_S = 60.0  # a bound on a poll, not a speed claim: generous for a loaded machine
 WAIT_S = 60.0  # generous bound for the stand-in server to get going on a loaded machine
 
 # The stand-in server: a compile (run_tool, in a thread) and a harness child (spawn), each a shell leaving a

@@ -32,6 +32,9 @@ MODEL_KEYS = ("model", "device", "dtype", "trust_remote_code")
 SERVER_KEYS = ("server_url", "server_token", "server_token_file")
 BACKEND_KEYS = (*MODEL_KEYS, *SERVER_KEYS)  # a change of any of these means another model to talk to
 NULLABLE_TEXT = ("model", "nvcc", "clang", *SERVER_KEYS)
+# the number that stands for "not set" where a setting's unset (None) has a meaning of its own: VS Code's Settings UI
+# edits numbers, not nulls, so the extension declares these as plain numbers with this value as the default
+UNSET_NUMBER = {"block_length": 0, "context_tokens": 0, "temperature": -1, "min_confidence": -1}
 # a team server's, never per request (`trusted` is the editor's own: a request never sets it on a server)
 SERVER_OWNED = (*BACKEND_KEYS, "nvcc", "clang", "diagnostics", "bench_on_save", "trusted")
 PATTERNS = {"arch": (r"(sm|compute)_\d+[a-z]?", "an architecture such as sm_90"),
@@ -282,7 +285,13 @@ CHECKS: dict[str, Callable[[Any], Checked]] = {
 
 
 def check_value(name: str, value: Any) -> Checked:
-    """Validate one setting (`CHECKS`); returns (value, None) or (None, reason). An empty nullable text is None."""
+    """Validate one setting (`CHECKS`); returns (value, None) or (None, reason). An empty nullable text, and a
+    number's unset value (`UNSET_NUMBER`), are None."""
     if name in NULLABLE_TEXT and (value is None or value == ""):
         return None, None
-    return CHECKS[name](value)
+    if name in UNSET_NUMBER and not isinstance(value, bool) and value == UNSET_NUMBER[name]:
+        return None, None
+    checked, reason = CHECKS[name](value)
+    if reason is not None and name in UNSET_NUMBER:
+        return None, f"{reason} ({UNSET_NUMBER[name]}: not set)"
+    return checked, reason

@@ -123,7 +123,7 @@ def test_nothing_is_shown_when_the_best_is_unlikely_and_the_editor_is_told_why(p
 def test_min_confidence_is_a_probability_or_null() -> None:
     assert Settings().updated({"minConfidence": 0.4})[0].min_confidence == 0.4
     assert Settings().updated({"minConfidence": None}) == (Settings(), [])
-    assert Settings().updated({"minConfidence": 1.5})[1] == ["dice.minConfidence: must be in [0, 1]"]
+    assert Settings().updated({"minConfidence": 1.5})[1] == ["dice.minConfidence: must be in [0, 1] (-1: not set)"]
 
 
 MARKED = ("__global__ void add(const float* a, float* c, int n) {\n"

@@ -26,7 +26,7 @@ def test_every_server_setting_is_declared_with_its_default_and_a_description() -
             continue
         name = key.removeprefix("dice.")
         unset_numbers = {f"dice.{editor_key(n)}": value for n, value in UNSET_NUMBER.items()}
-        if key in unset_numbers:  # unset is a number in the editor (the Settings UI edits numbers); the server reads None
+        if key in unset_numbers:  # unset is a number in the editor; the server reads None
             unset = unset_numbers[key]
             assert declared[key]["type"] in ("number", "integer") and declared[key]["minimum"] <= unset, key
             assert declared[key]["default"] == (unset if default is None else default), key

@@ -344,10 +344,15 @@ def _proposals(prepared: PreparedFill, pipeline: Pipeline, weighed: bool,
         return found
     if pipeline.analogue:
         found += analogue.candidates(before, after)
+    from dice_lsp.completion.sources.idioms import IdiomBank
+
     wanted = {"workspace": pipeline.workspace, "idiom": pipeline.idioms}
     needed = checker.needed if checker is not None else frozenset()
     for source in prepared.sources:
-        found += [c for c in source.candidates(before, after, needed=needed) if wanted.get(c.source, True)]
+        # the idiom bank reads the function's scope from the request's symbol table (parsed once per request)
+        proposed = (source.candidates(before, after, needed=needed, checks=prepared.checker.request)
+                    if isinstance(source, IdiomBank) else source.candidates(before, after, needed=needed))
+        found += [c for c in proposed if wanted.get(c.source, True)]
     return found
 
 
@@ -372,24 +377,27 @@ def with_sources(found: list[Suggestion], prepared: PreparedFill, checker: Check
     return list(merged.values())
 
 
-def feature_rows(found: list[Suggestion], context: FillContext) -> list[list[float]]:
-    """The show filter's features of each suggestion (`dice_lsp.completion.features`)."""
-    hole = features.Hole(context.before, context.after)
+def feature_rows(found: list[Suggestion], context: FillContext,
+                 checker: CheckContext | None = None) -> list[list[float]]:
+    """The show filter's features of each suggestion (`dice_lsp.completion.features`); `checker`: the request's
+    checks, whose symbol table the function's scope is read from (None: the document is parsed for it)."""
+    hole = features.Hole(context.before, context.after, checker.request if checker is not None else None)
     votes = (s.evidence.get("model", math.nan) for s in found)
     model = sorted((score for score in votes if not math.isnan(score)), reverse=True)
     return [features.row(features.Evidence(s.text, s.evidence, s.checks.parses, s.checks.names, s.renamed,
                                            dict(s.support)), hole, model, len(found)) for s in found]
 
 
-def _confident(found: list[Suggestion], context: FillContext, decision: Decision | None) -> list[Suggestion]:
+def _confident(found: list[Suggestion], prepared: PreparedFill, decision: Decision | None) -> list[Suggestion]:
     """`found` with the show filter's P(right) of each one-line candidate; a larger region's fills get the share of
     such fills that were right on dev (`ShowFilter.region_chance`). Unchanged without a filter."""
     if decision is None or not found:
         return found
+    context = prepared.context
     if context.hole.kind != "line":
         chance = decision.filter.region_chance
         return found if chance is None else [replace(s, confidence=chance) for s in found]
-    chances = decision.filter.probabilities(feature_rows(found, context))
+    chances = decision.filter.probabilities(feature_rows(found, context, prepared.checker))
     return [replace(s, confidence=p) for s, p in zip(found, chances, strict=True)]
 
 
@@ -447,7 +455,7 @@ def finish(prepared: PreparedFill, result: FillResult, filler: Filler | None = N
     checker = prepared.checker if pipeline.checks else None
     found = suggestions(result.texts, result.scores, ctx, checker, pipeline.filters, pipeline.renames)
     found = with_sources(found, prepared, checker, pipeline, decision is not None)
-    ranked = sorted(_confident(found, ctx, decision), key=Suggestion.rank, reverse=True)
+    ranked = sorted(_confident(found, prepared, decision), key=Suggestion.rank, reverse=True)
     calls = result.model_calls
     if filler is not None and checker is not None and ranked and not any(s.shown for s in ranked):
         current = ranked[0]
@@ -465,7 +473,7 @@ def finish(prepared: PreparedFill, result: FillResult, filler: Filler | None = N
             current = repaired
             if repaired.shown:
                 break
-        ranked = sorted(_confident(ranked, ctx, decision), key=Suggestion.rank, reverse=True)
+        ranked = sorted(_confident(ranked, prepared, decision), key=Suggestion.rank, reverse=True)
     if front_end is not None and pipeline.front_end and document is not None and ranked and checker is not None:
         ranked, spent = _judged(prepared, ranked, front_end, "types", document, checker, filler, pipeline, decision)
         calls += spent

@@ -20,11 +20,15 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from dice_lsp.completion.lexing import declared_name
 from dice_lsp.completion.scope import FunctionScope
 from dice_lsp.completion.sources import TOKEN, Candidate
 from dice_lsp.cuda.likeness import Line, similarity
+
+if TYPE_CHECKING:
+    from dice_lsp.completion.checks.request import Request
 
 SOURCES = ("model", "document", "workspace", "idiom", "analogue")
 _THREAD_BUILTINS = re.compile(r"\b(?:threadIdx|blockIdx|blockDim|gridDim)\b")
@@ -47,10 +51,13 @@ FEATURES: tuple[str, ...] = (
 
 @dataclass(frozen=True)
 class Hole:
-    """What the features need of the hole: the document's text before and after the cursor."""
+    """What the features need of the hole: the document's text before and after the cursor, and the request its
+    checks parsed (`checks.request.Request`: the function's scope is read from its symbol table; None: parsed
+    here)."""
 
     before: str
     after: str
+    checks: Request | None = field(default=None, compare=False, repr=False)
 
     @cached_property
     def typed(self) -> str:
@@ -105,7 +112,7 @@ class Hole:
     @cached_property
     def scope(self) -> FunctionScope:
         """The names of the function around the hole and how often its other lines use them."""
-        return FunctionScope(self.before, self.after)
+        return FunctionScope(self.before, self.after, self.checks)
 
     @cached_property
     def lines(self) -> int:

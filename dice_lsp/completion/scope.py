@@ -1,33 +1,56 @@
 """The names of the function around a hole, as the candidate sources and the show filter need them: its
-parameters and the locals declared above the hole, whether each is a pointer (or array), and how often the rest
-of the function uses it, the hole's line left out.
+parameters and the locals declared above the hole that are in scope there, whether each is a pointer (or array),
+and how often the rest of the function uses it, the hole's line left out.
 
 A kernel uses every parameter it takes: a parameter that no line of the function uses yet is what the hole most
 likely uses (`c` in `c[i] = a[i] + b[i];` when the hole is that line), and a local declared above and never read
 is what it most likely reads. The idiom bank's values with a name their key does not bind (`if ($0 < $1) {`) are
 completed with such names (`bind`), and the filter reads how many of them a candidate uses.
 
-Read from the text alone, line by line, so that it costs microseconds on each request and holds on half-written
-code: the function starts at the nearest line above the hole that begins in column 0 with code (its signature;
-a `template <...>` line above it is not needed), its parameters are the top-level comma-separated pieces between
-the first `(` of the signature and its `)`, and it ends at the first line below the hole that begins with `}`.
+A view on the checks' symbol table (`checks.symbols`, `checks.hole_scope`), read from the request's tree (the
+document with the hole's region removed, `checks.request.Request`): the caller passes the request its checks
+already parsed, so the table is built once per request; without one (a source asked on its own, a test) the
+request is built here the same way. On that tree:
+- the function is the innermost `function_definition` whose body holds the hole (a method in a class, an indented
+  or templated function, a signature over several lines); where the text typed on the hole's line keeps
+  tree-sitter from seeing one, makes it err beyond the hole's line or read that line with the next ones (as the
+  checks' `typed_line` finds), the tree with the typed text blanked (`Request.blanked`) is asked; where neither
+  has one, no names;
+- its parameters are the declarations of its own parameter list; its locals are the variable declarations of its
+  body (a `for`'s and an `if`'s included) whose name is written above the hole's line and whose block holds the
+  hole (C++'s block scope: a local of a sibling block closed above is not in scope); where tree-sitter's blocks
+  are not the code's (`HoleScope.blocks_hold`: an error beyond the hole's line) every declaration counts
+  function-wide;
+- a name is a pointer where its declarator is a pointer or an array declarator, a pointer to const where its
+  declaration's type carries `const` (`const float* p`, `float const* p`; not `float* const p`);
+- its uses are the identifier nodes of the function with its text outside the hole's line, declarations left out
+  (members after `.`/`->`, comments and strings are no identifiers); where the hole's text opened a block
+  (`if (...) {`), the code below closes one block too many and tree-sitter ends the function at that `}`: the
+  uses are then counted on to the first `}` as deep as the function's first line (`_uses_end`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from functools import cached_property
 
+from tree_sitter import Node, QueryCursor
+
+from dice_lsp.completion.checks.request import Request
+from dice_lsp.completion.checks.symbols import Declaration
 from dice_lsp.completion.lexing import declared_name
+from dice_lsp.cuda.names import declarator_names, query, text_of
 
 _WORD = re.compile(r"[A-Za-z_]\w*")
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?(?:\*/|$)", re.DOTALL)
 _STRING = re.compile(r'"(?:\\.|[^"\\\n])*"')
-_NOT_SIGNATURE = frozenset({"if", "for", "while", "return", "else", "do", "switch", "case", "public", "private",
-                            "protected", "default", "goto"})
-MAX_FUNCTION_LINES = 400  # a function further than this above the hole is not looked for
+# declaring nodes of variables and parameters (an `init_declarator`'s name is its `declaration`'s too)
+_VARIABLES = frozenset({"declaration", "parameter_declaration", "optional_parameter_declaration",
+                        "variadic_parameter_declaration", "for_range_loop"})
+_POINTERS = frozenset({"pointer_declarator", "array_declarator"})
 
 
 @dataclass(frozen=True)
@@ -38,7 +61,7 @@ class Name:
     pointer: bool  # declared with `*` or `[...]`: it is subscripted or dereferenced, not compared with a count
     constant: bool  # a pointer to const (or a const array): read, never written through
     parameter: bool
-    uses: int  # its occurrences in the function outside the hole's line (a local's declaration not counted)
+    uses: int  # its identifiers in the function outside the hole's line (declarations not counted)
 
 
 def _code(text: str) -> str:
@@ -46,111 +69,123 @@ def _code(text: str) -> str:
     return _STRING.sub('""', _COMMENT.sub(" ", text))
 
 
-def _split_top(text: str) -> Iterator[str]:
-    """The pieces of a parameter list between top-level commas (commas inside `<>`, `()` and `[]` kept)."""
-    depth = 0
-    start = 0
-    for i, char in enumerate(text):
-        if char in "<([{":
-            depth += 1
-        elif char in ">)]}":
-            depth -= 1
-        elif char == "," and depth == 0:
-            yield text[start:i]
-            start = i + 1
-    yield text[start:]
-
-
-def _points_to_const(head: str) -> bool:
-    """Whether a declaration's type (what precedes its name) is const where it matters: before the first `*`."""
-    return "const" in _WORD.findall(head.split("*", 1)[0]) if "*" in head else "const" in _WORD.findall(head)
-
-
-def _parameter(piece: str) -> tuple[str, bool, bool] | None:
-    """(name, pointer, constant) of one parameter declaration (`const float* __restrict__ x`, `int n = 4`,
-    `float a[]`)."""
-    piece = piece.split("=", 1)[0].strip()
-    array = "[" in piece
-    head = piece.split("[", 1)[0]
-    words = _WORD.findall(head)
-    if len(words) < 2:  # `void`, `...`, or a type without a name
-        return None
-    return words[-1], array or "*" in head, _points_to_const(head)
-
-
-def _parameter_list(signature: str) -> str | None:
-    """What stands between the first `(` of a signature and its matching `)`."""
-    open_ = signature.find("(")
-    if open_ < 0:
-        return None
-    depth = 0
-    for i in range(open_, len(signature)):
-        if signature[i] == "(":
-            depth += 1
-        elif signature[i] == ")":
-            depth -= 1
-            if depth == 0:
-                return signature[open_ + 1:i]
+def _name_node(declaration: Declaration) -> Node | None:
+    """The name node by which `declaration`'s node declares its name."""
+    for declarator in declaration.node.children_by_field_name("declarator"):
+        for name in declarator_names(declarator):
+            if text_of(name) == declaration.name:
+                return name
     return None
 
 
-def _declared(line: str) -> list[tuple[str, bool, bool]]:
-    """(name, pointer, constant) of each variable a one-line declaration declares (`float *d_a, *d_b;`,
-    `cudaEvent_t start, stop;`, `int i = ...;`); none for another line."""
-    name = declared_name(line)
-    first = re.search(rf"\b{re.escape(name)}\b", line) if name is not None else None
-    if first is None:
-        return []
-    head = line[:first.start()]  # the type, with the first declarator's `*` (and any `__restrict__` after it)
-    constant = "const" in _WORD.findall(head.split("*", 1)[0])
-    found = []
-    for i, piece in enumerate(_split_top(line[first.start():].rstrip().rstrip(";"))):
-        declarator = piece.split("=", 1)[0].strip()
-        stars = (head if i == 0 else "") + declarator[:len(declarator) - len(declarator.lstrip("*& "))]
-        word = _WORD.search(declarator)
-        if word is not None:
-            pointer = "*" in stars or "[" in declarator
-            found.append((word.group(), pointer, pointer and constant))
-    return found
+def _pointer(name: Node, declaring: Node) -> bool:
+    """Whether a pointer or an array declarator lies between a declared name and its declaring node."""
+    node = name.parent
+    while node is not None and node != declaring:
+        if node.type in _POINTERS:
+            return True
+        node = node.parent
+    return False
+
+
+def _const_type(declaring: Node) -> bool:
+    """Whether a declaration's type (its own qualifiers, not a declarator's) is `const`."""
+    return any(child.type == "type_qualifier" and text_of(child) == "const" for child in declaring.children)
+
+
+def _parameters(function: Node) -> Node | None:
+    """A function definition's parameter list."""
+    declarator = function.child_by_field_name("declarator")
+    while declarator is not None and declarator.type != "function_declarator":
+        declarator = declarator.child_by_field_name("declarator")
+    return declarator.child_by_field_name("parameters") if declarator is not None else None
+
+
+def _indentation(data: bytes, node: Node) -> int:
+    """The columns of white space before the first character on `node`'s first line."""
+    start = data.rfind(b"\n", 0, node.start_byte) + 1
+    line = data[start:node.start_byte]
+    return len(line) - len(line.lstrip())
+
+
+def _uses_end(request: Request, function: Node) -> int:
+    """Where the code a function's uses are counted in ends: the function's end, or where its closing `}` stands
+    deeper than its first line and first on its line (the hole's text opened a block, `if (...) {`: the code below
+    closes one block too many and tree-sitter ends the function early), the first `}` below that stands as deep
+    as the function's first line, before any other function definition."""
+    body = function.child_by_field_name("body")
+    close = body.children[-1] if body is not None and body.children else None
+    indent = _indentation(request.data, function)
+    if close is None or close.type != "}" or close.start_point.column <= indent or _indentation(
+            request.data, close) != close.start_point.column:
+        return function.end_byte
+    cursor = QueryCursor(query('[("}") (function_definition)] @n'))
+    cursor.set_byte_range(function.end_byte, len(request.data))
+    for node in sorted(cursor.captures(request.tree.root_node).get("n", []), key=lambda n: n.start_byte):
+        if node.start_byte < function.end_byte or node.type == "function_definition":
+            break
+        if node.start_point.column == indent and _indentation(request.data, node) == indent:
+            return node.end_byte
+    return function.end_byte
+
+
+def _enclosing(request: Request) -> Node | None:
+    """The innermost function definition of `request`'s tree whose body holds its hole (not one that the text typed
+    on the hole's line begins: `size_t ` above an `if (...) {` reads as a function named `if`)."""
+    node: Node | None = request.tree.root_node.descendant_for_byte_range(request.hole, request.hole)
+    while node is not None:
+        body = node.child_by_field_name("body") if node.type == "function_definition" else None
+        if body is not None and body.start_byte < request.hole < body.end_byte:
+            return node
+        node = node.parent
+    return None
 
 
 @dataclass(frozen=True)
 class FunctionScope:
-    """The function around a hole (`before` ends at the cursor, `after` starts there)."""
+    """The function around a hole (`before` ends at the cursor, `after` starts there); `checks`: the request the
+    checks parsed for this hole (the document `before + after` with the cursor as its region), reused when given."""
 
     before: str
     after: str
+    checks: Request | None = field(default=None, compare=False, repr=False)
 
     @cached_property
-    def _above(self) -> tuple[str, list[str]]:
-        """(the signature through the `{`, the body's lines above the hole's line)."""
-        lines = self.before.split("\n")[:-1]
-        start = None
-        for i in range(len(lines) - 1, max(-1, len(lines) - 1 - MAX_FUNCTION_LINES), -1):
-            word = _WORD.match(lines[i])
-            if word is not None and word.group() not in _NOT_SIGNATURE:
-                start = i
+    def _request(self) -> Request:
+        """The checks' request for the hole, or one built the same way when none (or another hole's) was given."""
+        checks = self.checks
+        if checks is not None and checks.text[:checks.start] == self.before and checks.text[checks.end:] == self.after:
+            return checks
+        return Request(self.before + self.after, len(self.before), len(self.before))
+
+    @cached_property
+    def _function(self) -> tuple[Request, Node] | None:
+        """The request whose tree has a function around the hole and that function: the request's own where its
+        function parses beyond the hole's line (`Request.enclosing`) and its blocks are the code's or nothing is
+        typed on the hole's line, else the one with the typed text blanked where that one's function parses, else
+        the first that has a function at all; None where neither has one."""
+        found = []
+        for blanked in (False, True):  # (the blanked request is parsed only when asked for)
+            request = self._request.blanked if blanked else self._request
+            function = _enclosing(request)
+            typed = request.data[request.hole_line[0]:request.hole].strip()
+            if function is not None and request.enclosing == function and (request.scope.blocks_hold or not typed):
+                return request, function
+            if function is not None:
+                found.append((request, function))
+            if not typed:  # nothing to blank
                 break
-        if start is None:
-            return "", []
-        text = "\n".join(lines[start:])
-        brace = _code(text).find("{")
-        if brace < 0:
-            return "", []
-        signature = text[:brace]
-        body_start = signature.count("\n") + 1
-        return signature, lines[start + body_start:]
-
-    @cached_property
-    def _below(self) -> list[str]:
-        """The function's lines after the hole's line, up to its closing `}` (excluded)."""
-        rest = self.after.split("\n")[1:]
-        end = next((i for i, line in enumerate(rest) if line.startswith("}")), len(rest))
-        return rest[:end]
+        return found[0] if found else None
 
     @cached_property
     def signature(self) -> str:
-        return self._above[0]
+        """The function's text before its body (its return type, qualifiers, name and parameters)."""
+        if self._function is None:
+            return ""
+        request, function = self._function
+        body = function.child_by_field_name("body")
+        end = body.start_byte if body is not None else function.end_byte
+        return request.data[function.start_byte:end].decode("utf-8", "replace")
 
     @cached_property
     def is_kernel(self) -> bool:
@@ -159,24 +194,40 @@ class FunctionScope:
 
     @cached_property
     def names(self) -> Mapping[str, Name]:
-        """The parameters, then the locals declared above the hole (one-line declarations), by name."""
-        signature, body = self._above
-        declared: dict[str, tuple[bool, bool, bool, int]] = {}  # name -> (pointer, constant, parameter, line)
-        parameters = _parameter_list(_code(signature)) if signature else None
-        for piece in _split_top(parameters or ""):
-            found = _parameter(piece)
-            if found is not None:
-                declared[found[0]] = (found[1], found[2], True, -1)
-        for index, line in enumerate(body):
-            for name, pointer, constant in _declared(_code(line).strip()):
-                declared.setdefault(name, (pointer, constant, False, index))
-        text = [_code(line) for line in body]
-        below = _code("\n".join(self._below))
-        out = {}
-        for name, (pointer, constant, parameter, at) in declared.items():
-            pattern = re.compile(rf"\b{re.escape(name)}\b")
-            uses = sum(len(pattern.findall(line)) for line in text) - (1 if at >= 0 else 0)
-            out[name] = Name(name, pointer, constant, parameter, max(0, uses + len(pattern.findall(below))))
+        """The parameters, then the locals declared above the hole's line that are in scope at the hole, in the
+        order the function declares them, by name."""
+        if self._function is None:
+            return {}
+        request, function = self._function
+        line_start, line_end = request.hole_line
+        parameters = _parameters(function)
+        holds = request.enclosing == function and request.scope.blocks_hold
+        whole = (function.start_byte, function.end_byte)
+        declaring: set[int] = set()  # where the function's declared names stand (no uses)
+        found: list[tuple[int, str, bool, bool, bool]] = []  # (where, name, pointer, constant, parameter)
+        for declaration in request.symbols.declarations:
+            node = declaration.node
+            if node.type not in _VARIABLES or declaration.kind not in ("variable", "parameter") or not (
+                    whole[0] <= node.start_byte < whole[1]):
+                continue
+            name = _name_node(declaration)
+            if name is None:
+                continue
+            declaring.add(name.start_byte)
+            parameter = parameters is not None and node.parent == parameters
+            if not parameter:
+                lo, hi = (declaration.block() if holds else None) or whole
+                if name.end_byte > line_start or not lo <= request.hole or hi <= line_start:
+                    continue  # declared on the hole's line or below, or in a block closed above
+            pointer = _pointer(name, node)
+            found.append((name.start_byte, declaration.name, pointer, pointer and _const_type(node), parameter))
+        cursor = QueryCursor(query("(identifier) @i"))
+        cursor.set_byte_range(function.start_byte, _uses_end(request, function))
+        uses = Counter(text_of(node) for node in cursor.captures(request.tree.root_node).get("i", [])
+                       if node.start_byte not in declaring and not line_start <= node.start_byte < line_end)
+        out: dict[str, Name] = {}
+        for _, name_text, pointer, constant, parameter in sorted(found):
+            out.setdefault(name_text, Name(name_text, pointer, constant, parameter, uses[name_text]))
         return out
 
     @cached_property
@@ -185,7 +236,7 @@ class FunctionScope:
         return frozenset(name for name, found in self.names.items() if found.uses == 0)
 
     def unused_in(self, text: str) -> int:
-        """How many of the unused names `text` uses."""
+        """How many of the unused names `text` (a candidate's line) uses."""
         return len(self.unused & set(_WORD.findall(_code(text))))
 
 

@@ -175,7 +175,8 @@ def collect(split: str, out: Path, limit: int | None, twins: bool,
             found = suggestions(result.texts, result.scores, context, prepared.checker)
             found = [s for s in add_sources(found, prepared, prepared.checker, PRODUCT, True) if s.shown]
             truth = hole.truth(text)
-            for suggestion, values in zip(found, feature_rows(found, context), strict=True):
+            for suggestion, values in zip(found, feature_rows(found, context, prepared.checker),
+                                            strict=True):
                 rows.append(Row(hole.id, hole.file, hole.kind, len(truth), suggestion.text, suggestion.source,
                                 values, _same(suggestion.text, truth)))
         if len(rows) == had:  # nothing to show: the hole still counts

@@ -120,7 +120,7 @@ class HoleScope:
         return self._names()
 
     @cached_property
-    def _blocks_hold(self) -> bool:
+    def blocks_hold(self) -> bool:
         """Whether tree-sitter's blocks in the function are the code's: no error in it beyond the hole's line,
         and the hole not inside a statement that runs on past its line (then every declaration of the function
         counts function-wide)."""
@@ -143,10 +143,10 @@ class HoleScope:
             node = node.parent
         return False
 
-    def _scope_of(self, declaration: Declaration, function: Node) -> Span:
+    def scope_of(self, declaration: Declaration, function: Node) -> Span:
         """Where the names a declaration of the hole's function declares are in scope: its block where blocks
         hold and it is held to one, else the whole function."""
-        block = declaration.block() if self._blocks_hold else None
+        block = declaration.block() if self.blocks_hold else None
         return block if block is not None else (function.start_byte, function.end_byte)
 
     @cached_property
@@ -186,10 +186,10 @@ class HoleScope:
                 declared_elsewhere.add(name)
             elif after[0] <= at < after[1]:
                 declared_after.add(name)
-                lo, hi = self._scope_of(declaration, enclosing)  # (else: anywhere after the hole)
-                later.append((name, at if self._blocks_hold else 0, lo, hi))
+                lo, hi = self.scope_of(declaration, enclosing)  # (else: anywhere after the hole)
+                later.append((name, at if self.blocks_hold else 0, lo, hi))
             elif enclosing.start_byte <= at < self.hole:
-                lo, hi = self._scope_of(declaration, enclosing)
+                lo, hi = self.scope_of(declaration, enclosing)
                 if hi <= line_start:  # (a block that ends on the hole's line may go on there)
                     closed.setdefault(name, []).append((lo, hi))
                 else:

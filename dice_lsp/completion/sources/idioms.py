@@ -49,11 +49,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from dice_lsp.completion.lexing import Token, declared_name, is_kept, is_vocabulary, tokens
 from dice_lsp.completion.scope import FunctionScope, bind
 from dice_lsp.completion.sources import Candidate
+
+if TYPE_CHECKING:
+    from dice_lsp.completion.checks.request import Request
 
 SOURCE = "idiom"
 FORMAT = "dice-idioms/2"
@@ -427,18 +430,19 @@ class IdiomBank:
         return best
 
     def lookup(self, before: str, after: str, limit: int = MAX_CANDIDATES,
-               needed: frozenset[str] = frozenset()) -> list[IdiomCandidate]:
+               needed: frozenset[str] = frozenset(), checks: Request | None = None) -> list[IdiomCandidate]:
         """Idioms for a hole on one line (`before` ends at the cursor, `after` starts there), best first: the
         values the bank holds for the hole's context line above and for its context line below, and the
         declarations of the names in `needed` (the code below uses them, nothing declares them) or of the name a
         half-typed declaration names, continuing the typed text, each text with all its evidence. A hole with
-        text after the cursor on its line gets none."""
+        text after the cursor on its line gets none. `checks`: the request the checks parsed for the hole, whose
+        symbol table the function's scope reads (`scope.FunctionScope`; None: parsed when a value needs it)."""
         rest_end = after.find("\n")
         if after[:rest_end if rest_end >= 0 else len(after)].strip():
             return []
         head_start = before.rfind("\n") + 1
         typed = before[head_start:].lstrip()
-        scope = FunctionScope(before, after)
+        scope = FunctionScope(before, after, checks)
         above = self._side(context_line(before, head_start), typed, "above", scope)
         below = self._side(below_line(after), typed, "below", scope)
         typed_name = declared_name(typed)
@@ -450,8 +454,8 @@ class IdiomBank:
         return sorted(found, key=lambda c: (-c.score, c.text))[:limit]
 
     def candidates(self, before: str, after: str, limit: int = MAX_CANDIDATES,
-                   needed: frozenset[str] = frozenset()) -> list[Candidate]:
-        return list(self.lookup(before, after, limit, needed))
+                   needed: frozenset[str] = frozenset(), checks: Request | None = None) -> list[Candidate]:
+        return list(self.lookup(before, after, limit, needed, checks))
 
 
 @lru_cache(maxsize=8)

@@ -344,15 +344,12 @@ def _proposals(prepared: PreparedFill, pipeline: Pipeline, weighed: bool,
         return found
     if pipeline.analogue:
         found += analogue.candidates(before, after)
-    from dice_lsp.completion.sources.idioms import IdiomBank
-
     wanted = {"workspace": pipeline.workspace, "idiom": pipeline.idioms}
     needed = checker.needed if checker is not None else frozenset()
+    checks = prepared.checker.request  # parsed once per request: the sources read the hole's scope from it
     for source in prepared.sources:
-        # the idiom bank reads the function's scope from the request's symbol table (parsed once per request)
-        proposed = (source.candidates(before, after, needed=needed, checks=prepared.checker.request)
-                    if isinstance(source, IdiomBank) else source.candidates(before, after, needed=needed))
-        found += [c for c in proposed if wanted.get(c.source, True)]
+        found += [c for c in source.candidates(before, after, needed=needed, checks=checks)
+                  if wanted.get(c.source, True)]
     return found
 
 

@@ -10,9 +10,12 @@ texts would the hole's line end with? For a half-typed line a candidate is only 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from dice_lsp.cuda.likeness import TOKEN as TOKEN  # how every source compares code
+
+if TYPE_CHECKING:
+    from dice_lsp.completion.checks.request import Request
 
 
 @dataclass(frozen=True)
@@ -28,10 +31,11 @@ class Candidate:
 class Source(Protocol):
     """A proposer of candidates for a hole on one line (`before` ends at the cursor, `after` starts there);
     `needed`: the names the code after the hole uses that nothing declares (the checks' symbol table), which the
-    hole's line most likely declared."""
+    hole's line most likely declared; `checks`: the request the checks parsed for the hole (its tree and symbol
+    table: what a name means there), None where no check ran."""
 
-    def candidates(self, before: str, after: str, limit: int = 3,
-                   needed: frozenset[str] = frozenset()) -> list[Candidate]: ...
+    def candidates(self, before: str, after: str, limit: int = 3, needed: frozenset[str] = frozenset(),
+                   checks: Request | None = None) -> list[Candidate]: ...
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,6 @@ class Proposed:
 
     found: tuple[Candidate, ...]
 
-    def candidates(self, before: str, after: str, limit: int = 3,
-                   needed: frozenset[str] = frozenset()) -> list[Candidate]:
+    def candidates(self, before: str, after: str, limit: int = 3, needed: frozenset[str] = frozenset(),
+                   checks: Request | None = None) -> list[Candidate]:
         return list(self.found)

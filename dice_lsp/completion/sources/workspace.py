@@ -56,9 +56,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dice_lsp.completion.sources import TOKEN, Candidate, Source
 from dice_lsp.completion.sources.document import MAX_CANDIDATES, context_score
+
+if TYPE_CHECKING:
+    from dice_lsp.completion.checks.request import Request
 
 SOURCE = "workspace"
 SUFFIXES = (".cu", ".cuh", ".cuinl", ".h", ".hpp", ".hh", ".c", ".cc", ".cpp", ".cxx", ".inl")
@@ -960,6 +964,6 @@ class WorkspaceSource:
     index: WorkspaceIndex
     exclude: str | os.PathLike[str] | Iterable[str] | None = None
 
-    def candidates(self, before: str, after: str, limit: int = MAX_CANDIDATES,
-                   needed: frozenset[str] = frozenset()) -> list[Candidate]:
+    def candidates(self, before: str, after: str, limit: int = MAX_CANDIDATES, needed: frozenset[str] = frozenset(),
+                   checks: Request | None = None) -> list[Candidate]:
         return list(self.index.candidates(before, after, limit, self.exclude))

@@ -11,9 +11,8 @@ at the device-to-device copy bandwidth) for comparison. `--compile MODE` also ca
 step with `static_forward` compiled by `torch.compile(mode=MODE)` ("default", "max-autotune-no-cudagraphs"),
 one row per mode in the same run, with its compile time and how often its logits' top token equals the
 uncompiled step's. The step with `engine.step_kernels`' Triton kernels (attention, q|k heads, SwiGLU, and the
-products with the RMSNorms inside them: the engine's step), the same with the RMSNorms apart (`F.rms_norm`, then
-the product: `step_kernels.FUSED_NORMS` off), with those kernels but cuBLAS's products, and with torch's operations
-(cuDNN attention, cuBLAS) are captured and timed side by side, alternating; top-1 is compared with the first of them.
+products), with those kernels but cuBLAS's products, and with torch's operations (cuDNN attention, cuBLAS) are
+captured and timed side by side, alternating; top-1 is compared with the first of them.
 """
 
 from __future__ import annotations
@@ -115,14 +114,13 @@ def main() -> None:
     measured = step_floor(lm, args.rows * 2 * SDAR_8B.block_size, device)  # the ids of a step: [rows, 2 * block]
     floor, copy_floor = measured["floor_ms_per_step"], measured["copy_floor_ms"]
     rows = []
-    default = step_kernels.ENABLED, step_kernels.PRODUCTS, step_kernels.FUSED_NORMS
-    variants = {"Triton step kernels and products": (True, True, True),
-                "Triton step kernels and products, RMSNorms apart": (True, True, False),
-                "Triton step kernels, cuBLAS products": (True, False, False), "torch operations": (False, False, False)}
+    default = step_kernels.ENABLED, step_kernels.PRODUCTS
+    variants = {"Triton step kernels and products": (True, True), "Triton step kernels, cuBLAS products": (True, False),
+                "torch operations": (False, False)}
     steppers: dict[str, BlockStepper] = {}
     with torch.inference_mode():
         for name, flags in variants.items():  # the kernels' first (compiling) call comes before any capture
-            step_kernels.ENABLED, step_kernels.PRODUCTS, step_kernels.FUSED_NORMS = flags
+            step_kernels.ENABLED, step_kernels.PRODUCTS = flags
             steppers[name] = captured(lm, args.rows, args.cache)
         times: dict[str, list[float]] = {name: [] for name in variants}
         for _ in range(3):  # alternating, so a drift of the GPU's clocks weighs on all alike
@@ -142,12 +140,12 @@ def main() -> None:
             assert stepper.ids.numel() == measured["step_tokens"]
             rows.append((f"eager, captured ({name})", min(times[name]), 0.0, agree))
     for name, flags in variants.items():
-        step_kernels.ENABLED, step_kernels.PRODUCTS, step_kernels.FUSED_NORMS = flags
+        step_kernels.ENABLED, step_kernels.PRODUCTS = flags
         count, device_ms, by_name = kernels(lm, first)
         print(f"uncaptured step, {name}: {count} kernels, {device_ms:.2f} ms of device time")
         for kernel, us in sorted(by_name.items(), key=lambda kv: -kv[1])[:8]:
             print(f"  {us / 1e3:6.2f} ms  {kernel}")
-    step_kernels.ENABLED, step_kernels.PRODUCTS, step_kernels.FUSED_NORMS = default
+    step_kernels.ENABLED, step_kernels.PRODUCTS = default
     eager = lm.static_forward
     for mode in args.compile:
         body = torch.compile(lm.static_body, mode=mode, dynamic=False)

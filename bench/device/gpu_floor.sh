@@ -1,8 +1,6 @@
 #!/bin/bash
 # The SDAR-8B-shaped step against its floor (issue 51 item 7) on one GPU: the captured step's replays
-# (bench/static_step_replay.py: the engine's step, whose RMSNorms run inside the products after them, beside the same
-# step with the RMSNorms apart, cuBLAS's products and torch's operations, one run, alternating; a table row each)
-# and the engine's step at 1/2/4 tokens per step (bench/engine_latency.py gpu --quick),
+# (bench/static_step_replay.py) and the engine's step at 1/2/4 tokens per step (bench/engine_latency.py gpu --quick),
 # each beside the floor (engine_latency.step_floor: every weight but the input embedding table, plus the table's rows
 # a step reads, at the read bandwidth measured in the run) and the legacy floor (every weight at the copy bandwidth).
 #
@@ -50,7 +48,7 @@ for f in gpu.txt summary.txt static_step_replay.log engine_latency.log; do
 done > "$OUT/all.txt"
 
 echo "=== the step against the floor"
-grep -E "^(floor|read bandwidth by pass|copy floor|\| eager|uncaptured step|replay:)" "$OUT/static_step_replay.log"
+grep -E "^(floor|read bandwidth by pass|copy floor|\| eager|replay:)" "$OUT/static_step_replay.log"
 "$PYTHON" - "$OUT/engine_latency.json" <<'PY'
 import json
 import sys

@@ -15,15 +15,10 @@ fused kernels for its small per-layer operations, whose fixed costs add up over 
   (the residual stream: the output and down projections). At a step's 8 rows a product only reads its weight;
   cuBLAS's kernels for such shapes read SDAR-8B's o and down weights at 68-84% of a copy's rate on an H100,
   this one (each program a slice of output columns over the whole K, its weight tiles pipelined) at 80-91%.
-- **RMSNorm inside the product** (`product(..., norm=(g, eps))`): (x / rms(x) ⊙ g) @ weightᵀ for the norms
-  before the q|k|v and gate|up products and the head, without kernels of their own (73 `F.rms_norm` launches took
-  0.43 ms of SDAR-8B's 6.8 ms step in an H100 profile). Each program sums its rows' squares over K in the first
-  iteration of its loop, while its first weight tiles load, then normalises each x tile as it loads it, rounding
-  to the model's dtype before the product as `F.rms_norm` with a weight does.
 
 Used by the static step on CUDA in fp16/bf16 (`usable`: Triton compiles and agrees with torch here, checked
-once; the norm inside the product checked on its own, `norm_product_usable`); every other path, and fp32, keeps
-torch's operations. Without Triton (the CPU-only install) the module imports and says no.
+once); every other path, and fp32, keeps torch's operations. Without Triton (the CPU-only install) the module
+imports and says no.
 """
 
 from __future__ import annotations
@@ -44,7 +39,6 @@ except ImportError:  # the CPU-only install: torch's CPU wheel brings no Triton
 
 ENABLED = True  # the static step's kernels where they serve (`usable`...; an H100: a step 8.06 -> 7.10 ms at SDAR-8B)
 PRODUCTS = True  # `product` in the static step too (an H100: the step 7.07 -> 6.70 ms with it)
-FUSED_NORMS = True  # the RMSNorm before a product inside it (`norm_product_usable`; needs PRODUCTS)
 LOG = logging.getLogger("dice_lsp.engine")
 MAX_QUERY_ROWS = 128  # query heads sharing a kv head x queries per row, at most (one program's tile)
 BLOCK_KEYS = 64
@@ -52,7 +46,6 @@ SPLIT_KEYS = 128  # keys per program by default (`attention`'s splits)
 MAX_SPLITS = 16
 MAX_PRODUCT_ROWS = 64  # `product`'s rows at most (one tile, and fewer stages past 16 rows); more rows: cuBLAS
 PRODUCT_BLOCK_K = 256
-NORM_TILE = 4096  # x's elements a step of `product`'s pass over its rows' squares takes (32 fp32 registers a thread)
 
 
 def usable(q: Tensor, k: Tensor) -> bool:
@@ -110,50 +103,10 @@ def _works(device: torch.device, dtype: torch.dtype, dim: int) -> bool:
 
 def product_usable(x: Tensor, weight: Tensor) -> bool:
     """Whether `product` serves rows `x` ([M, K]) times `weight` ([N, K])ᵀ."""
-    return _product_serves(x.shape[0], x, weight)
-
-
-def norm_product_usable(x: Tensor, weight: Tensor, g: Tensor) -> bool:
-    """Whether `product(rows, weight, norm=(g, eps))` serves the rows of `x` ([..., K]: its leading dimensions
-    together are the rows) with the RMSNorm weight `g` ([K], x's dtype): `FUSED_NORMS`, `product_usable`, and the
-    normalising kernel compiles and agrees with `F.rms_norm` here (checked once per device and dtype)."""
-    if not FUSED_NORMS or not x.is_cuda:
-        return False
-    k = x.shape[-1]
-    return (_product_serves(x.numel() // k, x, weight, True) and weight.shape[1] == k and g.shape == (k,)
-            and g.dtype == x.dtype and g.device == x.device and g.is_contiguous() and _norm_works(x.device, x.dtype))
-
-
-def _product_serves(rows: int, x: Tensor, weight: Tensor, norm: bool = False) -> bool:
-    """`product_usable` for `rows` rows like `x` (`norm`: with a norm)."""
     n, k = weight.shape
-    return (PRODUCTS and rows <= MAX_PRODUCT_ROWS and n % _product_blocks(n)[0] == 0 and k % PRODUCT_BLOCK_K == 0
-            and weight.is_contiguous() and weight.is_cuda and _product_stages(rows, n, x, norm) >= 2
+    return (PRODUCTS and x.shape[0] <= MAX_PRODUCT_ROWS and n % _product_blocks(n)[0] == 0 and k % PRODUCT_BLOCK_K == 0
+            and weight.is_contiguous() and weight.is_cuda and _product_stages(x.shape[0], n, x) >= 2
             and x.dtype == weight.dtype and elementwise_usable(x))
-
-
-@cache
-def _norm_works(device: torch.device, dtype: torch.dtype) -> bool:
-    """`product` with a norm compiles, runs and agrees with `F.rms_norm` then the product here (checked once, on
-    its own: a failure leaves the norms to `F.rms_norm`, the other kernels as `_works` found them)."""
-    gen = torch.Generator(device=device).manual_seed(1)
-    x = 3 * torch.randn(8, 512, device=device, dtype=dtype, generator=gen)
-    weight = torch.randn(64, 512, device=device, dtype=dtype, generator=gen) / 16
-    scale = 1 + 0.2 * torch.randn(512, device=device, dtype=dtype, generator=gen)
-    residual = torch.randn(8, 64, device=device, dtype=dtype, generator=gen)
-    try:
-        got = [product(x, weight, norm=(scale, 1e-6)), product(x, weight, residual.clone(), True, (scale, 1e-6))]
-    except Exception as exc:  # Triton's compiler and driver errors have no common base class
-        LOG.warning("the static step keeps its RMSNorms apart: the normalising product failed here (%s)",
-                    str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
-        return False
-    products = F.rms_norm(x, (512,), scale, 1e-6).float() @ weight.float().t()
-    tolerance = 1e-2 * products.abs().max().item()
-    if not all(torch.allclose(a.float(), b, atol=tolerance, rtol=2e-2)
-               for a, b in zip(got, (products, residual.float() + products), strict=True)):
-        LOG.warning("the static step keeps its RMSNorms apart: the normalising product disagrees with them here")
-        return False
-    return True
 
 
 def elementwise_usable(x: Tensor) -> bool:
@@ -269,28 +222,16 @@ if triton is not None:
         tl.store(o_ptr + row * so + i, (gate * tl.sigmoid(gate) * up).to(o_ptr.dtype.element_ty), mask=live)
 
     @triton.jit  # type: ignore[untyped-decorator]
-    def _product(x_ptr, w_ptr, o_ptr, g_ptr, rows, k_len, sx, sw, so, eps,  # type: ignore[no-untyped-def]
-                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, ACCUMULATE: tl.constexpr,
-                 NORM_K: tl.constexpr, NORM_BLOCK: tl.constexpr):
+    def _product(x_ptr, w_ptr, o_ptr, rows, k_len, sx, sw, so,  # type: ignore[no-untyped-def]
+                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, ACCUMULATE: tl.constexpr):
         n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
         m = tl.arange(0, BLOCK_M)
         live = m[:, None] < rows
-        inverse = tl.zeros([BLOCK_M], tl.float32)  # `norm`: each row's 1 / rms, found in the first iteration
         acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
         for start in range(0, k_len, BLOCK_K):
             kk = start + tl.arange(0, BLOCK_K)
             x = tl.load(x_ptr + m[:, None] * sx + kk[None, :], mask=live, other=0.0)
             w = tl.load(w_ptr + n[None, :] * sw + kk[:, None])  # [BLOCK_K, BLOCK_N]: the weight's rows n, read along K
-            if NORM_K:
-                if start == 0:  # inside the loop: the pipeline has issued its first weight tiles' loads by now
-                    squares = tl.zeros([BLOCK_M, NORM_BLOCK], tl.float32)
-                    for col in tl.static_range(0, NORM_K, NORM_BLOCK):
-                        part = tl.load(x_ptr + m[:, None] * sx + col + tl.arange(0, NORM_BLOCK)[None, :], mask=live,
-                                       other=0.0).to(tl.float32)
-                        squares += part * part
-                    inverse = tl.rsqrt(tl.sum(squares, 1) * (1.0 / NORM_K) + eps)
-                g = tl.load(g_ptr + kk).to(tl.float32)  # normalised and weighed in fp32, rounded once (`F.rms_norm`)
-                x = (x.to(tl.float32) * inverse[:, None] * g[None, :]).to(w_ptr.dtype.element_ty)
             acc += tl.dot(x, w)
         out = o_ptr + m[:, None] * so + n[None, :]
         if ACCUMULATE:
@@ -363,24 +304,11 @@ def norm_rotate(qkv: Tensor, heads: int, table: Tensor, cos: Tensor, sin: Tensor
     return out
 
 
-def product(x: Tensor, weight: Tensor, out: Tensor | None = None, accumulate: bool = False,
-            norm: tuple[Tensor, float] | None = None) -> Tensor:
+def product(x: Tensor, weight: Tensor, out: Tensor | None = None, accumulate: bool = False) -> Tensor:
     """x [M, K] times weight [N, K]ᵀ into `out` ([M, N], made when None); `accumulate`: added to what `out` holds
     (fp32 sum, rounded once, as `addmm_`). Needs `product_usable`. Wide outputs (N >= 6144) take 64 columns a
     program, narrower ones 32 (twice the programs, the pipeline deeper): the faster of the sweep on an H100 at
-    SDAR-8B's shapes (`bench/step_products.py`).
-
-    `norm` (g [K], eps; needs `norm_product_usable`): x RMS-normalised first, (x / rms(x) ⊙ g) @ weightᵀ with rms
-    per row over K in fp32 and the normalised, weighed row rounded to the model's dtype before the product, as
-    `F.rms_norm(x, (K,), g, eps)` then the product compute it (the squares summed in another order: now and then an
-    element one step of the dtype apart). Each program sums its rows' squares itself, in a pass over its M rows of x
-    in the first iteration of its loop over K, then scales each x tile as it loads it. In the first iteration, not
-    before the loop: Triton's pipeline issues the loads of the first weight tiles before the loop, so the pass
-    (x is a few KB a row, just written by the previous kernel: read from L2) runs while they are in flight instead of
-    delaying them. The other designs: a kernel of its own for the rows' 1 / rms is one more launch before each
-    product, the cost this removes; 1 / rms applied to the fp32 sum after the product needs no pass, but the product
-    would then read round(x ⊙ g) rather than the normalised row (other rounding than the unfused step, and x ⊙ g,
-    the residual stream's large channels times g, can leave fp16's range)."""
+    SDAR-8B's shapes (`bench/step_products.py`)."""
     assert triton is not None
     rows, k = x.shape
     n = weight.shape[0]
@@ -389,19 +317,11 @@ def product(x: Tensor, weight: Tensor, out: Tensor | None = None, accumulate: bo
     if out is None:
         out = torch.empty((rows, n), dtype=x.dtype, device=x.device)
     assert out.stride(1) == 1 and out.shape == (rows, n)
-    block_m = max(16, triton.next_power_of_2(rows))
     block_n = _product_blocks(n)[0]
-    stages = _product_stages(rows, n, x, norm is not None)
-    g, eps, norm_k, norm_block = weight, 0.0, 0, 1  # no norm: `g` is never read
-    if norm is not None:
-        g, eps = norm
-        assert g.shape == (k,) and g.is_contiguous()
-        norm_k, norm_block = k, min(k, NORM_TILE // block_m)
-        while k % norm_block:
-            norm_block //= 2
-    _product[(n // block_n,)](x, weight, out, g, rows, k, x.stride(0), weight.stride(0), out.stride(0), float(eps),
-                              BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=PRODUCT_BLOCK_K, ACCUMULATE=accumulate,
-                              NORM_K=norm_k, NORM_BLOCK=norm_block, num_warps=4, num_stages=stages)
+    stages = _product_stages(rows, n, x)
+    _product[(n // block_n,)](x, weight, out, rows, k, x.stride(0), weight.stride(0), out.stride(0),
+                              BLOCK_M=max(16, triton.next_power_of_2(rows)), BLOCK_N=block_n,
+                              BLOCK_K=PRODUCT_BLOCK_K, ACCUMULATE=accumulate, num_warps=4, num_stages=stages)
     return out
 
 
@@ -410,15 +330,12 @@ def _product_blocks(n: int) -> tuple[int, int]:
     return (64, 4) if n >= 6144 else (32, 6)
 
 
-def _product_stages(rows: int, n: int, x: Tensor, norm: bool = False) -> int:
+def _product_stages(rows: int, n: int, x: Tensor) -> int:
     """The pipeline stages `product` runs: its default, fewer where a stage's tiles (x's rows padded to a power of
-    two, the weight's columns, `PRODUCT_BLOCK_K` each; with `norm` the norm weight's too, and an x tile more for
-    the normalised one) would not fit the device's shared memory that many times."""
+    two, the weight's columns, `PRODUCT_BLOCK_K` each) would not fit the device's shared memory that many times."""
     block_n, stages = _product_blocks(n)
-    block_m = max(16, 1 << (rows - 1).bit_length())
-    per_stage = (block_m + block_n + int(norm)) * PRODUCT_BLOCK_K * x.element_size()
-    fixed = block_m * PRODUCT_BLOCK_K * x.element_size() if norm else 0
-    return min(stages, (_shared_memory(x.device.index or 0) - fixed) // per_stage)
+    per_stage = (max(16, 1 << (rows - 1).bit_length()) + block_n) * PRODUCT_BLOCK_K * x.element_size()
+    return min(stages, _shared_memory(x.device.index or 0) // per_stage)
 
 
 @cache

@@ -12,7 +12,7 @@ the whole buffer under a block-causal mask built from those positions, so that a
 its input alone and the same call can be captured once as a CUDA graph and replayed (`block_graph.py`).
 That call (`static_forward`) runs each layer as fewer, larger kernels (`DecoderLayer.static`, `fused.py`):
 fused q|k|v and gate|up products, q and k normalised and rotated together, residual adds inside the
-output products, and on a GPU the RMSNorm before each product inside it (`norm_step_product`).
+output products.
 """
 
 from __future__ import annotations
@@ -245,16 +245,15 @@ class Attention(nn.Module):
                                            self._norm_table)
         return self._qkv, self._norm_table.table
 
-    def static(self, x: Tensor, norm: RMSNorm, weights: LayerWeights, tables: StepTables, cache: StepCache,
+    def static(self, x: Tensor, weights: LayerWeights, tables: StepTables, cache: StepCache,
                layer: int) -> Tensor:
-        """The static step's attention of `norm(x)` before the output projection: [rows * T, heads * head dim].
+        """The static step's attention before the output projection: [rows * T, heads * head dim].
 
-        One product for q|k|v (with the norm where `norm_step_product` fuses it), one normalisation and one
-        rotation for the q|k heads (`fused.py`).
+        One product for q|k|v, one normalisation and one rotation for the q|k heads (`fused.py`).
         """
         b, t, _ = x.shape
         nh, nkv, hd = self.n_heads, self.n_kv, self.head_dim
-        qkv = norm_step_product(x, norm, weights.qkv, tables.fused_norms).view(b, t, nh + 2 * nkv, hd)
+        qkv = step_product(x.reshape(b * t, -1), weights.qkv).view(b, t, nh + 2 * nkv, hd)
         if tables.heads is not None:  # GPU, fp16/bf16: one Triton kernel (`StepTables.make`)
             qk = step_kernels.norm_rotate(qkv, nh + nkv, weights.qk_norm, *tables.heads, self.q_norm.eps)
         else:
@@ -302,18 +301,6 @@ def step_product(x: Tensor, weight: Tensor) -> Tensor:
     return F.linear(x, weight)
 
 
-def norm_step_product(x: Tensor, norm: RMSNorm, weight: Tensor, fused_norms: bool) -> Tensor:
-    """norm(x) ([..., K]) times weight [N, K]ᵀ in the static step, as [rows, N] (rows: x's leading dimensions).
-
-    One kernel where the norm runs as `F.rms_norm` (`fused_norms`: CUDA) and `step_kernels.norm_product_usable`
-    holds (fp16/bf16, `product`'s shapes): the RMSNorm inside the product, rounded as `F.rms_norm` rounds it;
-    elsewhere the norm, then `step_product`."""
-    if fused_norms and step_kernels.norm_product_usable(x, weight, norm.weight):
-        return step_kernels.product(x.reshape(-1, x.shape[-1]), weight, norm=(norm.weight, norm.eps))
-    normed = norm(x, fused_norms)
-    return step_product(normed.reshape(-1, normed.shape[-1]), weight)
-
-
 def add_step_product(stream: Tensor, x: Tensor, weight: Tensor) -> None:
     """stream [rows, N] += x [rows, K] times weight [N, K]ᵀ, rounded once (the residual's output and down
     projections)."""
@@ -337,10 +324,9 @@ class MLP(nn.Module):
         self._gate_up = fuse_rows((self.gate_proj, self.up_proj), self._gate_up)
         return self._gate_up
 
-    def static(self, x: Tensor, norm: RMSNorm, gate_up: Tensor, fused_norms: bool) -> Tensor:
-        """SwiGLU of `norm(x)` before the down projection: one product for gate|up (with the norm where
-        `norm_step_product` fuses it), then silu and the product."""
-        both = norm_step_product(x, norm, gate_up, fused_norms)
+    def static(self, x: Tensor, gate_up: Tensor) -> Tensor:
+        """SwiGLU before the down projection: one product for gate|up, then silu and the product."""
+        both = step_product(x.reshape(-1, x.shape[-1]), gate_up)
         if step_kernels.elementwise_usable(both):  # GPU, fp16/bf16: one Triton kernel
             return step_kernels.swiglu(both)
         gate, up = both.chunk(2, dim=-1)
@@ -380,13 +366,12 @@ class DecoderLayer(nn.Module):
     def static(self, x: Tensor, weights: LayerWeights, tables: StepTables, cache: StepCache,
                layer: int) -> None:
         """The static step of this layer, adding both residual branches to `x` in place: the output and
-        down projections are products that accumulate into the residual stream (`addmm_`, no separate add); the
-        two RMSNorms go with the q|k|v and gate|up products that read them (`norm_step_product`)."""
+        down projections are products that accumulate into the residual stream (`addmm_`, no separate add)."""
         b, t, d = x.shape
         stream = x.view(b * t, d)
-        add_step_product(stream, self.self_attn.static(x, self.input_layernorm, weights, tables, cache, layer),
-                         self.self_attn.o_proj.weight)
-        mixed = self.mlp.static(x, self.post_attention_layernorm, weights.gate_up, tables.fused_norms)
+        add_step_product(stream, self.self_attn.static(self.input_layernorm(x, tables.fused_norms), weights, tables,
+                                                       cache, layer), self.self_attn.o_proj.weight)
+        mixed = self.mlp.static(self.post_attention_layernorm(x, tables.fused_norms), weights.gate_up)
         add_step_product(stream, mixed.view(b * t, -1), self.mlp.down_proj.weight)
 
 
@@ -457,8 +442,7 @@ class Transformer(nn.Module):
         the positions), so one call can be captured as a CUDA graph and replayed with new ids/positions
         copied into the same tensors. Keys/values of every input position are written to the cache.
         On CUDA the RMSNorms run fused (`F.rms_norm`: bf16 rounds once, after the weight, where the other
-        paths round before it, as Hugging Face's Qwen3 does), in fp16/bf16 inside the product that follows each
-        of them, rounded the same way (`norm_step_product`); on a CPU this is the other paths' arithmetic.
+        paths round before it, as Hugging Face's Qwen3 does); on a CPU this is the other paths' arithmetic.
         The layers run with fused weights and shared tables (`fused.py`, `DecoderLayer.static`): the same
         arithmetic up to the order of additions and where bf16 rounds (the output and down projections add
         to the residual before rounding, the rotation rounds once).
@@ -486,11 +470,11 @@ class Transformer(nn.Module):
                 assert isinstance(layer, DecoderLayer)
                 layer.static(x, weights, tables, cache, i)
         picked = x.index_select(1, only) if isinstance(only, Tensor) else x[:, only]
+        normed = self.model.norm(picked, fused_norms)
         if not isinstance(self.lm_head, nn.Linear):  # int8 (`quant`)
-            logits: Tensor = self.lm_head(self.model.norm(picked, fused_norms))
+            logits: Tensor = self.lm_head(normed)
             return logits
-        return norm_step_product(picked, self.model.norm, self.lm_head.weight,
-                                 fused_norms).view(*picked.shape[:-1], -1)
+        return step_product(normed.reshape(-1, normed.shape[-1]), self.lm_head.weight).view(*normed.shape[:-1], -1)
 
     def hidden_states(self, ids: Tensor, start: int = 0, cache: KVCache | None = None, keep: int = 0,
                       valid_keys: Tensor | None = None) -> Tensor:

@@ -49,7 +49,7 @@ from collections.abc import Awaitable, Callable, Collection, Iterator
 from dataclasses import dataclass
 from http import HTTPStatus
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pygls.exceptions import JsonRpcException
 from pygls.protocol import JsonRPCProtocol
@@ -75,6 +75,7 @@ if TYPE_CHECKING:
     from websockets.http11 import Request, Response
 
 LOG = logging.getLogger("dice_lsp.transport")
+T = TypeVar("T")
 AUTH_TOKEN_KEY = "authToken"  # in initializationOptions
 ADMISSION_BYTES = 256 * 1024  # VS Code's client capabilities are 4.7 KB of JSON (pytest-lsp's capture)
 ADMISSION_SECONDS = 10.0
@@ -323,7 +324,7 @@ def serve_stdio(server: JsonRPCServer) -> int:
     server.protocol.set_writer(out)
     stream = MessageStream(PipeSource(sys.stdin.fileno()), Framer())
     try:
-        code = asyncio.run(terminated(serve_messages(server.protocol, stream.next, out, "stdio")))
+        code = asyncio.run(stopping(terminated(serve_messages(server.protocol, stream.next, out, "stdio"))))
     except BrokenPipeError:
         LOG.error("the client closed stdout; stopping")
         return 1
@@ -336,6 +337,17 @@ def serve_stdio(server: JsonRPCServer) -> int:
         LOG.error("stdin ended inside a message (%s); stopping", stream.cut_off.reason)
         return 1
     return 0
+
+
+async def stopping(work: Awaitable[T]) -> T:
+    """`work`, then `stop_all` while the event loop still runs: `asyncio.run` joins the threads of its default
+    executor before it returns, and one of them may be waiting on a compiler (the precompiled preamble that
+    opening a file started, seconds at a low CPU priority), which the server would otherwise wait for at exit
+    only to kill what is left afterwards."""
+    try:
+        return await work
+    finally:
+        stop_all()
 
 
 async def serve_messages(protocol: JsonRPCProtocol, receive: Callable[[], Awaitable[Message | Problem | None]],
@@ -587,7 +599,7 @@ def serve_socket(server: JsonRPCServer, kind: str, host: str, port: int, token_f
     with contextlib.ExitStack() as cleanup:
         tokens = given if given.required else TokenFile(cleanup.enter_context(made_token()))
         try:
-            return asyncio.run(terminated(_listen(server.protocol, kind, host, port, tokens, origins))) or 0
+            return asyncio.run(stopping(terminated(_listen(server.protocol, kind, host, port, tokens, origins)))) or 0
         except SystemExit as exc:  # `exit` over WebSocket: pygls exits once the socket has closed
             return exit_code(exc)
         finally:

@@ -274,10 +274,11 @@ def workspace_source(folder: str, file: Path) -> Source:
 
 def cmd_complete(args: argparse.Namespace) -> int:
     from dice_lsp.jobs.api import CompleteJob
-    from dice_lsp.textdoc import Position, read_source
+    from dice_lsp.textdoc import Position, offset_at, read_source
 
     text = read_source(args.file)
     position = Position(args.line, args.character)
+    offset_at(text, position)  # a position outside the file is refused now, not after the model has loaded
     settings = updated(settings_from_args(args), {"type_check": args.type_check, "clang": args.clang,
                                                   "min_confidence": args.min_confidence})
     if args.workspace is not None and not Path(args.workspace).is_dir():

@@ -9,13 +9,14 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from .lsp_client import URI, open_document, ready, start
+from .lsp_client import DOCUMENT_DIR, URI, open_document, ready, start
 
 pytestmark = pytest.mark.asyncio
 MARKED = ("__device__ void fill_ones(float* out, int n) {\n"  # dice-tiny fills this marker with checked code
           "    int tid = threadIdx.x;\n"
           "    for (int i = tid; i < n; /*@fill*/\n"
           "        out[i] = 1.0f;\n    }\n}\n")
+MARKED_URI = (DOCUMENT_DIR / "marked.cu").as_uri()  # MARKED beside the document of URI, on the same server
 
 
 def whole_file() -> types.CodeActionParams:
@@ -28,10 +29,14 @@ def whole_file() -> types.CodeActionParams:
 ANY_CHECKED_FILL = {"device": "cpu", "minConfidence": 0}  # dice-tiny's checked fill, whatever its P(right)
 
 
-async def test_a_marker_offers_an_action_whose_resolve_fills_it(client: LanguageClient) -> None:
+async def test_a_marker_offers_an_action_whose_resolve_fills_it_and_the_fill_command_applies_the_edit(
+        client: LanguageClient) -> None:
+    """(One server for both: each start costs a torch import and a model load; the resolve edits nothing, so the
+    fill command meets the document as opened.)"""
     statuses = await start(client, configuration=ANY_CHECKED_FILL)
     await ready(statuses, client)
     open_document(client, MARKED)
+    # a marker offers an action whose resolve fills it
     actions = await client.text_document_code_action_async(whole_file())
     titles = [a.title for a in actions or []]
     assert titles == ["Fill hole with DICE"], "a kernel that does not parse yet is not offered for optimizing"
@@ -45,19 +50,7 @@ async def test_a_marker_offers_an_action_whose_resolve_fills_it(client: Language
     assert edit.range == types.Range(types.Position(2, 29), types.Position(2, 38)), "the marker is replaced"
     assert edit.new_text.strip()
 
-
-async def test_no_marker_no_fill_action(client: LanguageClient) -> None:
-    statuses = await start(client)
-    await ready(statuses, client)
-    open_document(client)
-    actions = await client.text_document_code_action_async(whole_file()) or []
-    assert [a.title for a in actions] == ["Optimize kernel `scale` with DICE"]
-
-
-async def test_the_fill_command_applies_the_edit(client: LanguageClient) -> None:
-    statuses = await start(client, configuration=ANY_CHECKED_FILL)
-    await ready(statuses, client)
-    open_document(client, MARKED)
+    # the fill command applies the edit
     applied: list[types.ApplyWorkspaceEditParams] = []
 
     @client.feature(types.WORKSPACE_APPLY_EDIT)
@@ -71,14 +64,21 @@ async def test_the_fill_command_applies_the_edit(client: LanguageClient) -> None
     assert applied and applied[0].label == "DICE fill"
 
 
-async def test_by_default_dice_tiny_fills_no_marker_and_says_why(client: LanguageClient) -> None:
-    """dice-tiny's multi-line fills were right 0 of 48 times on the dev split: asked to fill a marker, it changes
-    nothing and tells the user the chance and the setting that moves it."""
+async def test_no_marker_no_fill_action_and_by_default_dice_tiny_fills_no_marker_and_says_why(
+        client: LanguageClient) -> None:
+    """Without a marker there is no fill action. dice-tiny's multi-line fills were right 0 of 48 times on the dev
+    split: asked to fill a marker, it changes nothing and tells the user the chance and the setting that moves it.
+    (One server for both, the marked file a second document beside the first: each start costs a torch import and a
+    model load.)"""
     statuses = await start(client)
     await ready(statuses, client)
-    open_document(client, MARKED)
+    open_document(client)
+    actions = await client.text_document_code_action_async(whole_file()) or []
+    assert [a.title for a in actions] == ["Optimize kernel `scale` with DICE"]
+
+    open_document(client, MARKED, MARKED_URI)
     result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
-        command="dice.fillHole", arguments=[URI, {"line": 2, "character": 29}]))
+        command="dice.fillHole", arguments=[MARKED_URI, {"line": 2, "character": 29}]))
     assert result is False
 
     async def told() -> str:

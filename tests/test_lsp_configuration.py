@@ -20,7 +20,10 @@ def inline(at: types.Position | None = None) -> types.InlineCompletionParams:
         context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Invoked))
 
 
-async def test_a_configuration_change_applies_without_restart(client: LanguageClient, native_dir: Path) -> None:
+async def test_a_configuration_change_applies_without_restart_and_a_bad_model_folder_reports_an_error_then_recovers(
+        client: LanguageClient, native_dir: Path, tmp_path: Path) -> None:
+    """(One server for both: each start costs a torch import and a model load.)"""
+    # a configuration change applies without restart.
     # dice.minConfidence 0 (initializationOptions, kept under every pushed section): dice-tiny's checked fill of the
     # loop header is shown whatever its P(right), so the change of model is what the test sees
     statuses = await start(client, {"dice": {"device": "cpu", "minConfidence": 0}})
@@ -37,34 +40,46 @@ async def test_a_configuration_change_applies_without_restart(client: LanguageCl
     after = await client.text_document_inline_completion_async(inline(at))
     assert after is not None and list(after.items) == []
 
-
-async def test_a_bad_model_folder_reports_an_error_status_then_recovers(client: LanguageClient, tmp_path) -> None:
-    statuses = await start(client)
-    await ready(statuses, client)
-    open_document(client)
+    # a bad model folder reports an error status, then recovers
+    seen = len(statuses)
     client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
         settings={"dice": {**FAST, "model": str(tmp_path)}}))
-    error = await wait_status(statuses, "error")
+    error = await wait_status(statuses, "error", after=seen)
     assert "no config.json" in error["message"]
-    assert await client.text_document_inline_completion_async(inline()) is None
+    assert await client.text_document_inline_completion_async(inline(at)) is None
 
     client.set_configuration(FAST, section="dice")  # the model key is gone: back to the embedded model
     seen = len(statuses)
     client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
     assert (await wait_status(statuses, "ready", after=seen))["model"] == "dice-tiny"
-    assert await client.text_document_inline_completion_async(inline()) is not None
+    assert await client.text_document_inline_completion_async(inline(at)) is not None
 
 
-async def test_invalid_values_are_reported_and_ignored_and_the_log_reaches_the_client_at_its_level(
+async def test_refused_values_of_the_options_and_the_configuration_are_told_by_name_and_the_log_reaches_the_client(
         client: LanguageClient, tmp_path: Path) -> None:
     """Values the server refuses are said by name, and it still loads the model. An info line of the server's log
     (here: the workspace folder it watches) arrives as a `window/logMessage` of type Info, not on stderr, which
     an editor shows as errors (every line was an `[error]` in VS Code); the refusals are warnings, no error either.
-    (One server for both: each start costs a torch import and a model load.)"""
-    statuses = await start(client, configuration={**FAST, "steps": 0, "sampler": "greedy"}, workspace=tmp_path)
+    Neovim and Helix users configure the server through initializationOptions: a value it refuses there is shown to
+    them too (window/showMessage) naming the setting, not dropped silently; the other values still apply.
+    (One server for all three: each start costs a torch import and a model load. Both sources refuse a dice.steps,
+    each is told: the initializationOptions' refusals first, then the configuration's.)"""
+    statuses = await start(client, {"dice": {"device": "cpu", "steps": -3, "maxCanvass": 8}},
+                           configuration={**FAST, "steps": 0, "sampler": "greedy"}, workspace=tmp_path)
     assert (await ready(statuses, client))["state"] == "ready"
-    warnings = [m.message for m in client.messages]
-    assert any("dice.steps" in w for w in warnings) and any("dice.sampler" in w for w in warnings)
+
+    async def told() -> list[str]:
+        while len(found := [m.message for m in client.messages if "dice." in m.message]) < 4:
+            await asyncio.sleep(0.05)
+        return found
+
+    messages = await asyncio.wait_for(told(), timeout=60)
+    # a bad initialization option is told by name
+    initialization, configuration = messages[:2], messages[2:]
+    assert any("dice.steps" in m for m in initialization), messages
+    assert any("dice.maxCanvass: unknown setting" in m for m in initialization), messages
+    # invalid values of the configuration are reported (and ignored: the model is ready)
+    assert any("dice.steps" in m for m in configuration) and any("dice.sampler" in m for m in configuration), messages
 
     async def watching() -> types.LogMessageParams:
         while True:
@@ -73,22 +88,7 @@ async def test_invalid_values_are_reported_and_ignored_and_the_log_reaches_the_c
                 return found[0]
             await asyncio.sleep(0.05)
 
+    # the log reaches the client at its level
     message = await asyncio.wait_for(watching(), timeout=60)
     assert message.type == types.MessageType.Info
     assert all(m.type != types.MessageType.Error for m in client.log_messages)
-
-
-async def test_a_bad_initialization_option_is_told_by_name(client: LanguageClient) -> None:
-    """Neovim and Helix users configure the server through initializationOptions: a value it refuses is shown to
-    them (window/showMessage) naming the setting, not dropped silently; the other values still apply."""
-    statuses = await start(client, {"dice": {"device": "cpu", "steps": -3, "maxCanvass": 8}})
-    await ready(statuses, client)
-
-    async def told() -> list[str]:
-        while len(found := [m.message for m in client.messages if "dice." in m.message]) < 2:
-            await asyncio.sleep(0.05)
-        return found
-
-    messages = await asyncio.wait_for(told(), timeout=60)
-    assert any("dice.steps" in m for m in messages), messages
-    assert any("dice.maxCanvass: unknown setting" in m for m in messages), messages

@@ -36,6 +36,9 @@ OWN_TMP = ClientServerConfig(server_command=[sys.executable, "-m", "dice_lsp.cli
                              server_env={**os.environ, "HF_HUB_OFFLINE": "1", "TMPDIR": str(SCRATCH)})
 
 
+TWO_KERNELS_URI = (DOCUMENT_DIR / "two_kernels.cu").as_uri()  # beside the document of URI, on the same server
+
+
 @pytest_lsp.fixture(config=OWN_TMP)
 async def tmp_client(lsp_client: LanguageClient) -> AsyncIterator[None]:
     """A real `dice-lsp` whose scratch files are in `SCRATCH`."""
@@ -43,35 +46,32 @@ async def tmp_client(lsp_client: LanguageClient) -> AsyncIterator[None]:
     await lsp_client.shutdown_session()
 
 
-async def test_opening_a_file_precompiles_its_preamble_before_any_completion(tmp_client: LanguageClient) -> None:
-    """The first completion in a file should not wait for clang to read every header the file includes: the
-    server starts that work when the editor opens the file."""
-    if find_clang() is None:
-        pytest.skip("no clang (apt-get install clang)")
+async def test_initialize_loads_the_model_an_open_file_is_precompiled_and_inline_completion_covers_the_region(
+        tmp_client: LanguageClient) -> None:
+    """Initialize answers with the server's capabilities and the model loads (dice/status: loading, then ready).
+    The first completion in a file should not wait for clang to read every header the file includes: the server
+    starts that work when the editor opens the file. Then the product's default path (the model, the document, the
+    idiom bank, the checks and the show filter): the second kernel's index line, which the first kernel has, is
+    shown over the empty line. (One server for the three: each start costs a torch import and a model load.)"""
     statuses = await start(tmp_client)
-    await ready(statuses, tmp_client)
-    open_document(tmp_client)  # includes <cuda_runtime.h>
-    for _ in range(600):
-        if list(SCRATCH.glob("dice-clang-pch-*/*.pch")):
-            break
-        await asyncio.sleep(0.1)
-    assert [p.suffix for p in SCRATCH.glob("dice-clang-pch-*/*.pch")] == [".pch"]
-
-
-async def test_initialize_loads_the_model_and_inline_completion_covers_the_region_at_the_cursor(
-        client: LanguageClient) -> None:
-    """Initialize answers with the server's capabilities and the model loads (dice/status: loading, then ready);
-    then the product's default path (the model, the document, the idiom bank, the checks and the show filter): the
-    second kernel's index line, which the first kernel has, is shown over the empty line. (One server for both:
-    each start costs a torch import and a model load.)"""
-    statuses = await start(client)
-    assert client.capabilities is not None
-    status = await ready(statuses, client)
+    assert tmp_client.capabilities is not None
+    status = await ready(statuses, tmp_client)
     assert statuses[0]["state"] == "loading"
     assert status["state"] == "ready" and status["model"] == "dice-tiny" and status["device"] == "cpu"
-    open_document(client, TWO_KERNELS)
-    result = await client.text_document_inline_completion_async(types.InlineCompletionParams(
-        text_document=types.TextDocumentIdentifier(uri=URI), position=types.Position(6, 4),
+
+    # opening a file precompiles its preamble before any completion
+    if find_clang() is not None:  # else no clang (apt-get install clang): nothing to precompile
+        open_document(tmp_client)  # includes <cuda_runtime.h>
+        for _ in range(600):
+            if list(SCRATCH.glob("dice-clang-pch-*/*.pch")):
+                break
+            await asyncio.sleep(0.1)
+        assert [p.suffix for p in SCRATCH.glob("dice-clang-pch-*/*.pch")] == [".pch"]
+
+    # inline completion covers the region at the cursor
+    open_document(tmp_client, TWO_KERNELS, TWO_KERNELS_URI)
+    result = await tmp_client.text_document_inline_completion_async(types.InlineCompletionParams(
+        text_document=types.TextDocumentIdentifier(uri=TWO_KERNELS_URI), position=types.Position(6, 4),
         context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Invoked)))
     assert isinstance(result, types.InlineCompletionList) and result.items
     item = result.items[0]

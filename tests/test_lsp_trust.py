@@ -112,20 +112,32 @@ async def test_trusting_the_workspace_applies_its_build_flags_without_a_restart(
         "the open document is compiled again, with the database's defines"
 
 
-async def test_untrusted_nothing_is_benchmarked_on_save_and_the_reason_is_said_once(
+async def optimize_twice(client: LanguageClient, uri: str) -> Any:
+    """The "Optimize kernel `twice`" command, as VS Code runs it (the edit comes back for its preview)."""
+    return await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="dice.optimizeKernel", arguments=[uri, "twice", 1, False]))
+
+
+async def test_untrusted_nothing_is_benchmarked_on_save_nor_any_candidate_run_on_the_gpu_until_trusted(
         gpu_client: LanguageClient, tmp_path: Path) -> None:
+    """Untrusted, nothing is benchmarked on save (the reason said once) and optimize never runs a candidate on the
+    GPU; trusted, a save benchmarks the file and candidates go to the GPU. (One server for both: each start costs a
+    torch import and a model load.)"""
     client = gpu_client
     path = tmp_path / "saxpy.cu"
     shutil.copy(EXAMPLE, path)
+    twice = tmp_path / "twice.cu"
+    twice.write_text(TWICE)
     refreshed = asyncio.Event()
 
     @client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
     def on_refresh(params: None) -> None:
         refreshed.set()
 
-    configuration = {**FAST, "benchOnSave": True, "diagnostics": False}
+    configuration = {**FAST, "benchOnSave": True, "diagnostics": False, "optimizeCandidates": 1, "repairRounds": 0}
     statuses = await start(client, configuration=configuration, workspace=tmp_path)
     await ready(statuses, client)
+    # untrusted: nothing is benchmarked on save, and the reason is said once
     open_document(client, path.read_text(), path.as_uri())
     for _ in range(2):
         save(client, path.as_uri())
@@ -135,6 +147,14 @@ async def test_untrusted_nothing_is_benchmarked_on_save_and_the_reason_is_said_o
     [said] = trust_messages(client)
     assert "benchmarks on save do not run" in said and "dice.trusted" in said
     assert "benchmark: not run: workspace not trusted" in await lens_titles(client, path.as_uri())
+    # untrusted: optimize never runs a candidate on the GPU
+    open_document(client, TWICE, twice.as_uri())
+    result = await optimize_twice(client, twice.as_uri())
+    report = result["report"]
+    assert report["gpu"] is False and report["unverified"] == "workspace not trusted"
+    assert "none verified (workspace not trusted)" in result["summary"]
+    assert not [line for line in gpu_log() if line.startswith(("optimize", "bench_rewrite"))], gpu_log()
+
     refreshed.clear()
     await trust(client, configuration)
     await asyncio.wait_for(refreshed.wait(), timeout=60)  # the trust lens is gone
@@ -145,29 +165,7 @@ async def test_untrusted_nothing_is_benchmarked_on_save_and_the_reason_is_said_o
             break
         await asyncio.sleep(0.1)
     assert "bench_file saxpy.cu" in gpu_log(), "trusted, a save benchmarks the file"
-
-
-async def optimize_twice(client: LanguageClient, uri: str) -> Any:
-    """The "Optimize kernel `twice`" command, as VS Code runs it (the edit comes back for its preview)."""
-    return await client.workspace_execute_command_async(types.ExecuteCommandParams(
-        command="dice.optimizeKernel", arguments=[uri, "twice", 1, False]))
-
-
-async def test_untrusted_optimize_never_runs_a_candidate_on_the_gpu(gpu_client: LanguageClient, tmp_path: Path) -> None:
-    client = gpu_client
-    path = tmp_path / "twice.cu"
-    path.write_text(TWICE)
-    configuration = {**FAST, "optimizeCandidates": 1, "repairRounds": 0, "diagnostics": False}
-    statuses = await start(client, configuration=configuration, workspace=tmp_path)
-    await ready(statuses, client)
-    open_document(client, TWICE, path.as_uri())
-    result = await optimize_twice(client, path.as_uri())
-    report = result["report"]
-    assert report["gpu"] is False and report["unverified"] == "workspace not trusted"
-    assert "none verified (workspace not trusted)" in result["summary"]
-    assert not [line for line in gpu_log() if line.startswith(("optimize", "bench_rewrite"))], gpu_log()
-    await trust(client, configuration)
-    trusted = await optimize_twice(client, path.as_uri())
+    trusted = await optimize_twice(client, twice.as_uri())
     assert trusted["report"]["gpu"] is True and "optimize gpu_arch" in gpu_log(), "trusted, candidates go to the GPU"
 
 

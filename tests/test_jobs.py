@@ -219,7 +219,7 @@ def test_the_cli_prints_a_completion_from_its_typed_fields(monkeypatch: pytest.M
 
     client = FakeClient(REPLY)
     monkeypatch.setattr(cli, "team_jobs", lambda args: team_with(client))
-    (tmp_path / "k.cu").write_text("__global__ void k() {}\n")
+    (tmp_path / "k.cu").write_text("__global__ void k() {\n    \n}\n")  # line 1, character 4: in the file
     at = ["complete", str(tmp_path / "k.cu"), "--line", "1", "--character", "4", "--server", SERVER]
     assert cli.main(at) == 0
     out, err = capsys.readouterr()

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from dice_lsp.jobs.api import BenchJob, CheckJob, CompleteJob, Document, OptimizeJob, RepairJob
     from dice_lsp.optimize import OptimizeReport, RepairResult
     from dice_lsp.optimize.repair import Check
+    from dice_lsp.toolchain.cache import CompileCache
     from dice_lsp.toolchain.flags import CompileFlags
     from dice_lsp.toolchain.report import CheckReport
 
@@ -192,7 +193,8 @@ class LocalJobs:
             request = OptimizeRequest.from_settings(document.path, document.text, settings=settings, flags=flags,
                                                     ref=document.ref, unverified=unverified,
                                                     **job.arguments(self.defaults))
-            return optimize(self.on_model_thread, request, compiling(document, flags), ticket, document.said)
+            return optimize(self.on_model_thread, request, compiling(document, flags, self.cache), ticket,
+                            document.said)
 
         return await self.in_thread(document.key, work, self.gpu)
 
@@ -203,7 +205,7 @@ class LocalJobs:
         document, settings = job.document, job.document.settings
 
         def work(ticket: Ticket) -> RepairResult:
-            check = compiling(document, document.flags())
+            check = compiling(document, document.flags(), self.cache)
             return repair(self.on_model_thread, document.text, check, rounds=settings.repair_rounds,
                           sampler=settings.sampler_config(), cancel=ticket, said=document.said,
                           budget_s=settings.repair_seconds, **job.arguments(self.defaults))
@@ -217,12 +219,13 @@ class LocalJobs:
             raise DiceError(f"the model thread is still busy after {STOP_S:.0f} s")
 
 
-def compiling(document: Document, flags: CompileFlags) -> Check:
-    """nvcc's report on a rewrite of `document`, compiled beside it with `flags`."""
+def compiling(document: Document, flags: CompileFlags, cache: CompileCache | None = None) -> Check:
+    """nvcc's report on a rewrite of `document`, compiled beside it with `flags` (answered from `cache` when
+    compiled before)."""
     from dice_lsp.optimize import checker
     from dice_lsp.toolchain.nvcc import find_nvcc
 
-    return checker(document.path.parent, flags, find_nvcc(document.settings.nvcc))
+    return checker(document.path.parent, flags, find_nvcc(document.settings.nvcc), cache)
 
 
 __all__ = ["NO_GPU", "Completer", "LocalJobs", "compiling"]

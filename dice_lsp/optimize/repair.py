@@ -43,6 +43,7 @@ from dice_lsp.wording import counted
 
 if TYPE_CHECKING:  # torch loads with the model, not with this module
     from dice_lsp.engine import LoadedModel
+    from dice_lsp.toolchain.cache import CompileCache
 
 _WORD = re.compile(r"\w+|[^\w\s]")
 _MISSING_FILE = re.compile(r"No such file|cannot open source file")  # nothing to re-write: a header is missing
@@ -103,8 +104,11 @@ class RepairResult:
                    [Change(**c) for c in data["changes"]], data.get("stopped"))
 
 
-def checker(folder: Path, flags: CompileFlags, nvcc: Path | None = None) -> Check:
-    return lambda text: check_source(text, folder, flags, nvcc=nvcc)
+def checker(folder: Path, flags: CompileFlags, nvcc: Path | None = None, cache: CompileCache | None = None) -> Check:
+    """nvcc's report on `text` compiled in `folder`; with `cache`, a text compiled before (the same includes,
+    flags and nvcc) is answered from it, as the editor's diagnostics are (a repair's first check of the document
+    it was asked for, a rewrite made again)."""
+    return lambda text: check_source(text, folder, flags, cache=cache, nvcc=nvcc)
 
 
 def errors_of(report: CheckReport) -> list[Diagnostic]:

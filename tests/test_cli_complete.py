@@ -28,6 +28,18 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
                           timeout=120)
 
 
+def run_here(capsys: pytest.CaptureFixture[str], *args: str) -> subprocess.CompletedProcess[str]:
+    """`dice-lsp ARGS` in this process (`cli.main`), for the plumbing tests of what the command answers; the
+    real process around it (its torch import and model load, its exit code and streams) is what the end-to-end
+    tests here run, on the same command."""
+    from dice_lsp import cli
+
+    capsys.readouterr()
+    code = cli.main(list(args))
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(["dice-lsp", *args], code, out, err)
+
+
 @pytest.fixture()
 def kernel_file(tmp_path: Path) -> Path:
     path = tmp_path / "scale.cu"
@@ -126,9 +138,11 @@ def test_the_embedded_model_finishes_a_copy_and_says_which_checks_it_passed(tmp_
     assert f"{CHECKS_LINE[:-1]} · P(right) 0." in human.stderr
 
 
-def test_human_output_says_why_nothing_is_shown(kernel_file: Path, native_dir: Path) -> None:
-    proc = run("complete", str(kernel_file), "--line", "2", "--character", "4", "--model", str(native_dir),
-               "--steps", "2", "--max-tokens", "6", "--seed", "3")
+def test_human_output_says_why_nothing_is_shown(kernel_file: Path, native_dir: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """(In this process: the human output of a real process is checked by the embedded model's tests here.)"""
+    proc = run_here(capsys, "complete", str(kernel_file), "--line", "2", "--character", "4", "--model",
+                    str(native_dir), "--steps", "2", "--max-tokens", "6", "--seed", "3")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "" and "dice-lsp: no completion shown: no fill passed the checks" in proc.stderr
 
@@ -221,11 +235,14 @@ def test_the_example_shows_nothing_but_the_reason_when_no_fill_parses(tmp_path: 
     ("__global__ void k(float* x) {\n    x[0] = 1.0f;\n}\n", 1, 6, None, {"line": 1, "character": 6}),
 ])
 def test_the_region_comes_from_the_hole_at_the_cursor(tmp_path: Path, native_dir: Path, text: str, line: int,
-                                                      character: int, hole: str | None, end: dict[str, int]) -> None:
+                                                      character: int, hole: str | None, end: dict[str, int],
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """(In this process: the JSON of a real process is checked by test_json_output_has_items_ranges_checks_model_and_
+    latency, on the same checkpoint.)"""
     path = tmp_path / "k.cu"
     path.write_text(text)
-    proc = run("complete", str(path), "--line", str(line), "--character", str(character), "--json",
-               "--model", str(native_dir), "--steps", "2")
+    proc = run_here(capsys, "complete", str(path), "--line", str(line), "--character", str(character), "--json",
+                    "--model", str(native_dir), "--steps", "2")
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert data["hole"] == hole

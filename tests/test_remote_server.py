@@ -210,22 +210,6 @@ def test_concurrent_clients_share_one_denoising_batch(fp32_server: tuple[str, Pa
     assert fills - batches >= len(files) - 1, "the queued fills ran as one batch (after the long one)"
 
 
-def test_a_full_server_answers_busy(tmp_path: Path) -> None:
-    with serving("--port", "0", "--max-pending", "1") as (url, _):
-        async def scenario() -> None:
-            client = RemoteClient(parse_address(url))
-            long = asyncio.create_task(client.call("fill", LONG))
-            while (await client.call("status"))["in_flight"] == 0:  # status is always answered
-                await asyncio.sleep(0.05)
-            with pytest.raises(RemoteError, match="busy") as refused:
-                await client.call("complete", {"text": SOURCE, "line": 7, "character": 4})
-            assert refused.value.code == "busy"
-            long.cancel()
-            await client.close()
-
-        asyncio.run(scenario())
-
-
 def test_check_compiles_the_sent_file_with_its_headers(server: tuple[str, Path]) -> None:
     text = '#include "sizes.cuh"\n__global__ void k(float* x) { x[threadIdx.x] = N }\n'
     headers = {"sizes.cuh": "#define N 4\n"}
@@ -260,12 +244,29 @@ def test_an_unreachable_server_is_a_clear_error_not_a_hang() -> None:
     assert failed.value.code == "unreachable"
 
 
-def test_a_unix_socket_is_private_to_its_owner(tmp_path: Path) -> None:
+def test_a_full_server_answers_busy_and_a_unix_socket_is_private_to_its_owner(tmp_path: Path) -> None:
+    """(One server for both, on a Unix socket with room for one request: each start costs a torch import and a
+    model load.)"""
     path = tmp_path / "dice.sock"
-    with serving("--socket", str(path)) as (url, _):
+    with serving("--socket", str(path), "--max-pending", "1") as (url, _):
+        # a unix socket is private to its owner
         assert url == f"unix://{path}"
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
         assert asyncio.run(ask(url, "status", token=None))["model"] == "dice-tiny"
+
+        # a full server answers busy
+        async def scenario() -> None:
+            client = RemoteClient(parse_address(url))
+            long = asyncio.create_task(client.call("fill", LONG))
+            while (await client.call("status"))["in_flight"] == 0:  # status is always answered
+                await asyncio.sleep(0.05)
+            with pytest.raises(RemoteError, match="busy") as refused:
+                await client.call("complete", {"text": SOURCE, "line": 7, "character": 4})
+            assert refused.value.code == "busy"
+            long.cancel()
+            await client.close()
+
+        asyncio.run(scenario())
     assert not path.exists(), "the socket is removed on shutdown"
 
 

@@ -10,6 +10,7 @@ import pytest
 from dice_lsp.engine import LoadedModel, load_model
 from dice_lsp.errors import Cancelled
 from dice_lsp.optimize.repair import Check, checker, errors_of, region, repair
+from dice_lsp.toolchain.cache import CompileCache
 from dice_lsp.toolchain.flags import CompileFlags
 from dice_lsp.toolchain.report import Diagnostic
 
@@ -26,8 +27,11 @@ def model() -> LoadedModel:
 
 
 @pytest.fixture(scope="module")
-def check() -> Check:
-    return checker(ROOT / "examples", CompileFlags())
+def check(tmp_path_factory: pytest.TempPathFactory) -> Check:
+    """nvcc's report, each text compiled once for the module (the tests compile the same few broken and fixed
+    files again and again): a compile cache of the module's own, as the product's repair keeps one."""
+    cache = CompileCache(tmp_path_factory.mktemp("repair-cache") / "compile-cache.msgpack")
+    return checker(ROOT / "examples", CompileFlags(), cache=cache)
 
 
 class Counted:

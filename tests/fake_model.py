@@ -19,7 +19,7 @@ Generations count the requests' fills only: the warm-up completion a freshly loa
 (`complete.warm_up`) is skipped here.
 
 Everything after the model (cleaning, checks, ranking, nvcc, the LSP handlers, the CLI) is the product's own.
-Run as `python tests/fake_model.py [dice-lsp arguments]`.
+Run as `python tests/fake_model.py [dice-lsp arguments]`; or, in a test's own process, `install` it.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import itertools
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from dice_lsp import cli, complete, engine
@@ -39,72 +40,80 @@ from dice_lsp.harness.bench import KernelResult
 from dice_lsp.jobs.model_host import Ticket
 from dice_lsp.optimize import loop
 
-FOLDER = Path(os.environ["DICE_FAKE_MODEL"])
 HOLD_LIMIT_S = 300.0
-_texts_made = itertools.count()
-_generations = itertools.count(1)
 
 
-def _generate(model: LoadedModel, sampler: SamplerConfig, rows: int, canvas: int, cancel: CancelCheck | None,
-              progress: StepProgress | None) -> FillResult:
-    number = next(_generations)
-    denoiser = Denoiser(sampler, model.special, model.device, cancel, progress)
-    denoiser.raise_if_cancelled()
-    denoiser.count_call()
-    with (FOLDER / "calls.log").open("a", encoding="utf-8") as log:
-        log.write(f"generation {number} started\n")
-    hold = FOLDER / "hold"
-    if hold.exists() and number <= int(hold.read_text()):
-        if isinstance(cancel, Ticket):
-            cancel.wait(HOLD_LIMIT_S)
+class FakeModel:
+    """The fills and the GPU of the folder `folder` (see above), counted from this object's first generation."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.texts_made = itertools.count()
+        self.generations = itertools.count(1)
+        self.gpu = folder / "gpu.json"
+
+    def _generate(self, model: LoadedModel, sampler: SamplerConfig, rows: int, canvas: int,
+                  cancel: CancelCheck | None, progress: StepProgress | None) -> FillResult:
+        number = next(self.generations)
+        denoiser = Denoiser(sampler, model.special, model.device, cancel, progress)
         denoiser.raise_if_cancelled()
-        raise DiceError(f"fake model: generation {number} was held for a cancel that never came")
-    texts = json.loads((FOLDER / "fills.json").read_text())
-    made = [texts[next(_texts_made) % len(texts)] for _ in range(rows)]
-    return FillResult(made, denoiser.model_calls, [0.0] * rows, [canvas] * rows)
+        denoiser.count_call()
+        with (self.folder / "calls.log").open("a", encoding="utf-8") as log:
+            log.write(f"generation {number} started\n")
+        hold = self.folder / "hold"
+        if hold.exists() and number <= int(hold.read_text()):
+            if isinstance(cancel, Ticket):
+                cancel.wait(HOLD_LIMIT_S)
+            denoiser.raise_if_cancelled()
+            raise DiceError(f"fake model: generation {number} was held for a cancel that never came")
+        texts = json.loads((self.folder / "fills.json").read_text())
+        made = [texts[next(self.texts_made) % len(texts)] for _ in range(rows)]
+        return FillResult(made, denoiser.model_calls, [0.0] * rows, [canvas] * rows)
+
+    def fill(self, model: LoadedModel, request: FillRequest, cancel: CancelCheck | None = None,
+             progress: StepProgress | None = None) -> FillResult:
+        result = self._generate(model, request.sampler, request.rows, request.max_tokens, cancel, progress)
+        result.canvases[:] = [n for n in request.canvases for _ in range(request.candidates)]
+        return result
+
+    def answer(self, model: LoadedModel, _prompt: str, max_tokens: int, count: int, sampler: SamplerConfig,
+               cancel: CancelCheck | None = None) -> FillResult:
+        return self._generate(model, sampler, count, max_tokens, cancel, None)
+
+    def gpu_arch(self) -> str | None:
+        return "sm_90" if self.gpu.exists() else _real_gpu_arch()
+
+    def bench_rewrite(self, original: Path, rewritten: str, kernel: str, *args: object,
+                      **kwargs: object) -> KernelResult:
+        if not self.gpu.exists():
+            return _real_bench_rewrite(original, rewritten, kernel, *args, **kwargs)  # type: ignore[arg-type]
+        speedup = next((float(x) for text, x in json.loads(self.gpu.read_text()).items() if text in rewritten), None)
+        if speedup is None:
+            return KernelResult(kernel, failure="outputs differ from the original's (fake harness)")
+        return KernelResult(kernel, verified=True, median_ms=1.0 / speedup, reference_ms=1.0, speedup_vs_ref=speedup)
 
 
-def fill(model: LoadedModel, request: FillRequest, cancel: CancelCheck | None = None,
-         progress: StepProgress | None = None) -> FillResult:
-    result = _generate(model, request.sampler, request.rows, request.max_tokens, cancel, progress)
-    result.canvases[:] = [n for n in request.canvases for _ in range(request.candidates)]
-    return result
+_real_gpu_arch, _real_bench_rewrite = loop.gpu_arch, loop.bench_rewrite  # type: ignore[attr-defined]
 
 
-def answer(model: LoadedModel, _prompt: str, max_tokens: int, count: int, sampler: SamplerConfig,
-           cancel: CancelCheck | None = None) -> FillResult:
-    return _generate(model, sampler, count, max_tokens, cancel, None)
+def install(folder: Path, patch: Callable[[object, str, object], None] = setattr) -> FakeModel:
+    """Put the fake model of `folder` in place of the model's output (and the GPU of its `gpu.json`): as this
+    script runs `dice-lsp`, or in a test's own process with `patch` = `monkeypatch.setattr` (undone after it)."""
+    fake = FakeModel(folder)
+    # Every caller (the completion pipeline, optimize's candidates, repair) reaches the model through
+    # `dice_lsp.engine.fill` / `.answer`, looked up at the call.
+    patch(engine, "fill", fake.fill)
+    patch(engine, "answer", fake.answer)
+    patch(complete, "warm_up", lambda model, settings, filler=None: None)
+    # No show filter: its features include the model's own scores, which fixed texts do not have; what these tests
+    # assert is everything around the decision (the checks, re-masking, the edits). The filter's decisions are
+    # tested with the real model (tests/test_show_filter.py, test_cli_complete.py, test_lsp_workspace_index.py).
+    patch(complete, "decision_for", lambda folder, settings: None)
+    patch(loop, "gpu_arch", fake.gpu_arch)
+    patch(loop, "bench_rewrite", fake.bench_rewrite)
+    return fake
 
-
-# Every caller (the completion pipeline, optimize's candidates, repair) reaches the model through
-# `dice_lsp.engine.fill` / `.answer`, looked up at the call.
-engine.fill = fill  # type: ignore[attr-defined]
-engine.answer = answer  # type: ignore[attr-defined]
-complete.warm_up = lambda model, settings, filler=None: None
-# No show filter: its features include the model's own scores, which fixed texts do not have; what these tests
-# assert is everything around the decision (the checks, re-masking, the edits). The filter's decisions are tested
-# with the real model (tests/test_show_filter.py, test_cli_complete.py, test_lsp_workspace_index.py).
-complete.decision_for = lambda folder, settings: None
-
-GPU = FOLDER / "gpu.json"
-_real_gpu_arch, _real_bench_rewrite = loop.gpu_arch, loop.bench_rewrite
-
-
-def _gpu_arch() -> str | None:
-    return "sm_90" if GPU.exists() else _real_gpu_arch()
-
-
-def _bench_rewrite(original: Path, rewritten: str, kernel: str, *args: object, **kwargs: object) -> KernelResult:
-    if not GPU.exists():
-        return _real_bench_rewrite(original, rewritten, kernel, *args, **kwargs)  # type: ignore[arg-type]
-    speedup = next((float(x) for text, x in json.loads(GPU.read_text()).items() if text in rewritten), None)
-    if speedup is None:
-        return KernelResult(kernel, failure="outputs differ from the original's (fake harness)")
-    return KernelResult(kernel, verified=True, median_ms=1.0 / speedup, reference_ms=1.0, speedup_vs_ref=speedup)
-
-
-loop.gpu_arch = _gpu_arch  # type: ignore[assignment]
-loop.bench_rewrite = _bench_rewrite  # type: ignore[assignment]
 
 if __name__ == "__main__":
+    install(Path(os.environ["DICE_FAKE_MODEL"]))
     sys.exit(cli.main(sys.argv[1:]))

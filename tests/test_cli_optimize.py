@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -99,12 +98,22 @@ FMAF = "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n" + FMAF_LINE
 
 
 def fake_dice(folder: Path, fills: list[str], *args: str) -> tuple[int, Any, str]:
-    """`dice` with a model that writes `fills` (tests/fake_model.py); the rest is the product's own."""
+    """`dice` with a model that writes `fills` (tests/fake_model.py); the rest is the product's own. In this
+    process (`cli.main`, the fake's patches undone after it): a plumbing test of what comes after the model; the
+    `dice-lsp` process around it, with the real model, is what `dice` runs in the tests here and in
+    test_cli_complete.py."""
+    from dice_lsp import cli
+
+    from .fake_model import install
+
     (folder / "fills.json").write_text(json.dumps(fills))
-    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "fake_model.py"), *args, "--device", "cpu"],
-                          capture_output=True, text=True, timeout=600, cwd=ROOT,
-                          env={**os.environ, "DICE_FAKE_MODEL": str(folder), "HF_HUB_OFFLINE": "1"})
-    return proc.returncode, json.loads(proc.stdout) if proc.stdout.startswith("{") else proc.stdout, proc.stderr
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        install(folder, patch.setattr)
+        patch.chdir(ROOT)
+        code = cli.main([*args, "--device", "cpu"])
+    stdout = out.getvalue()
+    return code, json.loads(stdout) if stdout.startswith("{") else stdout, err.getvalue()
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the answer of a machine without a GPU (unverified)")

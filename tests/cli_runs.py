@@ -25,3 +25,18 @@ def finished(process: subprocess.Popen[str], timeout: float) -> subprocess.Compl
         process.kill()
         raise
     return subprocess.CompletedProcess(process.args, process.returncode, out, err)
+
+
+def cli_here(*command: str) -> subprocess.CompletedProcess[str]:
+    """`dice-lsp COMMAND` in this process (`cli.main`, its stdout and stderr captured): for a run that only serves
+    as the reference of another (a local twin of a team server's answer), where a process of its own would add a
+    torch import and a model load and nothing the test asserts."""
+    import contextlib
+    import io
+
+    from dice_lsp import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(list(command))
+    return subprocess.CompletedProcess(["dice-lsp", *command], code, out.getvalue(), err.getvalue())

@@ -25,7 +25,7 @@ from dice_lsp.settings import Settings
 from dice_lsp.textdoc import Position
 from dice_lsp.toolchain.flags import CompileFlags
 
-from .cli_runs import cli_runs
+from .cli_runs import cli_here, cli_runs
 from .lsp_client import LOOP_HEADER
 from .remote_server import Raw, free_port, port_of, serving, token_file
 from .remote_server import ask as ask_once
@@ -300,9 +300,8 @@ def test_cli_complete_through_the_server_prints_what_a_local_run_prints(server: 
     url, tokens = server
     common = ["complete", str(EXAMPLES / "vector_add.cu"), "--line", "7", "--character", "4", "--max-tokens", "24",
               "--json"]
-    remote, local, refused = cli_runs([*common, "--server", url, "--token-file", str(tokens)],
-                                      [*common, "--no-compile-check"],  # the server does not compile fills
-                                      [*common, "--server", url])
+    remote, refused = cli_runs([*common, "--server", url, "--token-file", str(tokens)], [*common, "--server", url])
+    local = cli_here(*common, "--no-compile-check")  # the server does not compile fills
     assert remote.returncode == 0 and local.returncode == 0
 
     def shown(stdout: str) -> list[tuple[Any, ...]]:
@@ -344,7 +343,8 @@ def test_cli_check_bench_repair_and_optimize_through_the_server(server: tuple[st
     saxpy = tmp_path / "saxpy.cu"
     good = (EXAMPLES / "saxpy.cu").read_text()
     saxpy.write_text(good.replace("y[i] = a * x[i] + y[i];", "y[i] = a * x[i] + y[i]"))
-    there, here = cli_runs(*(["repair", str(saxpy), "--rounds", "1", "--json", *more] for more in (remote, [])))
+    [there] = cli_runs(["repair", str(saxpy), "--rounds", "1", "--json", *remote])
+    here = cli_here("repair", str(saxpy), "--rounds", "1", "--json")
     assert there.returncode == here.returncode == 0
     assert json.loads(there.stdout)["text"] == json.loads(here.stdout)["text"] == good
 
@@ -354,8 +354,9 @@ def test_cli_check_bench_repair_and_optimize_through_the_server(server: tuple[st
     assert report["compile"]["ok"], "the server built the file it was sent"
     assert bench.returncode == (0 if report["gpu"] else 3)
 
-    there, here = cli_runs(*(["optimize", str(saxpy), "--kernel", "saxpy", "--candidates", "4", "--rounds", "0",
-                              "--json", *more] for more in (remote, [])))
+    optimize = ["optimize", str(saxpy), "--kernel", "saxpy", "--candidates", "4", "--rounds", "0", "--json"]
+    [there] = cli_runs([*optimize, *remote])
+    here = cli_here(*optimize)
     result, local = json.loads(there.stdout), json.loads(here.stdout)
     assert result["kernel"] == "saxpy" and result["generated"] == 4
     assert [c["rank"] for c in result["candidates"]] == list(range(1, len(result["candidates"]) + 1))

@@ -112,7 +112,7 @@ class Hole:
     @cached_property
     def scope(self) -> FunctionScope:
         """The names of the function around the hole and how often its other lines use them."""
-        return FunctionScope(self.before, self.after, self.checks)
+        return FunctionScope.of(self.before, self.after, self.checks)
 
     @cached_property
     def lines(self) -> int:

@@ -32,6 +32,7 @@ request is built here the same way. On that tree:
 from __future__ import annotations
 
 import re
+import weakref
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -141,6 +142,9 @@ def _enclosing(request: Request) -> Node | None:
     return None
 
 
+_MADE: weakref.WeakKeyDictionary[Request, FunctionScope] = weakref.WeakKeyDictionary()  # `FunctionScope.of`
+
+
 @dataclass(frozen=True)
 class FunctionScope:
     """The function around a hole (`before` ends at the cursor, `after` starts there); `checks`: the request the
@@ -149,6 +153,17 @@ class FunctionScope:
     before: str
     after: str
     checks: Request | None = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def of(cls, before: str, after: str, checks: Request | None = None) -> FunctionScope:
+        """The scope of the hole, made once per checks' request: the idiom bank and the show filter's features
+        both read it for each completion (without `checks`, a new one)."""
+        if checks is None:
+            return cls(before, after)
+        found = _MADE.get(checks)
+        if found is None or found.before != before or found.after != after:
+            found = _MADE[checks] = cls(before, after, checks)
+        return found
 
     @cached_property
     def _request(self) -> Request:

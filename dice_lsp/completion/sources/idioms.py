@@ -442,7 +442,7 @@ class IdiomBank:
             return []
         head_start = before.rfind("\n") + 1
         typed = before[head_start:].lstrip()
-        scope = FunctionScope(before, after, checks)
+        scope = FunctionScope.of(before, after, checks)
         above = self._side(context_line(before, head_start), typed, "above", scope)
         below = self._side(below_line(after), typed, "below", scope)
         typed_name = declared_name(typed)

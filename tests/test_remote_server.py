@@ -58,11 +58,19 @@ def test_a_remote_completion_is_the_local_one(server: tuple[str, Path]) -> None:
     settings = Settings(max_canvas=24, steps=4, min_confidence=0.0)  # dice-tiny's checked fill, whatever its P
     remote = asyncio.run(ask(url, "complete", {"text": LOOP_HEADER, "line": 2, "character": 29,
                                                "settings": settings.per_request()}))
-    # the server's clang check reads the text with its own headers and the request's defines, as here
-    front_end = front_end_for(LOOP_HEADER, None, CompileFlags(), settings)
+    # the server's clang check reads the text with its own headers and the request's defines, as here; the
+    # editor's clang runs have a time budget (a busy machine's run that outlasts it cannot tell: None), so the
+    # local one here is patient and the server's verdict is either the same or "cannot tell"
+    front_end = front_end_for(LOOP_HEADER, None, CompileFlags(), settings, patient=True)
     local = complete_at(load_model(None), LOOP_HEADER, Position(2, 29), settings, front_end=front_end)
     assert local.texts and [item["text"] for item in remote["items"]] == local.texts
-    assert [item["checks"] for item in remote["items"]] == [c.to_json() for c in local.checks or []]
+    local_checks = [c.to_json() for c in local.checks or []]
+    assert [c["types"] for c in local_checks] == [True] * len(local_checks), "clang accepts dice-tiny's fills"
+    for served, here in zip(remote["items"], local_checks, strict=True):
+        if served["checks"]["types"] is None:  # clang ran out of time there: parse, cheap names and nvcc agree
+            assert (served["checks"]["parses"], served["checks"]["compiles"]) == (here["parses"], here["compiles"])
+        else:
+            assert served["checks"] == here
     assert remote["items"][0]["range"]["start"] == {"line": 2, "character": 29}
     assert remote["model"] == "dice-tiny" and remote["hole"] == "line"
 

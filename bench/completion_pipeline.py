@@ -71,7 +71,7 @@ ORIGINAL_FILTERS = (strip_special_tokens, cut_suffix_repeat, balance_braces, fix
                     drop_degenerate)  # the filters before this pipeline
 OLD_DECODING: dict[str, Any] = {"sampler": "low-confidence", "steps": 4}  # the default before the pipeline
 # the model's fills alone, as the product made them before other sources proposed
-MODEL_ONLY = replace(PRODUCT, document=False, analogue=False, workspace=False, idioms=False, decide=False)
+MODEL_ONLY = replace(PRODUCT, document=False, analogue=False, rules=False, workspace=False, idioms=False, decide=False)
 NO_CLANG = replace(MODEL_ONLY, front_end=False)  # the model's fills, without clang's check
 DOCUMENT = replace(MODEL_ONLY, document=True)  # and the document's strong lines (the product of 2026-12-06)
 STAGES: dict[str, tuple[Pipeline, dict[str, Any]]] = {

@@ -23,8 +23,9 @@ if TYPE_CHECKING:
     from dice_lsp.toolchain.report import CheckReport
 
 EXIT_NO_GPU = 3
+# where a shown text came from, as the CLI says it
 ORIGINS = {"document": "from this file", "workspace": "from the workspace", "idiom": "a CUDA idiom",
-           "analogue": "the next line of a run"}  # where a shown text came from, as the CLI says it
+           "analogue": "the next line of a run", "rule": "what the kernel's structure implies"}
 
 
 def status_bar(description: str) -> Any:

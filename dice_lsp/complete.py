@@ -53,7 +53,7 @@ from dice_lsp.completion.checks import Checks
 from dice_lsp.completion.checks.context import CheckContext
 from dice_lsp.completion.decide import ShowFilter, show_filter
 from dice_lsp.completion.decide import threshold as show_threshold
-from dice_lsp.completion.sources import Candidate, Source, analogue, document
+from dice_lsp.completion.sources import Candidate, Source, analogue, document, rules
 from dice_lsp.cuda.context import SIMILAR_PAIRS, build_context
 from dice_lsp.cuda.holes import Hole, canvas_lengths, find_hole
 from dice_lsp.cuda.postprocess import FILTERS, FillContext, Filter, postprocess
@@ -102,6 +102,7 @@ class Pipeline:
     renames: bool = True  # a fill with misspelt names, or the needed local declared as another, is renamed
     document: bool = True  # the document's own lines are candidates too (`dice_lsp.completion.sources.document`)
     analogue: bool = True  # the next line of a run the lines above start (`sources.analogue`)
+    rules: bool = True  # what a kernel's structure implies: its thread index, bounds test, barrier (`sources.rules`)
     workspace: bool = True  # the caller's workspace index proposes (`sources.workspace`), where it has one
     idioms: bool = True  # the idiom bank mined from the training corpus proposes (`sources.idioms`)
     decide: bool = True  # the model's show filter ranks and decides (`dice_lsp.completion.decide`), where it has one
@@ -111,7 +112,7 @@ class Pipeline:
 PRODUCT = Pipeline()
 
 
-SOURCE_ORDER = ("document", "workspace", "analogue", "idiom", "model")  # the source a text is said to come from
+SOURCE_ORDER = ("document", "workspace", "analogue", "rule", "idiom", "model")  # the source a text is said to come from
 
 
 @dataclass(frozen=True)
@@ -347,6 +348,8 @@ def _proposals(prepared: PreparedFill, pipeline: Pipeline, weighed: bool,
     wanted = {"workspace": pipeline.workspace, "idiom": pipeline.idioms}
     needed = checker.needed if checker is not None else frozenset()
     checks = prepared.checker.request  # parsed once per request: the sources read the hole's scope from it
+    if pipeline.rules:
+        found += rules.candidates(before, after, needed, checks)
     for source in prepared.sources:
         found += [c for c in source.candidates(before, after, needed=needed, checks=checks)
                   if wanted.get(c.source, True)]

@@ -32,11 +32,12 @@ def test_parameters_and_locals_with_their_uses_the_holes_line_left_out() -> None
     scope = scope_at(VECTOR_ADD)
     assert scope.is_kernel
     assert dict(scope.names) == {
-        "a": Name("a", pointer=True, constant=True, parameter=True, uses=0),
-        "b": Name("b", pointer=True, constant=True, parameter=True, uses=0),
-        "c": Name("c", pointer=True, constant=False, parameter=True, uses=0),
-        "n": Name("n", pointer=False, constant=False, parameter=True, uses=1),
-        "i": Name("i", pointer=False, constant=False, parameter=False, uses=1),  # its declaration not counted
+        "a": Name("a", type="float", pointer=True, constant=True, parameter=True, uses=0),
+        "b": Name("b", type="float", pointer=True, constant=True, parameter=True, uses=0),
+        "c": Name("c", type="float", pointer=True, constant=False, parameter=True, uses=0),
+        "n": Name("n", type="int", pointer=False, constant=False, parameter=True, uses=1),
+        # its declaration not counted
+        "i": Name("i", type="int", pointer=False, constant=False, parameter=False, uses=1),
     }
     assert scope.unused == {"a", "b", "c"}
     assert scope.unused_in("c[i] = a[i] + b[i];") == 3
@@ -170,3 +171,18 @@ def test_uses_below_a_block_the_hole_opened_still_count() -> None:
     scope = scope_at(text)  # the hole held `if (i < n) {`: tree-sitter ends the kernel at the `}` below it
     assert {n.name: n.uses for n in scope.names.values()} == {"x": 1, "y": 2, "n": 0, "out": 1, "i": 2}
     assert scope.unused == {"n"}
+
+
+def test_a_name_carries_its_declared_type_and_whether_it_is_shared_memory() -> None:
+    text = """__global__ void k(const float *in, unsigned int n, size_t len)
+{
+    __shared__ float tile[32][33];
+    extern __shared__ int counts[];
+    const int lane = threadIdx.x % 32;
+    HOLE
+}
+"""
+    names = scope_at(text).names
+    assert {name: (found.type, found.shared) for name, found in names.items()} == {
+        "in": ("float", False), "n": ("unsigned int", False), "len": ("size_t", False),
+        "tile": ("float", True), "counts": ("int", True), "lane": ("int", False)}

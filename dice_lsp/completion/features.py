@@ -30,16 +30,16 @@ from dice_lsp.cuda.likeness import Line, similarity
 if TYPE_CHECKING:
     from dice_lsp.completion.checks.request import Request
 
-SOURCES = ("model", "document", "workspace", "idiom", "analogue")
+SOURCES = ("model", "document", "workspace", "idiom", "analogue", "rule")
 _THREAD_BUILTINS = re.compile(r"\b(?:threadIdx|blockIdx|blockDim|gridDim)\b")
 
 FEATURES: tuple[str, ...] = (
-    "from_model", "from_document", "from_workspace", "from_idiom", "from_analogue",  # who proposed it
+    "from_model", "from_document", "from_workspace", "from_idiom", "from_analogue", "from_rule",  # who proposed it
     "model_logprob", "document_score", "document_adapted", "workspace_score", "workspace_files", "workspace_rivals",
     "idiom_score", "idiom_files", "idiom_projects", "idiom_share", "idiom_total", "idiom_typed_names",
     "idiom_below_files", "idiom_below_share", "idiom_below_total", "idiom_declares_files", "idiom_declares_share",
     "idiom_declares_total", "idiom_sides", "idiom_scope_bound", "idiom_scope_alternatives",
-    "analogue_score",
+    "analogue_score", "rule_kind",
     "sources", "model_rank", "model_best", "model_margin", "model_fills",
     "parses", "names", "renamed",
     "chars", "tokens", "repeats_above", "repeats_below", "declares", "declared_uses_below", "code_below",
@@ -142,7 +142,7 @@ class Evidence:
 # other lines whose context scores the same; the idiom bank's files and projects, share of the key's continuations,
 # the key's count, and whether the typed text named what the key did not (the key above the hole); the files, share and
 # count of the key below it; the same of the declarations of a name the code below needs; how many of the three
-# proposed the text.
+# proposed the text; the rule that wrote a rule's line.
 SUPPORT = {"document_adapted": ("document", "adapted"), "workspace_files": ("workspace", "files"),
            "workspace_rivals": ("workspace", "rivals"), "idiom_files": ("idiom", "files"),
            "idiom_projects": ("idiom", "projects"), "idiom_share": ("idiom", "share"),
@@ -151,7 +151,7 @@ SUPPORT = {"document_adapted": ("document", "adapted"), "workspace_files": ("wor
            "idiom_below_total": ("idiom", "below_total"), "idiom_declares_files": ("idiom", "declares_files"),
            "idiom_declares_share": ("idiom", "declares_share"), "idiom_declares_total": ("idiom", "declares_total"),
            "idiom_sides": ("idiom", "sides"), "idiom_scope_bound": ("idiom", "scope_bound"),
-           "idiom_scope_alternatives": ("idiom", "scope_alternatives")}
+           "idiom_scope_alternatives": ("idiom", "scope_alternatives"), "rule_kind": ("rule", "rule_index")}
 
 
 def support(candidate: Candidate) -> dict[str, float]:
@@ -195,6 +195,7 @@ def row(candidate: Evidence, hole: Hole, model_scores: Sequence[float], candidat
             "idiom_declares_share", "idiom_declares_total", "idiom_sides", "idiom_scope_bound",
             "idiom_scope_alternatives")},
         "analogue_score": votes.get("analogue", nan),
+        "rule_kind": candidate.support.get("rule_kind", nan),  # which rule wrote it (`sources.rules.RULES`)
         "sources": float(len(votes)),
         "model_rank": float(rank),
         "model_best": best,

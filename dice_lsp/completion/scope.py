@@ -35,7 +35,7 @@ import re
 import weakref
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from tree_sitter import Node, QueryCursor
@@ -63,6 +63,8 @@ class Name:
     constant: bool  # a pointer to const (or a const array): read, never written through
     parameter: bool
     uses: int  # its identifiers in the function outside the hole's line (declarations not counted)
+    type: str = ""  # the declaration's type as written, qualifiers aside (`int`, `unsigned int`, `float`, `size_t`)
+    shared: bool = False  # declared `__shared__`: block-local memory every thread of the block sees
 
 
 def _code(text: str) -> str:
@@ -91,7 +93,12 @@ def _pointer(name: Node, declaring: Node) -> bool:
 
 def _const_type(declaring: Node) -> bool:
     """Whether a declaration's type (its own qualifiers, not a declarator's) is `const`."""
-    return any(child.type == "type_qualifier" and text_of(child) == "const" for child in declaring.children)
+    return "const" in _qualifiers(declaring)
+
+
+def _qualifiers(declaring: Node) -> frozenset[str]:
+    """A declaration's own type qualifiers (`const`, `__shared__`, ...), not a declarator's."""
+    return frozenset(text_of(child) for child in declaring.children if child.type == "type_qualifier")
 
 
 def _parameters(function: Node) -> Node | None:
@@ -219,7 +226,7 @@ class FunctionScope:
         holds = request.enclosing == function and request.scope.blocks_hold
         whole = (function.start_byte, function.end_byte)
         declaring: set[int] = set()  # where the function's declared names stand (no uses)
-        found: list[tuple[int, str, bool, bool, bool]] = []  # (where, name, pointer, constant, parameter)
+        found: list[tuple[int, Name]] = []  # (where, its name without uses)
         for declaration in request.symbols.declarations:
             node = declaration.node
             if node.type not in _VARIABLES or declaration.kind not in ("variable", "parameter") or not (
@@ -235,14 +242,17 @@ class FunctionScope:
                 if name.end_byte > line_start or not lo <= request.hole or hi <= line_start:
                     continue  # declared on the hole's line or below, or in a block closed above
             pointer = _pointer(name, node)
-            found.append((name.start_byte, declaration.name, pointer, pointer and _const_type(node), parameter))
+            declared_type = node.child_by_field_name("type")
+            found.append((name.start_byte, Name(declaration.name, pointer, pointer and _const_type(node), parameter, 0,
+                                                "" if declared_type is None else text_of(declared_type),
+                                                "__shared__" in _qualifiers(node))))
         cursor = QueryCursor(query("(identifier) @i"))
         cursor.set_byte_range(function.start_byte, _uses_end(request, function))
         uses = Counter(text_of(node) for node in cursor.captures(request.tree.root_node).get("i", [])
                        if node.start_byte not in declaring and not line_start <= node.start_byte < line_end)
         out: dict[str, Name] = {}
-        for _, name_text, pointer, constant, parameter in sorted(found):
-            out.setdefault(name_text, Name(name_text, pointer, constant, parameter, uses[name_text]))
+        for _, found_name in sorted(found, key=lambda pair: pair[0]):
+            out.setdefault(found_name.name, replace(found_name, uses=uses[found_name.name]))
         return out
 
     @cached_property

@@ -24,7 +24,7 @@ class Candidate:
     strongly the source's evidence points at it (0..1)."""
 
     text: str
-    source: str  # "document", "workspace", "idiom", "analogue"
+    source: str  # "document", "workspace", "idiom", "analogue", "rule"
     score: float
 
 

@@ -1,0 +1,419 @@
+"""Candidates from CUDA's execution model: the lines a kernel's own structure implies, written with its names.
+
+Some lines follow from what the function around the hole already says rather than from statistics of other code:
+- `thread_index`: a name the code below uses and nothing declares (or the name a half-typed declaration
+  declares), named like an index (`i`, `idx`, `gid`, `row`, `col`, `iy`, `stride`, `lane`, ...), is the thread's
+  index along the axis its name means: `int row = blockIdx.y * blockDim.y + threadIdx.y;`. An index that
+  subscripts a `__shared__` array is the thread's place in its block (`threadIdx.x`); `stride` is the grid's
+  width (`blockDim.x * gridDim.x`), `lane`/`warpId` the thread's place in and the number of its warp. The
+  expression is written the way the file already writes one (`threadIdx.x + blockIdx.x * blockDim.x`), else
+  the textbook way; the declared type is the typed one, else that of the function's other index declarations.
+- `bounds_guard`: right after a kernel's index declarations, where the code below uses those indices, the test
+  that keeps threads past the end of the data out: each index against the count of its axis (a parameter named
+  so: `n`, `size`, `rows`/`height` for `y`, `cols`/`width` for `x`, ...), as `if (i < n) {` where a block
+  follows that closes at the hole's indentation, `if (i < n)` where a single statement follows, `if (i >= n)
+  return;` where the code continues at the hole's indentation.
+- `barrier`: `__syncthreads();` after a statement (or a block) that writes a `__shared__` array, where the next
+  statement is neither another write to shared memory nor a barrier: the other threads of the block read
+  what was written.
+- `launch_size`: a host-side count of blocks (`int blocks = `, `dim3 grid(`) is the ceiling division of the
+  data's size by the block's: `(n + threads - 1) / threads;`, `(width + block.x - 1) / block.x, (height +
+  block.y - 1) / block.y);`.
+
+Each rule proposes at most one text; it proposes nothing where the names it needs are missing or ambiguous
+(two counts for one axis). A rule knows no statistics: its `score` is 1 and the show filter learns from the rule's
+name (`RuleCandidate.rule`) and the hole's other features how often such a line is right.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from dice_lsp.completion.lexing import declared_name
+from dice_lsp.completion.scope import FunctionScope, Name
+from dice_lsp.completion.sources import Candidate
+from dice_lsp.completion.sources.idioms import continuation
+
+if TYPE_CHECKING:
+    from dice_lsp.completion.checks.request import Request
+
+SOURCE = "rule"
+RULES = ("thread_index", "grid_stride", "bounds_guard", "barrier", "launch_size")  # RuleCandidate.rule (a feature)
+
+_INTEGER_TYPES = frozenset({"int", "unsigned", "unsigned int", "long", "unsigned long", "long long",
+                            "unsigned long long", "size_t", "int32_t", "int64_t", "uint32_t", "uint64_t",
+                            "ptrdiff_t", "short", "unsigned short"})
+# index names by the axis they run along (anything matching _INDEX_NAME runs along x)
+_AXIS_NAMES = {"x": {"i", "x", "ix", "col", "column", "gx"}, "y": {"j", "y", "iy", "row", "gy"},
+               "z": {"iz", "z", "gz"}}
+_AXIS_OF = {name: axis for axis, names in _AXIS_NAMES.items() for name in names}
+_GENERIC = frozenset({"i", "j"})  # run along an axis, but name no count: `i < n` as readily as `i < width`
+_INDEX_NAME = re.compile(r"(?i)(?:g|global|thread|gthread|t)?_?(?:idx|index|id|tid)")
+_STRIDE_NAMES = frozenset({"stride", "gridStride", "grid_stride", "gridstride"})
+_LANE_NAMES = frozenset({"lane", "laneId", "lane_id", "laneIdx", "laneid"})
+_WARP_NAMES = frozenset({"warp", "warpId", "warp_id", "wid", "warpIdx", "warpid"})
+# counts by the axis they bound; a one-dimensional kernel's count is one of _COUNTS
+_COUNTS = frozenset({"n", "N", "size", "count", "len", "length", "numElements", "num_elements", "nElements",
+                     "total", "numel", "elements", "num", "nelems", "n_elements"})
+_AXIS_COUNTS = {"x": frozenset({"width", "w", "W", "nx", "cols", "ncols", "numCols", "num_cols", "n_cols",
+                                "columns", "Nx", "NX"}),
+                "y": frozenset({"height", "h", "H", "ny", "rows", "nrows", "numRows", "num_rows", "n_rows",
+                                "Ny", "NY"}),
+                "z": frozenset({"depth", "d", "D", "nz", "Nz", "NZ"})}
+_BLOCK_COUNT_NAMES = frozenset({"blocks", "numBlocks", "nBlocks", "num_blocks", "nblocks", "blocksPerGrid",
+                                "blocks_per_grid", "gridSize", "grid_size", "numBlock", "blockCount", "grid"})
+_BLOCK_SIZE_NAMES = frozenset({"threads", "blockSize", "block_size", "threadsPerBlock", "threads_per_block",
+                               "nThreads", "numThreads", "num_threads", "BLOCK_SIZE", "THREADS", "block",
+                               "blockDimX", "BLOCK", "TPB", "THREADS_PER_BLOCK", "tpb"})
+# `blockIdx.A * blockDim.A + threadIdx.A` as files write it: the first form a file has is followed
+_INDEX_FORMS = ("blockIdx.{a} * blockDim.{a} + threadIdx.{a}", "threadIdx.{a} + blockIdx.{a} * blockDim.{a}",
+                "blockDim.{a} * blockIdx.{a} + threadIdx.{a}", "threadIdx.{a} + blockDim.{a} * blockIdx.{a}")
+_FORM_PATTERNS = [re.compile(r"\s*".join(re.escape(part) for part in re.split(r"\s+", form.format(a="AXIS")))
+                             .replace("AXIS", "[xyz]")) for form in _INDEX_FORMS]
+_DECLARATION = re.compile(r"^\s*(?:const\s+)?(?P<type>(?:unsigned\s+|signed\s+)?(?:long\s+long|int|long|short|size_t|"
+                          r"unsigned|int32_t|int64_t|uint32_t|uint64_t|ptrdiff_t|auto))\s+(?P<name>[A-Za-z_]\w*)\s*="
+                          r"(?P<value>[^;]*);")
+_TYPED_INTEGER = re.compile(r"^(?:const\s+)?(?:unsigned\s+|signed\s+)?(?:long\s+long|int|long|short|size_t|unsigned|"
+                            r"int32_t|int64_t|uint32_t|uint64_t|ptrdiff_t|auto)\s+[A-Za-z_]\w*\s*=")
+_WARP_SIZE = re.compile(r"\b(?:warpSize|kWarpSize|WARP_SIZE|warp_size|WARPSIZE|kWarpSz)\b")  # the file's name for 32
+_DIM3_TYPED = re.compile(r"^dim3\s+(?P<name>[A-Za-z_]\w*)\s*\(")
+_COMMENT_LINE = ("//", "/*", "*")
+
+
+@dataclass(frozen=True)
+class RuleCandidate(Candidate):
+    """A rule's line, and the rule that wrote it (one of `RULES`)."""
+
+    rule: str = ""
+
+    @property
+    def rule_index(self) -> int:
+        return RULES.index(self.rule)
+
+
+@dataclass(frozen=True)
+class _Hole:
+    """What the rules read of a hole: the typed text, the hole line's indentation, the code lines around it (each
+    as written, blank and comment lines left out) and the function's names."""
+
+    before: str
+    after: str
+    typed: str
+    indent: int
+    above: list[str]  # nearest first
+    below: list[str]  # nearest first, up to the function's end (the first `}` in column 0)
+    scope: FunctionScope
+    needed: frozenset[str]
+
+    @property
+    def names(self) -> Mapping[str, Name]:
+        return self.scope.names
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _code_lines(lines: list[str]) -> list[str]:
+    return [line for line in lines if line.strip() and not line.strip().startswith(_COMMENT_LINE)]
+
+
+def _hole(before: str, after: str, needed: frozenset[str], checks: Request | None) -> _Hole | None:
+    head_start = before.rfind("\n") + 1
+    rest_end = after.find("\n")
+    if after[:rest_end if rest_end >= 0 else len(after)].strip():
+        return None  # text after the cursor on its line: not a line's end
+    head = before[head_start:]
+    above = _code_lines(before[:head_start].split("\n"))[::-1]
+    below: list[str] = []
+    for line in _code_lines(after.split("\n")[1:] if rest_end >= 0 else []):
+        if line.startswith("}"):
+            break
+        below.append(line)
+    return _Hole(before, after, head.lstrip(), _indent(head), above, below, FunctionScope.of(before, after, checks),
+                 needed)
+
+
+def _line(hole: _Hole, text: str) -> str | None:
+    """What `text` (the whole statement) adds after what is typed on the hole's line."""
+    return continuation(text, hole.typed)
+
+
+def _words(line: str) -> set[str]:
+    return set(re.findall(r"[A-Za-z_]\w*", line))
+
+
+def _index_form(hole: _Hole) -> str:
+    """The file's way of writing a global index (the form it uses most, the first one on a tie), else the
+    textbook one."""
+    text = hole.before + hole.after
+    counts = [len(pattern.findall(text)) for pattern in _FORM_PATTERNS]
+    best = max(range(len(counts)), key=lambda i: (counts[i], -i))
+    return _INDEX_FORMS[best if counts[best] else 0]
+
+
+def _declared_type(hole: _Hole) -> str:
+    """The integer type of the function's index declarations above the hole (`int` where it has none)."""
+    for line in hole.above:
+        found = _DECLARATION.match(line)
+        if found and ("threadIdx" in found["value"] or "blockIdx" in found["value"]):
+            return " ".join(found["type"].split())
+        if _indent(line) == 0:
+            break
+    return "int"
+
+
+def _subscripts_shared(hole: _Hole, name: str) -> bool:
+    shared = [n for n, found in hole.names.items() if found.shared]
+    return any(re.search(rf"\b{re.escape(array)}\s*\[[^\]]*\b{re.escape(name)}\b", line)
+               for line in hole.below for array in shared)
+
+
+def _index_value(hole: _Hole, name: str) -> str | None:
+    """The value of a thread index named `name`, or None when the name says no axis."""
+    named = _WARP_SIZE.search(hole.before + hole.after)
+    warp = named[0] if named else "32"
+    if name in _STRIDE_NAMES:
+        return "gridDim.x * blockDim.x" if re.search(r"gridDim\.x\s*\*\s*blockDim\.x", hole.before + hole.after) \
+            else "blockDim.x * gridDim.x"
+    if name in _LANE_NAMES:
+        return f"threadIdx.x % {warp}"
+    if name in _WARP_NAMES:
+        return f"threadIdx.x / {warp}"
+    axis = _AXIS_OF.get(name) or ("x" if _INDEX_NAME.fullmatch(name) else None)
+    if axis is None:
+        return None
+    if _subscripts_shared(hole, name):
+        return f"threadIdx.{axis}"
+    return _index_form(hole).format(a=axis)
+
+
+def _opens_body(hole: _Hole) -> bool:
+    """The code right below the hole is indented deeper: the hole's line opens a body (`if`, `for`)."""
+    return bool(hole.below) and _indent(hole.below[0]) > hole.indent
+
+
+def _declared_axes(hole: _Hole) -> set[str]:
+    """The axes along which the function declares a global index above the hole."""
+    axes: set[str] = set()
+    for line in hole.above:
+        if _indent(line) == 0:
+            break
+        declaration = _DECLARATION.match(line)
+        if declaration and "blockIdx" in declaration["value"] and "threadIdx" in declaration["value"]:
+            axes |= set(re.findall(r"blockIdx\.([xyz])", declaration["value"]))
+    return axes
+
+
+def _wanted_index(hole: _Hole) -> tuple[str, str] | None:
+    """The one index the hole's line declares and its value: the name a typed integer declaration declares, or
+    the one needed name that says an axis, along which the function declares no index yet."""
+    typed_name = declared_name(hole.typed)
+    if hole.typed and (typed_name is None or not _TYPED_INTEGER.match(hole.typed)):
+        return None
+    wanted = [typed_name] if typed_name else sorted(hole.needed)
+    values = [(name, _index_value(hole, name)) for name in wanted]
+    found = [(name, value) for name, value in values if value is not None]
+    if len(found) != 1:
+        return None
+    name, value = found[0]
+    if "blockIdx" in value and set(re.findall(r"blockIdx\.([xyz])", value)) & _declared_axes(hole):
+        return None
+    two = re.compile(rf"\b{re.escape(name)}\s*\+\s*blockDim\.x\b")
+    if "blockIdx" in value and any(two.search(line) for line in hole.below):
+        value = value.replace("blockDim.x", "(blockDim.x * 2)", 1)  # each thread takes two elements a block apart
+    return name, value
+
+
+def thread_index(hole: _Hole) -> str | None:
+    """`int i = blockIdx.x * blockDim.x + threadIdx.x;` for the index the hole declares (see the module)."""
+    if not hole.scope.is_kernel or _opens_body(hole):
+        return None
+    wanted = _wanted_index(hole)
+    if wanted is None:
+        return None
+    name, value = wanted
+    if hole.typed:
+        head = hole.typed[:hole.typed.rfind(name) + len(name)]
+        return _line(hole, f"{head} = {value};")
+    return f"{_declared_type(hole)} {name} = {value};"
+
+
+def grid_stride(hole: _Hole) -> str | None:
+    """`for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {`: the needed
+    index of a kernel that declares no thread index yet, where a body follows (see the module)."""
+    if not hole.scope.is_kernel or not _opens_body(hole) or _declared_axes(hole) or (
+            hole.typed and not "for (int ".startswith(hole.typed[:9])):
+        return None
+    if any(n in _LANE_NAMES | _WARP_NAMES | _STRIDE_NAMES for n in hole.names):
+        return None
+    wanted = _wanted_index(replace(hole, typed=""))
+    if wanted is None or "blockIdx.x" not in wanted[1] or "(blockDim.x * 2)" in wanted[1]:
+        return None
+    name, value = wanted
+    count = _count(hole, name, "x", True)
+    if count is None:
+        return None
+    step = _index_value(hole, "stride")
+    return _line(hole, _opened(hole, f"for ({_declared_type(hole)} {name} = {value}; {name} < {count}; "
+                                     f"{name} += {step})"))
+
+
+def _opened(hole: _Hole, head: str) -> str:
+    """`head` (an `if (...)`/`for (...)`) as the hole's line writes it: with `{` where the body below closes at the
+    hole's indentation or runs on past one statement, without where one statement is the body."""
+    deeper = [line for line in hole.below[1:] if _indent(line) > hole.indent]
+    closing = next((line for line in hole.below[1:] if _indent(line) <= hole.indent), None)
+    if closing is not None and closing.strip().startswith("}") and _indent(closing) == hole.indent:
+        return f"{head} {{"
+    if closing is None and len(deeper) + 1 == len(hole.below) and deeper:
+        return f"{head} {{"  # a body of several statements the user has not closed yet
+    return head
+
+
+def _indices(hole: _Hole) -> list[tuple[str, str]] | None:
+    """The global indices the hole's line may guard, as (name, axis), in the order they are declared: the
+    function's declarations right above the hole whose values read `blockIdx` and `threadIdx` (only such
+    declarations between them and the hole); None where the line above is no declaration."""
+    found: list[tuple[str, str]] = []
+    for line in hole.above:
+        declaration = _DECLARATION.match(line)
+        if declaration is None or _indent(line) != hole.indent:
+            break
+        value = declaration["value"]
+        axes = set(re.findall(r"(?:blockIdx|threadIdx)\.([xyz])", value))
+        if "blockIdx" in value and "threadIdx" in value and len(axes) == 1:
+            found.append((declaration["name"], axes.pop()))
+    return found[::-1] or None
+
+
+def _count(hole: _Hole, name: str, axis: str, alone: bool) -> str | None:
+    """The count that bounds index `name` along `axis`: the function's one integer parameter (or local) named for
+    that axis where the index's name says an axis or the kernel has several indices, else (one index named
+    `i`, `idx`, ...) its one integer named a count, or its only integer parameter when none is."""
+    integers = {n: found for n, found in hole.names.items()
+                if not found.pointer and " ".join(found.type.split()) in _INTEGER_TYPES}
+    if (name in _AXIS_OF and name not in _GENERIC) or not alone:
+        named = [n for n in integers if n in _AXIS_COUNTS[axis]]
+        return named[0] if len(named) == 1 else None
+    counts = [n for n in integers if n in _COUNTS]
+    if counts:
+        return counts[0] if len(counts) == 1 else None
+    parameters = [n for n, found in integers.items() if found.parameter]
+    return parameters[0] if len(parameters) == 1 else None
+
+
+def bounds_guard(hole: _Hole) -> str | None:
+    """`if (i < n) {` right after the index declarations (see the module)."""
+    if not hole.scope.is_kernel or not hole.below or hole.needed:
+        return None
+    indices = _indices(hole)
+    if indices is None:
+        return None
+    names = {name for name, _ in indices}
+    first = hole.below[0]
+    if not names & _words(first) and not (_indent(first) > hole.indent and names & _words(" ".join(hole.below))):
+        return None
+    if first.lstrip().startswith("if") and names & _words(first):
+        return None  # guarded already
+    bounds = [(name, _count(hole, name, axis, len(indices) == 1)) for name, axis in indices]
+    if any(count is None for _, count in bounds):
+        return None
+    outside = " || ".join(f"{name} >= {count}" for name, count in bounds)
+    if _indent(first) > hole.indent:
+        if first.strip() == "return;":  # the body leaves: the test says who is outside
+            return _line(hole, _opened(hole, f"if ({outside})"))
+        return _line(hole, _opened(hole, "if ({})".format(" && ".join(f"{name} < {count}" for name, count in bounds))))
+    return _line(hole, f"if ({outside}) return;")
+
+
+def _writes_shared(line: str, shared: list[str]) -> bool:
+    return any(re.search(rf"\b{re.escape(array)}\s*\[[^;]*?\]\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)", line)
+               for array in shared)
+
+
+def _block_above(hole: _Hole) -> list[str]:
+    """The statement above the hole: its line, or where that line closes a block (`}`), the block's lines."""
+    if not hole.above:
+        return []
+    if hole.above[0].strip() != "}":
+        return [hole.above[0]]
+    depth = _indent(hole.above[0])
+    block = []
+    for line in hole.above[1:]:
+        block.append(line)
+        if _indent(line) <= depth:
+            break
+    return block
+
+
+def barrier(hole: _Hole) -> str | None:
+    """`__syncthreads();` after a write to shared memory (see the module)."""
+    if not hole.scope.is_kernel:
+        return None
+    shared = [name for name, found in hole.names.items() if found.shared]
+    block = _block_above(hole)
+    if not shared or not any(_writes_shared(line, shared) for line in block):
+        return None
+    if len(block) > 1 and "__syncthreads" in block[0]:
+        return None  # the block above ends with a barrier
+    if hole.below and (_writes_shared(hole.below[0], shared) or "__syncthreads" in hole.below[0]):
+        return None
+    return _line(hole, "__syncthreads();")
+
+
+def launch_size(hole: _Hole) -> str | None:
+    """`int blocks = (n + threads - 1) / threads;`, `dim3 grid((w + block.x - 1) / block.x, ...);` on the host
+    (see the module)."""
+    if hole.scope.is_kernel or not hole.typed:
+        return None
+    names = hole.names
+    dim3 = _DIM3_TYPED.match(hole.typed)
+    if dim3 is not None and dim3["name"] in _BLOCK_COUNT_NAMES:
+        blocks = [n for n, found in names.items() if found.type == "dim3" and n in _BLOCK_SIZE_NAMES]
+        if len(blocks) != 1:
+            return None
+        block = blocks[0]
+        dims = re.search(rf"\bdim3\s+{re.escape(block)}\s*\(([^;]*)\)\s*;", hole.before)
+        rank = len(dims[1].split(",")) if dims else 1
+        sizes = []
+        for axis in "xyz"[:rank]:
+            named = [n for n, found in names.items() if not found.pointer and n in _AXIS_COUNTS[axis]
+                     and " ".join(found.type.split()) in _INTEGER_TYPES]
+            if rank == 1:
+                named = named or [n for n, found in names.items() if n in _COUNTS and not found.pointer]
+            if len(named) != 1:
+                return None
+            sizes.append(f"({named[0]} + {block}.{axis} - 1) / {block}.{axis}")
+        return _line(hole, f"{hole.typed.rstrip()}{', '.join(sizes)});")
+    declared = declared_name(hole.typed)
+    if declared not in _BLOCK_COUNT_NAMES or not hole.typed.rstrip().endswith("="):
+        return None
+    integers = {n: found for n, found in names.items()
+                if not found.pointer and " ".join(found.type.split()) in _INTEGER_TYPES}
+    threads = [n for n in integers if n in _BLOCK_SIZE_NAMES]
+    sizes = [n for n in integers if n in _COUNTS]
+    if len(threads) != 1 or len(sizes) != 1:
+        return None
+    return _line(hole, f"{hole.typed.rstrip()} ({sizes[0]} + {threads[0]} - 1) / {threads[0]};")
+
+
+_RULES: tuple[Callable[[_Hole], str | None], ...] = (thread_index, grid_stride, bounds_guard, barrier, launch_size)
+
+
+def candidates(before: str, after: str, needed: frozenset[str] = frozenset(), checks: Request | None = None,
+               limit: int = len(RULES)) -> list[RuleCandidate]:
+    """What the rules write for a hole on one line (`before` ends at the cursor, `after` starts there; `needed`:
+    the names the code below uses that nothing declares), as the rest of the line after what was typed."""
+    hole = _hole(before, after, needed, checks)
+    if hole is None:
+        return []
+    found: list[RuleCandidate] = []
+    for rule in _RULES:
+        text = rule(hole)
+        if text is not None and text.strip() and all(c.text != text for c in found):
+            found.append(RuleCandidate(text, SOURCE, 1.0, rule.__name__))
+    return found[:limit]

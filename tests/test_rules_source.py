@@ -1,0 +1,213 @@
+"""The lines a kernel's structure implies (`dice_lsp.completion.sources.rules`): golden cases of kernels as users
+write them, each with the hole at `HOLE` (what is typed before it stays on the line)."""
+
+from __future__ import annotations
+
+import pytest
+
+from dice_lsp.completion.checks.context import CheckContext
+from dice_lsp.completion.sources import rules
+
+
+def proposed(text: str) -> dict[str, str]:
+    """What the rules propose at `HOLE`, by rule; the names the code below needs come from the checks, as in the
+    product."""
+    at = text.index("HOLE")
+    document = text.replace("HOLE", "")
+    checker = CheckContext(document, at, at)
+    return {c.rule: c.text for c in rules.candidates(document[:at], document[at:], checker.needed, checker.request)}
+
+
+ELEMENTWISE = """__global__ void scaleKernel(float *out, const float *in, float s, int n)
+{
+    HOLE
+    if (idx < n) {
+        out[idx] = s * in[idx];
+    }
+}
+"""
+
+
+def test_the_first_line_of_a_kernel_declares_the_index_the_code_below_uses() -> None:
+    assert proposed(ELEMENTWISE) == {"thread_index": "int idx = blockIdx.x * blockDim.x + threadIdx.x;"}
+
+
+def test_a_half_typed_index_is_completed_along_the_axis_its_name_says() -> None:
+    text = """__global__ void addMatrices(const float *a, const float *b, float *c, int rows, int cols)
+{
+    int col = blockIdx.x * blockDim.x + threadIdx.x;
+    int row = HOLE
+    if (row < rows && col < cols) c[row * cols + col] = a[row * cols + col] + b[row * cols + col];
+}
+"""
+    assert proposed(text) == {"thread_index": "blockIdx.y * blockDim.y + threadIdx.y;"}
+
+
+def test_the_index_is_written_the_way_the_file_writes_one() -> None:
+    text = """__global__ void first(float *x, int n)
+{
+    int i = threadIdx.x + blockIdx.x * blockDim.x;
+    if (i < n) x[i] = 0.0f;
+}
+
+__global__ void second(float *y, int n)
+{
+    HOLE
+    if (k2 < n) y[k2] = 1.0f;
+}
+""".replace("k2", "gid")
+    assert proposed(text)["thread_index"] == "int gid = threadIdx.x + blockIdx.x * blockDim.x;"
+
+
+@pytest.mark.parametrize(("name", "value"), [
+    ("stride", "blockDim.x * gridDim.x"),
+    ("lane", "threadIdx.x % warpSize"),
+    ("warpId", "threadIdx.x / warpSize"),
+])
+def test_the_grid_stride_and_warp_coordinates_are_named_indices(name: str, value: str) -> None:
+    text = f"""__global__ void k(float *out, const float *in, int n)
+{{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    HOLE
+    out[i] = in[i] + {name} * (float)warpSize;
+}}
+"""
+    assert proposed(text)["thread_index"] == f"int {name} = {value};"
+
+
+def test_an_index_of_a_shared_array_is_the_threads_place_in_its_block() -> None:
+    text = """__global__ void blockSum(const float *in, float *out)
+{
+    __shared__ float buf[256];
+    HOLE
+    buf[tid] = in[blockIdx.x * blockDim.x + tid];
+}
+"""
+    assert proposed(text)["thread_index"] == "int tid = threadIdx.x;"
+
+
+def test_no_index_is_proposed_for_a_name_that_says_no_axis_or_an_axis_already_indexed() -> None:
+    text = """__global__ void k(float *v, int nx, int ny)
+{
+    int ix = blockIdx.x * blockDim.x + threadIdx.x;
+    int iy = blockIdx.y * blockDim.y + threadIdx.y;
+    HOLE
+    v[idx] = v[offset] * 2.0f;
+}
+"""
+    assert "thread_index" not in proposed(text)  # two needed names; idx would be a second index along x
+
+
+def test_a_loop_header_over_a_body_is_a_grid_stride_loop() -> None:
+    text = """__global__ void clampAll(float *x, float lo, float hi, int n)
+{
+    HOLE
+        x[i] = fminf(fmaxf(x[i], lo), hi);
+    }
+}
+"""
+    assert proposed(text) == {
+        "grid_stride": "for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {"}
+
+
+@pytest.mark.parametrize(("below", "guard"), [
+    ("    if_block", "if (i < n) {"),
+    ("        y[i] += a * x[i];\n", "if (i < n)"),
+    ("    y[i] += a * x[i];\n", "if (i >= n) return;"),
+    ("        return;\n    y[i] += a * x[i];\n", "if (i >= n)"),
+])
+def test_the_bounds_test_after_the_index_takes_the_shape_the_code_below_has(below: str, guard: str) -> None:
+    below = below.replace("    if_block", "        y[i] += a * x[i];\n    }\n")
+    text = f"""__global__ void saxpy(float a, const float *x, float *y, int n)
+{{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    HOLE
+{below}}}
+"""
+    assert proposed(text) == {"bounds_guard": guard}
+
+
+def test_a_two_dimensional_guard_tests_each_index_against_its_axis_count() -> None:
+    text = """__global__ void blur(const unsigned char *in, unsigned char *out, int width, int height)
+{
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    HOLE
+    out[y * width + x] = in[y * width + x] / 2;
+}
+"""
+    assert proposed(text) == {"bounds_guard": "if (x >= width || y >= height) return;"}
+
+
+def test_no_guard_where_the_count_is_ambiguous_or_the_code_below_tests_already() -> None:
+    ambiguous = """__global__ void k(float *v, int rows, int cols)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    HOLE
+    v[i] = 0.0f;
+}
+"""
+    guarded = ELEMENTWISE.replace("    HOLE\n", "    int idx = blockIdx.x * blockDim.x + threadIdx.x;\n    HOLE\n")
+    assert proposed(ambiguous) == {}  # i may run over the rows, the columns or both
+    assert proposed(guarded) == {}
+    assert proposed(ambiguous.replace("int rows, int cols", "int n, int m")) == {"bounds_guard": "if (i >= n) return;"}
+
+
+def test_a_barrier_follows_a_write_to_shared_memory_that_other_threads_read() -> None:
+    text = """__global__ void reverse(int *d, int n)
+{
+    __shared__ int s[64];
+    int t = threadIdx.x;
+    s[t] = d[t];
+    HOLE
+    d[t] = s[n - t - 1];
+}
+"""
+    assert proposed(text) == {"barrier": "__syncthreads();"}
+
+
+def test_no_barrier_between_two_stores_of_one_load_phase_or_after_a_loop_that_ends_with_one() -> None:
+    loads = """__global__ void tiles(const float *a, const float *b, float *c)
+{
+    __shared__ float As[16][16];
+    __shared__ float Bs[16][16];
+    As[threadIdx.y][threadIdx.x] = a[threadIdx.y * 16 + threadIdx.x];
+    HOLE
+    Bs[threadIdx.y][threadIdx.x] = b[threadIdx.y * 16 + threadIdx.x];
+}
+"""
+    loop = """__global__ void reduce(float *out)
+{
+    __shared__ float s[256];
+    unsigned int tid = threadIdx.x;
+    for (unsigned int k = blockDim.x / 2; k > 0; k >>= 1) {
+        if (tid < k) s[tid] += s[tid + k];
+        __syncthreads();
+    }
+    HOLE
+    if (tid == 0) out[blockIdx.x] = s[0];
+}
+"""
+    assert "barrier" not in proposed(loads)
+    assert "barrier" not in proposed(loop)
+
+
+@pytest.mark.parametrize(("typed", "expected"), [
+    ("int numBlocks = ", "(count + threadsPerBlock - 1) / threadsPerBlock;"),
+    ("dim3 grid(", "(width + block.x - 1) / block.x, (height + block.y - 1) / block.y);"),
+])
+def test_a_launch_size_is_the_ceiling_of_the_data_over_the_block(typed: str, expected: str) -> None:
+    text = f"""void launch(float *d, int count, int width, int height)
+{{
+    int threadsPerBlock = 256;
+    dim3 block(16, 16);
+    {typed}HOLE
+}}
+"""
+    assert proposed(text) == {"launch_size": expected}
+
+
+def test_a_hole_with_code_after_the_cursor_gets_nothing() -> None:
+    at = ELEMENTWISE.index("HOLE")
+    document = ELEMENTWISE.replace("HOLE", "x = 1;")
+    assert rules.candidates(document[:at], document[at:]) == []

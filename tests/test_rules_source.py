@@ -211,3 +211,90 @@ def test_a_hole_with_code_after_the_cursor_gets_nothing() -> None:
     at = ELEMENTWISE.index("HOLE")
     document = ELEMENTWISE.replace("HOLE", "x = 1;")
     assert rules.candidates(document[:at], document[at:]) == []
+
+
+WARP_SUM = """__device__ float warpSum(float partial)
+{
+    LOOP
+        BODY
+    return partial;
+}
+"""
+
+
+def test_a_halving_loop_over_a_warp_exchanges_the_value_the_function_returns() -> None:
+    body = WARP_SUM.replace("LOOP", "for (int delta = 16; delta > 0; delta /= 2)").replace("BODY", "HOLE")
+    header = WARP_SUM.replace("LOOP", "HOLE").replace(
+        "BODY", "partial += __shfl_down_sync(0xffffffff, partial, delta);")
+    assert proposed(body) == {"warp_shuffle": "partial += __shfl_down_sync(0xffffffff, partial, delta);"}
+    assert proposed(header) == {"halving_loop": "for (int delta = 16; delta > 0; delta /= 2)"}
+
+
+def test_a_warp_maximum_to_every_lane_takes_fmaxf_the_xor_exchange_and_the_files_mask() -> None:
+    text = """#define FULL_MASK 0xffffffff
+
+__device__ float warpAllReduceMax(float best)
+{
+    for (int d = 16; d > 0; d >>= 1)
+        best = fmaxf(best, HOLE
+    return best;
+}
+"""
+    assert proposed(text) == {"warp_shuffle": "__shfl_xor_sync(FULL_MASK, best, d));"}
+
+
+@pytest.mark.parametrize(("pairing", "header"), [
+    ("if (t < h) buf[t] += buf[t + h];", "for (unsigned int h = blockDim.x / 2; h > 0; h >>= 1) {"),
+    ("if (t % (2 * h) == 0) buf[t] += buf[t + h];", "for (unsigned int h = 1; h < blockDim.x; h *= 2) {"),
+])
+def test_a_shared_memory_tree_halves_or_doubles_its_distance_as_its_pairs_say(pairing: str, header: str) -> None:
+    text = f"""__global__ void blockSum(const float *in, float *out)
+{{
+    __shared__ float buf[256];
+    unsigned int t = threadIdx.x;
+    buf[t] = in[blockIdx.x * blockDim.x + t];
+    __syncthreads();
+    HOLE
+        {pairing}
+        __syncthreads();
+    }}
+    if (t == 0) out[blockIdx.x] = buf[0];
+}}
+"""
+    assert proposed(text) == {"halving_loop": header}
+
+
+def test_a_grid_stride_while_loop_ends_by_stepping_its_index() -> None:
+    text = """__global__ void square(float *v, int n)
+{
+    int k = blockIdx.x * blockDim.x + threadIdx.x;
+    int stride = blockDim.x * gridDim.x;
+    while (k < n) {
+        v[k] = v[k] * v[k];
+        HOLE
+    }
+}
+"""
+    assert proposed(text) == {"stride_step": "k += stride;"}
+    stepped = text.replace("v[k] = v[k] * v[k];", "v[k] = v[k] * v[k];\n        k += stride;")
+    assert "stride_step" not in proposed(stepped)
+
+
+def test_a_host_functions_tail_releases_what_it_made_in_order() -> None:
+    text = """void run(const float *h_x, float *h_y, int n)
+{
+    float *d_x, *d_y;
+    cudaEvent_t done;
+    cudaMalloc(&d_x, n * sizeof(float));
+    cudaMalloc((void **)&d_y, n * sizeof(float));
+    cudaEventCreate(&done);
+    cudaMemcpy(d_x, h_x, n * sizeof(float), cudaMemcpyHostToDevice);
+    cudaMemcpy(h_y, d_y, n * sizeof(float), cudaMemcpyDeviceToHost);
+    cudaFree(d_x);
+    HOLE
+}
+"""
+    assert proposed(text) == {"release": "cudaFree(d_y);"}
+    freed_below = text.replace("    HOLE\n", "    HOLE\n    cudaFree(d_y);\n")
+    assert proposed(freed_below) == {"release": "cudaEventDestroy(done);"}
+    assert proposed(text.replace("    HOLE\n", "    HOLE\n    printf(\"%f\\n\", h_y[0]);\n")) == {}

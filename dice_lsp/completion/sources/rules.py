@@ -19,6 +19,17 @@ Some lines follow from what the function around the hole already says rather tha
 - `launch_size`: a host-side count of blocks (`int blocks = `, `dim3 grid(`) is the ceiling division of the
   data's size by the block's: `(n + threads - 1) / threads;`, `(width + block.x - 1) / block.x, (height +
   block.y - 1) / block.y);`.
+- `grid_stride`: where the index the code below needs opens a body and the kernel has no index yet, the
+  grid-stride loop over it: `for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x *
+  gridDim.x) {`; `stride_step`: the last statement of a `while (i < n)` loop nothing in it advances, `i +=
+  stride;`.
+- `warp_shuffle` and `halving_loop`: a loop whose distance halves to 0 exchanges values across a warp (`val +=
+  __shfl_down_sync(0xffffffff, val, offset);`, the `xor` exchange and `fmaxf` where the file or the function
+  says so); the header of such a loop where the code below needs its distance (`for (int offset = warpSize / 2;
+  offset > 0; offset /= 2)`, and for a shared-memory tree `for (unsigned int s = blockDim.x / 2; s > 0; s >>=
+  1)`).
+- `release`: at a host function's tail, after a release or the copy of the results back, the release of the
+  first thing the function allocated or created and has not released (`cudaFree(d_b);`, `cudaEventDestroy(e);`).
 
 Each rule proposes at most one text; it proposes nothing where the names it needs are missing or ambiguous
 (two counts for one axis). A rule knows no statistics: its `score` is 1 and the show filter learns from the rule's
@@ -41,7 +52,8 @@ if TYPE_CHECKING:
     from dice_lsp.completion.checks.request import Request
 
 SOURCE = "rule"
-RULES = ("thread_index", "grid_stride", "bounds_guard", "barrier", "launch_size")  # RuleCandidate.rule (a feature)
+RULES = ("thread_index", "grid_stride", "bounds_guard", "barrier", "launch_size", "warp_shuffle", "halving_loop",
+         "stride_step", "release")  # RuleCandidate.rule (its index is a feature)
 
 _INTEGER_TYPES = frozenset({"int", "unsigned", "unsigned int", "long", "unsigned long", "long long",
                             "unsigned long long", "size_t", "int32_t", "int64_t", "uint32_t", "uint64_t",
@@ -401,7 +413,136 @@ def launch_size(hole: _Hole) -> str | None:
     return _line(hole, f"{hole.typed.rstrip()} ({sizes[0]} + {threads[0]} - 1) / {threads[0]};")
 
 
-_RULES: tuple[Callable[[_Hole], str | None], ...] = (thread_index, grid_stride, bounds_guard, barrier, launch_size)
+def _function_above(hole: _Hole) -> list[str]:
+    """The function's code lines above the hole, nearest first (up to its signature, a line in column 0)."""
+    found = []
+    for line in hole.above:
+        if _indent(line) == 0 and line.strip() != "{":
+            break
+        found.append(line)
+    return found
+
+
+_HALVING = re.compile(r"^for\s*\(\s*(?:unsigned\s+)?(?:int\s+)?(?P<v>[A-Za-z_]\w*)\s*=[^;]*;\s*(?P=v)\s*>\s*0\s*;\s*"
+                      r"(?P=v)\s*(?:/=\s*2|>>=\s*1)\s*\)")
+_SHUFFLED = re.compile(r"__shfl_(?:down|xor)_sync\s*\([^;]*,\s*(?P<v>[A-Za-z_]\w*)\s*\)")
+_MASK = re.compile(r"#\s*define\s+(?P<name>\w*MASK\w*)\s+0x[fF]{8}\b")
+
+
+def _shuffle(hole: _Hole, value: str, lane: str) -> str:
+    """`__shfl_down_sync(0xffffffff, value, lane)`: `xor` where the file exchanges so (or the function reduces
+    to every lane), the file's name for the full mask."""
+    text = hole.before + hole.after
+    mask = _MASK.search(text)
+    xor = "__shfl_xor_sync" in text or re.search(r"(?i)all_?reduce|butterfly", hole.scope.signature)
+    return f"__shfl_{'xor' if xor else 'down'}_sync({mask['name'] if mask else '0xffffffff'}, {value}, {lane})"
+
+
+def warp_shuffle(hole: _Hole) -> str | None:
+    """The body of a halving loop over a warp (`for (int offset = 16; offset > 0; offset /= 2)`): the value
+    combined with the one `offset` lanes away, `val += __shfl_down_sync(0xffffffff, val, offset);` (the value: the
+    one the typed text updates, else the one the function returns after the loop)."""
+    if not hole.above or _indent(hole.above[0]) >= hole.indent:
+        return None
+    loop = _HALVING.match(hole.above[0].strip())
+    if loop is None:
+        return None
+    typed = re.match(r"^(?P<a>[A-Za-z_]\w*)\s*(?P<op>\+=|=)", hole.typed)
+    if typed is not None:
+        value = typed["a"]
+    else:
+        returned = next((re.match(r"^return\s+([A-Za-z_]\w*)\s*;", line.strip()) for line in hole.below
+                         if _indent(line) <= _indent(hole.above[0]) and line.strip() != "}"), None)
+        if returned is None:
+            return None
+        value = returned[1]
+    exchanged = _shuffle(hole, value, loop["v"])
+    maximum = typed is not None and typed["op"] == "=" and "fmaxf" in hole.typed
+    if maximum or re.search(r"(?i)max", hole.scope.signature):
+        return _line(hole, f"{value} = fmaxf({value}, {exchanged});")
+    return _line(hole, f"{value} += {exchanged};")
+
+
+def halving_loop(hole: _Hole) -> str | None:
+    """The loop header whose variable the code below needs as a distance that halves: across a warp's lanes where
+    it is a shuffle's lane offset (`for (int offset = warpSize / 2; offset > 0; offset /= 2)`), across a block's
+    threads where it bounds the active threads of a shared-memory tree (`for (unsigned int s = blockDim.x / 2; s >
+    0; s >>= 1)`; `s < blockDim.x; s *= 2` where the tree pairs `tid % (2 * s)`)."""
+    if not _opens_body(hole) or len(hole.needed) != 1 or (hole.typed and not hole.typed.startswith("for")):
+        return None
+    (name,) = hole.needed
+    body = " ".join(line.strip() for line in hole.below)
+    text = hole.before + hole.after
+    halve = ">>= 1" if ">>= 1" in text and "/= 2" not in text else "/= 2"
+    if any(found["v"] == name for found in _SHUFFLED.finditer(body)):
+        start = "warpSize / 2" if "warpSize" in text else "16"
+        return _line(hole, _opened(hole, f"for (int {name} = {start}; {name} > 0; {name} {halve})"))
+    tree = re.search(rf"\b(?P<t>[A-Za-z_]\w*)\s*\+\s*{re.escape(name)}\s*\]", body)
+    if tree is None or not hole.scope.is_kernel or tree["t"] not in hole.names:
+        return None
+    kind = hole.names[tree["t"]].type or "int"
+    if re.search(rf"%\s*\(\s*2\s*\*\s*{re.escape(name)}\s*\)", body):
+        return _line(hole, _opened(hole, f"for ({kind} {name} = 1; {name} < blockDim.x; {name} *= 2)"))
+    if re.search(rf"\b{re.escape(tree['t'])}\s*<\s*{re.escape(name)}\b", body):
+        return _line(hole, _opened(hole, f"for ({kind} {name} = blockDim.x / 2; {name} > 0; {name} >>= 1)"))
+    return None
+
+
+_WHILE = re.compile(r"^while\s*\(\s*(?P<v>[A-Za-z_]\w*)\s*<\s*[^)]*\)\s*\{?$")
+
+
+def stride_step(hole: _Hole) -> str | None:
+    """The last statement of a grid-stride `while (i < n)` loop that nothing in it advances: `i += stride;` (the
+    function's stride, else the grid's width)."""
+    if not hole.scope.is_kernel or not hole.above or not hole.below:
+        return None
+    header = next((line for line in hole.above if _indent(line) < hole.indent), None)
+    loop = _WHILE.match(header.strip()) if header is not None else None
+    if header is None or loop is None or _indent(hole.below[0]) >= hole.indent:
+        return None
+    name = loop["v"]
+    body = hole.above[:hole.above.index(header)]
+    if any(re.search(rf"\b{re.escape(name)}\s*(?:\+\+|\+=|=(?!=))|\+\+\s*{re.escape(name)}\b", line) for line in body):
+        return None
+    strides = [n for n in hole.names if n in _STRIDE_NAMES]
+    step = strides[0] if len(strides) == 1 else _index_value(hole, "stride")
+    return _line(hole, f"{name} += {step};")
+
+
+# what releases what an allocation call made, by the call
+_RELEASES = {"cudaMalloc": "cudaFree", "cudaMallocManaged": "cudaFree", "cudaMallocPitch": "cudaFree",
+             "cudaMallocAsync": "cudaFree", "cudaMallocHost": "cudaFreeHost", "cudaHostAlloc": "cudaFreeHost",
+             "cudaEventCreate": "cudaEventDestroy", "cudaEventCreateWithFlags": "cudaEventDestroy",
+             "cudaStreamCreate": "cudaStreamDestroy", "cudaStreamCreateWithFlags": "cudaStreamDestroy"}
+_ALLOCATION = re.compile(r"\b(?P<call>" + "|".join(sorted(_RELEASES, key=len, reverse=True)) +
+                         r")\s*\(\s*(?:\(\s*void\s*\*\*\s*\)\s*)?&\s*(?P<name>[A-Za-z_]\w*)\s*[,)]")
+_RELEASE = re.compile(r"^(?P<call>cudaFree|cudaFreeHost|cudaEventDestroy|cudaStreamDestroy)\s*\(\s*"
+                      r"(?P<name>[A-Za-z_]\w*)\s*\)\s*;")
+
+
+def release(hole: _Hole) -> str | None:
+    """At a host function's tail, where the line above releases a resource or copies the results back and the code
+    below only releases or returns: the release of the first resource the function made and neither releases nor
+    uses after the hole (`cudaFree(d_b);` after `cudaFree(d_a);`)."""
+    if hole.scope.is_kernel or not hole.above:
+        return None
+    last = hole.above[0].strip()
+    if _RELEASE.match(last) is None and not (last.startswith("cudaMemcpy") and "DeviceToHost" in last):
+        return None
+    tail = [line.strip() for line in hole.below if line.strip() != "}"]
+    if any(not (_RELEASE.match(line) or line.startswith("return")) for line in tail):
+        return None
+    function = _function_above(hole)
+    released = {(m["call"], m["name"]) for line in function + tail if (m := _RELEASE.match(line.strip()))}
+    made = [(_RELEASES[m["call"]], m["name"]) for line in reversed(function) for m in _ALLOCATION.finditer(line)]
+    for call, name in made:
+        if (call, name) not in released and not any(re.search(rf"\b{re.escape(name)}\b", line) for line in tail):
+            return _line(hole, f"{call}({name});")
+    return None
+
+
+_RULES: tuple[Callable[[_Hole], str | None], ...] = (thread_index, grid_stride, bounds_guard, barrier, launch_size,
+                                                     warp_shuffle, halving_loop, stride_step, release)
 
 
 def candidates(before: str, after: str, needed: frozenset[str] = frozenset(), checks: Request | None = None,

@@ -298,3 +298,25 @@ def test_a_host_functions_tail_releases_what_it_made_in_order() -> None:
     freed_below = text.replace("    HOLE\n", "    HOLE\n    cudaFree(d_y);\n")
     assert proposed(freed_below) == {"release": "cudaEventDestroy(done);"}
     assert proposed(text.replace("    HOLE\n", "    HOLE\n    printf(\"%f\\n\", h_y[0]);\n")) == {}
+
+
+def test_a_row_is_tested_against_the_rows_whichever_grid_axis_it_takes() -> None:
+    text = """__global__ void rowScale(float *m, const float *s, int rows, int cols)
+{
+    int row = blockIdx.x * blockDim.x + threadIdx.x;
+    HOLE
+    for (int c = 0; c < cols; ++c) m[row * cols + c] *= s[row];
+}
+"""
+    assert proposed(text) == {"bounds_guard": "if (row >= rows) return;"}
+
+
+def test_a_two_dimensional_blocks_flat_thread_index_counts_its_rows_of_threads() -> None:
+    text = """__global__ void tileSum(const float *in, float *out)
+{
+    __shared__ float part[256];
+    HOLE
+    part[tid] = in[(blockIdx.x * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x];
+}
+"""
+    assert proposed(text) == {"thread_index": "int tid = threadIdx.y * blockDim.x + threadIdx.x;"}

@@ -199,6 +199,9 @@ def _index_value(hole: _Hole, name: str) -> str | None:
     if axis is None:
         return None
     if _subscripts_shared(hole, name):
+        function = " ".join(_function_above(hole) + hole.below)
+        if axis == "x" and name not in _AXIS_OF and "threadIdx.y" in function:
+            return "threadIdx.y * blockDim.x + threadIdx.x"  # a two-dimensional block's threads, one after another
         return f"threadIdx.{axis}"
     return _index_form(hole).format(a=axis)
 
@@ -304,12 +307,14 @@ def _indices(hole: _Hole) -> list[tuple[str, str]] | None:
 
 def _count(hole: _Hole, name: str, axis: str, alone: bool) -> str | None:
     """The count that bounds index `name` along `axis`: the function's one integer parameter (or local) named for
-    that axis where the index's name says an axis or the kernel has several indices, else (one index named
-    `i`, `idx`, ...) its one integer named a count, or its only integer parameter when none is."""
+    the axis the index's name says (`row`: `rows`, `height`, ...), or for `axis` where the kernel has several
+    indices, else (one index named `i`, `idx`, ...) its one integer named a count, or its only integer parameter
+    when none is."""
     integers = {n: found for n, found in hole.names.items()
                 if not found.pointer and " ".join(found.type.split()) in _INTEGER_TYPES}
-    if (name in _AXIS_OF and name not in _GENERIC) or not alone:
-        named = [n for n in integers if n in _AXIS_COUNTS[axis]]
+    says = _AXIS_OF.get(name) if name not in _GENERIC else None
+    if says is not None or not alone:  # `row` runs over the rows whichever axis of the grid it takes
+        named = [n for n in integers if n in _AXIS_COUNTS[says or axis]]
         return named[0] if len(named) == 1 else None
     counts = [n for n in integers if n in _COUNTS]
     if counts:

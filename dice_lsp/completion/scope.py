@@ -22,7 +22,9 @@ request is built here the same way. On that tree:
   are not the code's (`HoleScope.blocks_hold`: an error beyond the hole's line) every declaration counts
   function-wide;
 - a name is a pointer where its declarator is a pointer or an array declarator, a pointer to const where its
-  declaration's type carries `const` (`const float* p`, `float const* p`; not `float* const p`);
+  declaration's type carries `const` (`const float* p`, `float const* p`; not `float* const p`), shared memory
+  where the declaration carries `__shared__`; its type is the declaration's type as written (`unsigned int`,
+  `size_t`, `dim3`: what the rules source reads to tell a count from a value);
 - its uses are the identifier nodes of the function with its text outside the hole's line, declarations left out
   (members after `.`/`->`, comments and strings are no identifiers); where the hole's text opened a block
   (`if (...) {`), the code below closes one block too many and tree-sitter ends the function at that `}`: the

@@ -294,3 +294,21 @@ def test_complete_compiles_with_the_files_flags(tmp_path: Path, monkeypatch: pyt
     assert len(seen) == 2 and seen[0] == seen[1]
     assert seen[0].defines == ("FROM_DB=1", "TILE=32") and seen[0].arch == "sm_80"
     assert seen[0].include_dirs == ((tmp_path / "inc").resolve(),)
+
+
+def test_the_first_line_of_a_vector_add_kernel_is_its_thread_index(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """The line every kernel starts with, which the code below needs (`i`) and nothing declares: the embedded
+    model's product shows the thread index, said to come from the kernel's structure, with every check passed."""
+    path = tmp_path / "vector_add.cu"
+    path.write_text("#include <cuda_runtime.h>\n\n"
+                    "__global__ void vectorAdd(const float *a, const float *b, float *c, int n)\n{\n"
+                    "    \n    if (i < n) {\n        c[i] = a[i] + b[i];\n    }\n}\n")
+    done = run_here(capsys, "complete", str(path), "--line", "4", "--character", "4", "--json")
+    assert done.returncode == 0, done.stderr
+    [item] = json.loads(done.stdout)["items"]
+    assert (item["text"], item["source"]) == ("int i = blockIdx.x * blockDim.x + threadIdx.x;", "rule")
+    assert item["checks"] == {"parses": True, "names": True, "types": TYPES, "compiles": True}
+    done = run_here(capsys, "complete", str(path), "--line", "4", "--character", "4")
+    assert done.stdout == "int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    assert "compiles ✓ · what the kernel's structure implies · P(right)" in done.stderr

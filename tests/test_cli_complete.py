@@ -116,26 +116,27 @@ int main()
 
 def test_the_embedded_model_finishes_a_copy_and_says_which_checks_it_passed(tmp_path: Path) -> None:
     """End to end: dice-tiny, the pipeline's checks, clang and nvcc. dice-tiny finishes `cudaMemcpy(h_out, ` with the
-    copy above it (`h_b, bytes, cudaMemcpyHostToDevice);`), which compiles but copies the wrong way: the show filter
-    withholds it and says why; a user who asks for whatever passes the checks (`--min-confidence 0`) gets it, with
-    the checks it passed."""
+    copy above it (`h_b, bytes, cudaMemcpyHostToDevice);`), which compiles but copies the wrong way; the product
+    shows the copy back from `h_out`'s device partner with the size it was allocated with (the rules source), with
+    every check passed; a user who asks for whatever passes the checks (`--min-confidence 0`) also gets the model's
+    fill, ranked below it as unlikely."""
     path = tmp_path / "vector_add.cu"
     path.write_text(MEMCPY)
     at = ["complete", str(path), "--line", "23", "--character", "22"]
-    proc = run(*at, "--json")
+    proc, human = cli_runs([*at, "--json"], at, timeout=120)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
-    assert data["items"] == []
-    assert re.fullmatch(r"the best candidate is likely not what you would write \(P\(right\) 0\.\d\d < "
-                        r"0\.\d\d, dice\.minConfidence\)", data["withheld"]), data["withheld"]
-    proc, human = cli_runs([*at, "--json", "--min-confidence", "0"], [*at, "--min-confidence", "0"], timeout=120)
+    [item] = data["items"]
+    assert (item["text"], item["source"]) == ("d_out, bytes, cudaMemcpyDeviceToHost);", "rule")
+    assert item["checks"] == {"parses": True, "names": True, "types": TYPES, "compiles": True}
+    assert human.stdout == "d_out, bytes, cudaMemcpyDeviceToHost);\n"
+    assert f"{CHECKS_LINE[:-1]} · what the kernel's structure implies · P(right) 0." in human.stderr
+    proc = run(*at, "--json", "--min-confidence", "0")
     assert proc.returncode == 0, proc.stderr
-    data = json.loads(proc.stdout)
-    assert [item["text"] for item in data["items"]][:1] == ["h_b, bytes, cudaMemcpyHostToDevice);"]
-    assert data["items"][0]["checks"] == {"parses": True, "names": True, "types": TYPES, "compiles": True}
-    assert isinstance(data["items"][0]["confidence"], float) and data["withheld"] is None
-    assert human.stdout.startswith("h_b, bytes, cudaMemcpyHostToDevice);\n")
-    assert f"{CHECKS_LINE[:-1]} · P(right) 0." in human.stderr
+    items = json.loads(proc.stdout)["items"]
+    assert [i["text"] for i in items] == ["d_out, bytes, cudaMemcpyDeviceToHost);",
+                                          "h_b, bytes, cudaMemcpyHostToDevice);"]
+    assert items[1]["source"] == "model" and items[1]["confidence"] < items[0]["confidence"]
 
 
 def test_human_output_says_why_nothing_is_shown(kernel_file: Path, native_dir: Path,

@@ -320,3 +320,111 @@ def test_a_two_dimensional_blocks_flat_thread_index_counts_its_rows_of_threads()
 }
 """
     assert proposed(text) == {"thread_index": "int tid = threadIdx.y * blockDim.x + threadIdx.x;"}
+
+
+def test_a_line_that_starts_with_a_dereference_is_code_below_the_hole() -> None:
+    text = """__global__ void offsets(const int *colSum, int *out, int n)
+{
+    HOLE
+        *(out + blockIdx.x * n + i) = -colSum[i];
+    }
+}
+"""
+    assert "thread_index" not in proposed(text)  # the hole opens the loop the dereference is the body of
+
+
+def test_a_kernel_that_gives_each_block_a_row_strides_over_the_row_by_the_blocks_threads() -> None:
+    text = """__global__ void rowOffsets(const float *colSum, float *out, float k, int n)
+{
+    HOLE
+        out[blockIdx.x * n + i] = k - colSum[i];
+    }
+}
+"""
+    assert proposed(text) == {"grid_stride": "for (int i = threadIdx.x; i < n; i += blockDim.x) {"}
+
+
+def test_a_row_of_a_one_dimensional_kernel_runs_along_the_grids_only_axis() -> None:
+    text = """__global__ void rowNorms(const float *m, float *norms, int rows, int cols)
+{
+    int row = HOLE
+    if (row >= rows) return;
+    float s = 0.0f;
+    for (int c = 0; c < cols; ++c) s += m[row * cols + c] * m[row * cols + c];
+    norms[row] = sqrtf(s);
+}
+"""
+    assert proposed(text) == {"thread_index": "blockIdx.x * blockDim.x + threadIdx.x;"}
+
+
+def test_a_thread_index_starts_a_kernel_however_long_its_signature() -> None:
+    text = """namespace ops {
+    __global__ void positions(const int *lengths, long *ids,
+                              const int seqlen, const int batch)
+    {
+        HOLE
+        int b = tid / seqlen;
+        if (b < batch) ids[tid] = tid % seqlen < lengths[b] ? tid % seqlen : 1;
+    }
+}
+"""
+    assert proposed(text) == {"thread_index": "int tid = blockIdx.x * blockDim.x + threadIdx.x;"}
+
+
+def test_no_thread_index_below_a_kernels_first_statements() -> None:
+    text = """__global__ void gather(const float *in, float *out, const int *offsets, int n)
+{
+    for (int k = 0; k < n; ++k) {
+        int offset = offsets[k];
+        HOLE
+        out[idx] = in[idx];
+    }
+}
+"""
+    assert "thread_index" not in proposed(text)  # `idx` is `offset + k` here, not the thread's index
+
+
+def test_after_a_shared_memory_tree_the_first_thread_writes_the_blocks_result() -> None:
+    text = """__global__ void blockMax(const float *in, float *blockMaxes)
+{
+    __shared__ float best[256];
+    unsigned int t = threadIdx.x;
+    best[t] = in[blockIdx.x * blockDim.x + t];
+    __syncthreads();
+    for (unsigned int half = blockDim.x / 2; half > 0; half >>= 1) {
+        if (t < half) best[t] = fmaxf(best[t], best[t + half]);
+        __syncthreads();
+    }
+    HOLE
+}
+"""
+    assert proposed(text) == {"block_result": "if (t == 0) blockMaxes[blockIdx.x] = best[0];"}
+    assert proposed(text.replace("    HOLE\n", "    HOLE\n    blockMaxes[blockIdx.x] = best[0];\n")) == {}
+
+
+HOST = """void addOnDevice(const float *h_a, const float *h_b, float *h_out, int n)
+{
+    size_t bytes = n * sizeof(float);
+    float *d_a, *d_b, *d_out;
+    cudaMalloc((void **)&d_a, bytes);
+    HOLE
+}
+"""
+
+
+def test_the_next_buffer_declared_with_an_allocated_one_is_allocated_the_same_way() -> None:
+    assert proposed(HOST) == {"next_creation": "cudaMalloc((void **)&d_b, bytes);"}
+    later = HOST.replace("    HOLE\n", "    HOLE\n    cudaMalloc((void **)&d_b, bytes);\n")
+    assert proposed(later) == {"next_creation": "cudaMalloc((void **)&d_out, bytes);"}
+    events = "void t()\n{\n    cudaEvent_t start, stop;\n    cudaEventCreate(&start);\n    HOLE\n}\n"
+    assert proposed(events) == {"next_creation": "cudaEventCreate(&stop);"}
+
+
+@pytest.mark.parametrize(("typed", "rest"), [
+    ("cudaMemcpy(d_b, ", "h_b, bytes, cudaMemcpyHostToDevice);"),
+    ("cudaMemcpy(h_out, ", "d_out, bytes, cudaMemcpyDeviceToHost);"),
+])
+def test_a_half_typed_copy_takes_the_buffers_partner_and_its_allocated_size(typed: str, rest: str) -> None:
+    text = HOST.replace("    HOLE\n", "    cudaMalloc((void **)&d_b, bytes);\n    cudaMalloc((void **)&d_out, bytes);\n"
+                        f"    {typed}HOLE\n")
+    assert proposed(text) == {"copy_pair": rest}

@@ -212,6 +212,19 @@ class FunctionScope:
         return request.data[function.start_byte:end].decode("utf-8", "replace")
 
     @cached_property
+    def body_above(self) -> str | None:
+        """The function's body above the hole's line, after its opening `{` (its first lines, not its signature
+        however many lines that takes); None where no function holds the hole."""
+        if self._function is None:
+            return None
+        request, function = self._function
+        body = function.child_by_field_name("body")
+        line_start = request.hole_line[0]
+        if body is None or body.start_byte >= line_start:
+            return None
+        return request.data[body.start_byte + 1:line_start].decode("utf-8", "replace")
+
+    @cached_property
     def is_kernel(self) -> bool:
         """The function is a `__global__` kernel."""
         return "__global__" in self.signature

@@ -22,8 +22,8 @@ larger than a line (`decide.ShowFilter.region_chance`).
 `train` fits a small LightGBM booster on the rows, out of fold by file (five folds; a file's holes share code),
 calibrates its probabilities with isotonic regression on the out-of-fold predictions, and picks the threshold:
 per hole the candidate with the highest P is shown when P >= t; the smallest t whose out-of-fold precision of
-shown reaches `--precision` is stored. The risk-coverage curve (precision against show rate, out of fold) is
-stored with the filter and printed.
+shown on the suite's dev holes (not the corpus windows', not the marked kernels') reaches `--precision` is
+stored. The risk-coverage curve (precision against show rate, out of fold) is stored with the filter and printed.
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ PARAMS: dict[str, Any] = {"objective": "binary", "learning_rate": 0.05, "num_lea
                           "feature_fraction": 0.8, "bagging_fraction": 0.8, "bagging_freq": 1, "lambda_l2": 1.0,
                           "verbose": -1, "seed": 0, "deterministic": True, "num_threads": 1}
 ROUNDS = 150
+MARKED = "marked/"  # a row of a folder of marked kernels has its file named so (the suite's are not)
 FOLDS = 5
 CORPUS_HOLES_PER_FILE = 3  # holes of each kind cut from one corpus file
 
@@ -163,6 +164,7 @@ def collect(split: str, out: Path, limit: int | None, twins: bool,
     rows: list[Row] = []
     for done, hole in enumerate(holes, 1):
         had = len(rows)
+        file_id = f"{MARKED}{hole.file}" if marked else hole.file  # (corpus files are named corpus/...)
         text = suite.text(hole)
         document = document_for(text, hole)
         region = region_for(document, hole)
@@ -177,10 +179,10 @@ def collect(split: str, out: Path, limit: int | None, twins: bool,
             truth = hole.truth(text)
             for suggestion, values in zip(found, feature_rows(found, context, prepared.checker),
                                             strict=True):
-                rows.append(Row(hole.id, hole.file, hole.kind, len(truth), suggestion.text, suggestion.source,
+                rows.append(Row(hole.id, file_id, hole.kind, len(truth), suggestion.text, suggestion.source,
                                 values, _same(suggestion.text, truth)))
         if len(rows) == had:  # nothing to show: the hole still counts
-            rows.append(Row(hole.id, hole.file, hole.kind, len(hole.truth(text)), "", "", [], False))
+            rows.append(Row(hole.id, file_id, hole.kind, len(hole.truth(text)), "", "", [], False))
         if progress is not None:
             progress(1)
         if done % 100 == 0:
@@ -294,9 +296,10 @@ def by_hole(rows: Sequence[Row], chances: Sequence[float]) -> dict[str, list[tup
 
 
 def train(rows: list[Row], target: float) -> dict[str, Any]:
-    """The filter's JSON (`dice_lsp.completion.decide.ShowFilter.from_json`) trained on `rows` (the dev split's and
-    corpus windows'); the threshold and the stored curve are the dev split's holes' alone, out of fold (corpus
-    windows teach the booster, but the suite's holes are what the product is measured on)."""
+    """The filter's JSON (`dice_lsp.completion.decide.ShowFilter.from_json`) trained on `rows` (the dev split's,
+    corpus windows' and marked kernels'); the threshold and the stored curve are the suite's dev holes' alone, out
+    of fold (corpus windows and the textbook kernels teach the booster, but real code is what a threshold for a
+    precision must hold on: the textbook holes' precise candidates would let it slip there)."""
     candidates = [r for r in rows if r.features]
     if not candidates or not any(r.exact for r in candidates):
         raise DiceError("no candidate rows with an exact candidate: nothing to learn from")
@@ -307,7 +310,7 @@ def train(rows: list[Row], target: float) -> dict[str, Any]:
     calibration = Calibration(tuple(points_raw), tuple(points_cal))
     calibrated = iter(calibration(p) for p in raw)
     chances = [next(calibrated) if r.features else -1.0 for r in rows]
-    on_dev = [(r, c) for r, c in zip(rows, chances, strict=True) if not r.file.startswith("corpus/")]
+    on_dev = [(r, c) for r, c in zip(rows, chances, strict=True) if not r.file.startswith(("corpus/", MARKED))]
     grouped = by_hole([r for r, _ in on_dev] or rows, [c for _, c in on_dev] or chances)
     thresholds = sorted({round(c, 4) for c in chances if c >= 0} | {0.0})
     points = curve(grouped, thresholds)

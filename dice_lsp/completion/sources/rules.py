@@ -1,9 +1,10 @@
 """Candidates from CUDA's execution model: the lines a kernel's own structure implies, written with its names.
 
 Some lines follow from what the function around the hole already says rather than from statistics of other code:
-- `thread_index`: a name the code below uses and nothing declares (or the name a half-typed declaration
-  declares), named like an index (`i`, `idx`, `gid`, `row`, `col`, `iy`, `stride`, `lane`, ...), is the thread's
-  index along the axis its name means: `int row = blockIdx.y * blockDim.y + threadIdx.y;`. An index that
+- `thread_index`: among the declarations a kernel starts with, a name the code below uses and nothing declares
+  (or the name a half-typed declaration declares), named like an index (`i`, `idx`, `gid`, `row`, `col`, `iy`,
+  `stride`, `lane`, ...), is the thread's index along the axis its name means: `int row = blockIdx.y * blockDim.y
+  + threadIdx.y;` (along x where nothing else in the kernel is two-dimensional). An index that
   subscripts a `__shared__` array is the thread's place in its block (`threadIdx.x`); `stride` is the grid's
   width (`blockDim.x * gridDim.x`), `lane`/`warpId` the thread's place in and the number of its warp. The
   expression is written the way the file already writes one (`threadIdx.x + blockIdx.x * blockDim.x`), else
@@ -28,6 +29,11 @@ Some lines follow from what the function around the hole already says rather tha
   says so); the header of such a loop where the code below needs its distance (`for (int offset = warpSize / 2;
   offset > 0; offset /= 2)`, and for a shared-memory tree `for (unsigned int s = blockDim.x / 2; s > 0; s >>=
   1)`).
+- `block_result`: after a shared-memory tree reduction, `if (tid == 0) out[blockIdx.x] = sdata[0];` into the one
+  output nothing writes yet.
+- `next_creation` and `copy_pair` (host code): after `cudaMalloc((void **)&d_a, bytes);` the same for the
+  next of the variables declared with `d_a` that nothing allocates yet; a half-typed `cudaMemcpy(d_b, ` copies
+  from `h_b`, `cudaMemcpy(h_out, ` from `d_out`, the size the device buffer was allocated with.
 - `release`: at a host function's tail, after a release or the copy of the results back, the release of the
   first thing the function allocated or created and has not released (`cudaFree(d_b);`, `cudaEventDestroy(e);`).
 
@@ -52,8 +58,9 @@ if TYPE_CHECKING:
     from dice_lsp.completion.checks.request import Request
 
 SOURCE = "rule"
+# RuleCandidate.rule (its index is a feature: append, never reorder)
 RULES = ("thread_index", "grid_stride", "bounds_guard", "barrier", "launch_size", "warp_shuffle", "halving_loop",
-         "stride_step", "release")  # RuleCandidate.rule (its index is a feature)
+         "stride_step", "release", "block_result", "next_creation", "copy_pair")
 
 _INTEGER_TYPES = frozenset({"int", "unsigned", "unsigned int", "long", "unsigned long", "long long",
                             "unsigned long long", "size_t", "int32_t", "int64_t", "uint32_t", "uint64_t",
@@ -92,7 +99,7 @@ _TYPED_INTEGER = re.compile(r"^(?:const\s+)?(?:unsigned\s+|signed\s+)?(?:long\s+
                             r"int32_t|int64_t|uint32_t|uint64_t|ptrdiff_t|auto)\s+[A-Za-z_]\w*\s*=")
 _WARP_SIZE = re.compile(r"\b(?:warpSize|kWarpSize|WARP_SIZE|warp_size|WARPSIZE|kWarpSz)\b")  # the file's name for 32
 _DIM3_TYPED = re.compile(r"^dim3\s+(?P<name>[A-Za-z_]\w*)\s*\(")
-_COMMENT_LINE = ("//", "/*", "*")
+_COMMENT_LINE = re.compile(r"//|/\*|\*(?:\s|/|$)")
 
 
 @dataclass(frozen=True)
@@ -130,7 +137,9 @@ def _indent(line: str) -> int:
 
 
 def _code_lines(lines: list[str]) -> list[str]:
-    return [line for line in lines if line.strip() and not line.strip().startswith(_COMMENT_LINE)]
+    """The lines with code: no blank lines, no comment lines (`//`, `/*`, a block comment's ` * ` lines; a line
+    that starts with a dereference, `*(out + i) = v;`, is code)."""
+    return [line for line in lines if line.strip() and not _COMMENT_LINE.match(line.strip())]
 
 
 def _hole(before: str, after: str, needed: frozenset[str], checks: Request | None) -> _Hole | None:
@@ -198,8 +207,11 @@ def _index_value(hole: _Hole, name: str) -> str | None:
     axis = _AXIS_OF.get(name) or ("x" if _INDEX_NAME.fullmatch(name) else None)
     if axis is None:
         return None
+    function = " ".join(_function_above(hole) + hole.below)
+    if axis == "y" and not re.search(r"\b(?:blockIdx|threadIdx|blockDim|gridDim)\.[yz]\b", function) and not (
+            _words(function) | set(hole.names)) & (_AXIS_NAMES["x"] - _GENERIC):
+        axis = "x"  # a one-dimensional kernel: its rows run along the grid's only axis
     if _subscripts_shared(hole, name):
-        function = " ".join(_function_above(hole) + hole.below)
         if axis == "x" and name not in _AXIS_OF and "threadIdx.y" in function:
             return "threadIdx.y * blockDim.x + threadIdx.x"  # a two-dimensional block's threads, one after another
         return f"threadIdx.{axis}"
@@ -243,9 +255,16 @@ def _wanted_index(hole: _Hole) -> tuple[str, str] | None:
     return name, value
 
 
+def _among_declarations(hole: _Hole) -> bool:
+    """The hole's line is among the declarations a kernel starts with: every line of the function above it
+    declares something (no statement, no loop or test yet), at the hole's indentation."""
+    return all(line.strip() == "{" or (_indent(line) == hole.indent and declared_name(line.strip()) is not None)
+               for line in _function_above(hole))
+
+
 def thread_index(hole: _Hole) -> str | None:
     """`int i = blockIdx.x * blockDim.x + threadIdx.x;` for the index the hole declares (see the module)."""
-    if not hole.scope.is_kernel or _opens_body(hole):
+    if not hole.scope.is_kernel or _opens_body(hole) or not _among_declarations(hole):
         return None
     wanted = _wanted_index(hole)
     if wanted is None:
@@ -259,7 +278,9 @@ def thread_index(hole: _Hole) -> str | None:
 
 def grid_stride(hole: _Hole) -> str | None:
     """`for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {`: the needed
-    index of a kernel that declares no thread index yet, where a body follows (see the module)."""
+    index of a kernel that declares no thread index yet, where a body follows (see the module); where the kernel
+    reads `blockIdx.x` itself (a block per row), the block's threads stride over it: `for (int i = threadIdx.x; i
+    < n; i += blockDim.x) {`."""
     if not hole.scope.is_kernel or not _opens_body(hole) or _declared_axes(hole) or (
             hole.typed and not "for (int ".startswith(hole.typed[:9])):
         return None
@@ -273,7 +294,11 @@ def grid_stride(hole: _Hole) -> str | None:
     if count is None:
         return None
     step = _index_value(hole, "stride")
-    return _line(hole, _opened(hole, f"for ({_declared_type(hole)} {name} = {value}; {name} < {count}; "
+    if any("blockIdx.x" in line for line in _function_above(hole) + hole.below):
+        value, step = "threadIdx.x", "blockDim.x"  # a block per row (the code reads blockIdx.x): its threads stride
+    counted = " ".join(hole.names[count].type.split()) if count in hole.names else ""
+    kind = counted if counted in _INTEGER_TYPES else _declared_type(hole)  # the index counts as its bound does
+    return _line(hole, _opened(hole, f"for ({kind} {name} = {value}; {name} < {count}; "
                                      f"{name} += {step})"))
 
 
@@ -419,7 +444,11 @@ def launch_size(hole: _Hole) -> str | None:
 
 
 def _function_above(hole: _Hole) -> list[str]:
-    """The function's code lines above the hole, nearest first (up to its signature, a line in column 0)."""
+    """The function's code lines above the hole, nearest first: its body's (the checks' tree tells where the body
+    starts), else, where no function was found, the lines up to one in column 0 (a signature)."""
+    body = hole.scope.body_above
+    if body is not None:
+        return _code_lines(body.split("\n"))[::-1]
     found = []
     for line in hole.above:
         if _indent(line) == 0 and line.strip() != "{":
@@ -514,6 +543,101 @@ def stride_step(hole: _Hole) -> str | None:
     return _line(hole, f"{name} += {step};")
 
 
+_TREE = re.compile(r"^for\s*\([^;]*;\s*(?P<v>[A-Za-z_]\w*)\s*(?:>\s*0|<\s*blockDim\.x)\s*;\s*(?P=v)\s*"
+                   r"(?:>>=\s*1|/=\s*2|\*=\s*2|<<=\s*1)\s*\)")
+
+
+def block_result(hole: _Hole) -> str | None:
+    """Right after a shared-memory tree reduction (a halving or doubling loop over `blockDim.x` that combines `A[t]`
+    with `A[t + s]`), its first thread writes the block's result to the one output nothing writes yet: `if (tid ==
+    0) out[blockIdx.x] = sdata[0];`."""
+    if not hole.scope.is_kernel or not hole.above or hole.above[0].strip() != "}":
+        return None
+    block = _block_above(hole)
+    tree = _TREE.match(block[-1].strip()) if block else None
+    if tree is None:
+        return None
+    distance = tree["v"]
+    pairs = [re.search(rf"\b(?P<a>[A-Za-z_]\w*)\s*\[\s*(?P<t>[A-Za-z_]\w*)\s*\]\s*[-+*]?=\s*[^;]*"
+                       rf"\b(?P=a)\s*\[\s*(?P=t)\s*\+\s*{re.escape(distance)}\s*\]", line) for line in block]
+    pair = next((found for found in pairs if found is not None), None)
+    if pair is None or not hole.names.get(pair["a"], Name("", False, False, False, 0)).shared:
+        return None
+    outputs = [n for n, found in hole.names.items()
+               if found.parameter and found.pointer and not found.constant and found.uses == 0]
+    if len(outputs) != 1:
+        return None
+    return _line(hole, f"if ({pair['t']} == 0) {outputs[0]}[blockIdx.x] = {pair['a']}[0];")
+
+
+_CREATION = re.compile(r"^(?P<call>cudaMalloc\w*|cudaHostAlloc|cudaEventCreate\w*|cudaStreamCreate\w*)\s*\((?P<cast>\s*"
+                       r"\(\s*void\s*\*\*\s*\)\s*)?&\s*(?P<name>[A-Za-z_]\w*)\b(?P<rest>[^;]*);$")
+
+
+def _declared_with(lines: list[str], name: str) -> list[str]:
+    """The variables one declaration statement among `lines` declares together with `name`, in its order
+    (`float *d_a, *d_b, *d_out;`, `cudaEvent_t start, stop;`); [] where `name` is declared alone."""
+    for line in lines:
+        parts = line.strip().rstrip(";").split(",")
+        if len(parts) < 2 or not line.strip().endswith(";") or "(" in line or "=" in line:
+            continue
+        names = [re.findall(r"[A-Za-z_]\w*", part)[-1] for part in parts if re.findall(r"[A-Za-z_]\w*", part)]
+        if name in names and len(names) == len(parts):
+            return names
+    return []
+
+
+def next_creation(hole: _Hole) -> str | None:
+    """After a host call that allocates or creates through a pointer (`cudaMalloc((void **)&d_a, bytes);`,
+    `cudaEventCreate(&start);`), the same call for the first variable declared together with that one that no
+    such call in the function allocates or creates yet (`d_b`, `stop`)."""
+    if hole.scope.is_kernel or not hole.above or (hole.typed and not hole.typed.startswith("cuda")):
+        return None
+    made = _CREATION.match(hole.above[0].strip())
+    if made is None:
+        return None
+    function = _function_above(hole)
+    lines = [line.strip() for line in function + hole.below]
+    done = {m["name"] for line in lines if (m := _CREATION.match(line)) and m["call"] == made["call"]}
+    waiting = [n for n in _declared_with(function, made["name"]) if n not in done]
+    if not waiting:
+        return None
+    cast = made["cast"] or ""
+    return _line(hole, f"{made['call']}({cast.strip()}&{waiting[0]}{made['rest']};")
+
+
+def _partner(name: str, names: Mapping[str, Name]) -> tuple[str, str] | None:
+    """The host/device partner of a buffer named the usual way (`d_x`/`h_x`, `dX`/`hX`, `x_d`/`x_h`) that the
+    function has, and the direction of a copy into `name`."""
+    pairs = ((r"^d_(\w+)$", "h_{}", "HostToDevice"), (r"^h_(\w+)$", "d_{}", "DeviceToHost"),
+             (r"^d([A-Z]\w*)$", "h{}", "HostToDevice"), (r"^h([A-Z]\w*)$", "d{}", "DeviceToHost"),
+             (r"^(\w+)_d$", "{}_h", "HostToDevice"), (r"^(\w+)_h$", "{}_d", "DeviceToHost"))
+    for pattern, other, direction in pairs:
+        found = re.match(pattern, name)
+        if found and other.format(found[1]) in names:
+            return other.format(found[1]), direction
+    return None
+
+
+def copy_pair(hole: _Hole) -> str | None:
+    """A half-typed `cudaMemcpy(d_x, ` copies from the buffer's host partner (`h_x`) and `cudaMemcpy(h_x, ` from its
+    device partner, the size the device buffer was allocated with: `h_x, bytes, cudaMemcpyHostToDevice);`."""
+    typed = re.match(r"^cudaMemcpy\(\s*(?P<name>[A-Za-z_]\w*)\s*,\s*$", hole.typed)
+    if hole.scope.is_kernel or typed is None:
+        return None
+    partner = _partner(typed["name"], hole.names)
+    if partner is None:
+        return None
+    source, direction = partner
+    device = typed["name"] if direction == "HostToDevice" else source
+    text = "\n".join(_function_above(hole))
+    allocated = re.search(rf"cudaMalloc\w*\s*\((?:\s*\(\s*void\s*\*\*\s*\)\s*)?&\s*{re.escape(device)}\s*,\s*"
+                          r"(?P<size>[^;]*)\)\s*;", text)
+    if allocated is None:
+        return None
+    return _line(hole, f"{hole.typed.rstrip()} {source}, {allocated['size'].strip()}, cudaMemcpy{direction});")
+
+
 # what releases what an allocation call made, by the call
 _RELEASES = {"cudaMalloc": "cudaFree", "cudaMallocManaged": "cudaFree", "cudaMallocPitch": "cudaFree",
              "cudaMallocAsync": "cudaFree", "cudaMallocHost": "cudaFreeHost", "cudaHostAlloc": "cudaFreeHost",
@@ -547,7 +671,8 @@ def release(hole: _Hole) -> str | None:
 
 
 _RULES: tuple[Callable[[_Hole], str | None], ...] = (thread_index, grid_stride, bounds_guard, barrier, launch_size,
-                                                     warp_shuffle, halving_loop, stride_step, release)
+                                                     warp_shuffle, halving_loop, stride_step, release, block_result,
+                                                     next_creation, copy_pair)
 
 
 def candidates(before: str, after: str, needed: frozenset[str] = frozenset(), checks: Request | None = None,

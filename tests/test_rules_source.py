@@ -428,3 +428,41 @@ def test_a_half_typed_copy_takes_the_buffers_partner_and_its_allocated_size(type
     text = HOST.replace("    HOLE\n", "    cudaMalloc((void **)&d_b, bytes);\n    cudaMalloc((void **)&d_out, bytes);\n"
                         f"    {typed}HOLE\n")
     assert proposed(text) == {"copy_pair": rest}
+
+
+def test_the_files_own_way_of_computing_an_index_wins() -> None:
+    text = """__global__ void first(const float *x, float *y, int rows)
+{
+    const int row = blockIdx.x;
+    if (row < rows) y[row] = x[row];
+}
+
+__global__ void second(const float *x, float *y, int rows)
+{
+    HOLE
+    if (row < rows) y[row] = 2.0f * x[row];
+}
+"""
+    assert "thread_index" not in proposed(text)  # the document's line (`const int row = blockIdx.x;`) is proposed
+    same = text.replace("const int row = blockIdx.x;", "int row = blockIdx.x * blockDim.x + threadIdx.x;")
+    assert proposed(same)["thread_index"] == "int row = blockIdx.x * blockDim.x + threadIdx.x;"
+
+
+def test_a_projects_own_thread_index_helper_wins_and_a_name_of_another_role_does_not_count() -> None:
+    helper = """__device__ int gridThreadId(int dims) { return dims * (int)(blockIdx.x * blockDim.x + threadIdx.x); }
+
+__global__ void first(float *y, int n)
+{
+    int thread_id = gridThreadId(1);
+    if (thread_id < n) y[thread_id] = 0.0f;
+}
+
+__global__ void second(float *y, int n)
+{
+    HOLE
+    if (thread_id < n) y[thread_id] = 1.0f;
+}
+"""
+    assert "thread_index" not in proposed(helper)
+    other_role = helper.replace("int thread_id = gridThreadId(1);", "int thread_id = n - 1;")
+    assert proposed(other_role)["thread_index"] == "int thread_id = blockIdx.x * blockDim.x + threadIdx.x;"

@@ -97,6 +97,9 @@ _DECLARATION = re.compile(r"^\s*(?:const\s+)?(?P<type>(?:unsigned\s+|signed\s+)?
                           r"(?P<value>[^;]*);")
 _TYPED_INTEGER = re.compile(r"^(?:const\s+)?(?:unsigned\s+|signed\s+)?(?:long\s+long|int|long|short|size_t|unsigned|"
                             r"int32_t|int64_t|uint32_t|uint64_t|ptrdiff_t|auto)\s+[A-Za-z_]\w*\s*=")
+# what a thread's index is computed from: the builtins, or a project's helper named so (`grid_thread_id<1>(item)`)
+_THREAD_SOURCE = re.compile(r"\b(?:blockIdx|threadIdx)\b|\w*(?:thread|warp|lane|grid|block)\w*\s*(?:<[^>]*>)?\s*\(",
+                            re.IGNORECASE)
 _WARP_SIZE = re.compile(r"\b(?:warpSize|kWarpSize|WARP_SIZE|warp_size|WARPSIZE|kWarpSz)\b")  # the file's name for 32
 _DIM3_TYPED = re.compile(r"^dim3\s+(?P<name>[A-Za-z_]\w*)\s*\(")
 _COMMENT_LINE = re.compile(r"//|/\*|\*(?:\s|/|$)")
@@ -208,8 +211,9 @@ def _index_value(hole: _Hole, name: str) -> str | None:
     if axis is None:
         return None
     function = " ".join(_function_above(hole) + hole.below)
+    pointers = {n for n, found in hole.names.items() if found.pointer}  # `x` the input is no column index
     if axis == "y" and not re.search(r"\b(?:blockIdx|threadIdx|blockDim|gridDim)\.[yz]\b", function) and not (
-            _words(function) | set(hole.names)) & (_AXIS_NAMES["x"] - _GENERIC):
+            (_words(function) | set(hole.names)) - pointers) & (_AXIS_NAMES["x"] - _GENERIC):
         axis = "x"  # a one-dimensional kernel: its rows run along the grid's only axis
     if _subscripts_shared(hole, name):
         if axis == "x" and name not in _AXIS_OF and "threadIdx.y" in function:
@@ -252,7 +256,21 @@ def _wanted_index(hole: _Hole) -> tuple[str, str] | None:
     two = re.compile(rf"\b{re.escape(name)}\s*\+\s*blockDim\.x\b")
     if "blockIdx" in value and any(two.search(line) for line in hole.below):
         value = value.replace("blockDim.x", "(blockDim.x * 2)", 1)  # each thread takes two elements a block apart
+    if _file_says_otherwise(hole, name, value):
+        return None
     return name, value
+
+
+def _file_says_otherwise(hole: _Hole, name: str, value: str) -> bool:
+    """The file computes a thread index named `name` elsewhere, never as `value` (`const int row = blockIdx.x;`, a
+    project's `thread_id = grid_thread_id<1, 1>(item);`): its own convention, which the document's lines propose,
+    wins."""
+    declared = re.compile(rf"^\s*(?:const\s+)?[\w:<>]+(?:\s+[\w:<>]+)?\s+{re.escape(name)}\s*=\s*(?P<v>[^;]+);",
+                          re.MULTILINE)
+    found = [" ".join(m["v"].split()) for text in (hole.before[:hole.before.rfind("\n") + 1], hole.after)
+             for m in declared.finditer(text)]
+    indices = [other for other in found if _THREAD_SOURCE.search(other)]  # (a `row` of another role is no index)
+    return bool(indices) and value not in indices
 
 
 def _among_declarations(hole: _Hole) -> bool:

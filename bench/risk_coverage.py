@@ -5,7 +5,8 @@
 Reads a `bench/completion_pipeline.py` output folder: the product's curve (the stage run at `dice.minConfidence`
 0, `*.curve.json`: each threshold on P(right) gives a show rate and a precision), and every other stage's report
 as one point (the pipelines before the show filter have no threshold to move). The product's own operating
-point, the filter's threshold (`show_filter.json` beside the model), is marked. Prints the table of points too.
+point, the filter's threshold (`show_filter.json` beside the model), is marked; what the product shows there is
+read from the P >= 0 run's fills (per kind, and both kinds together). Prints the table of points too.
 """
 
 from __future__ import annotations
@@ -45,9 +46,39 @@ def stage_points(folder: Path) -> dict[str, dict[str, tuple[float, float]]]:
 
 
 def at_threshold(curve: list[dict[str, float]], threshold: float) -> dict[str, float]:
-    """The curve's point at the smallest threshold >= `threshold` (what the product shows there)."""
+    """The curve's point at the smallest threshold >= `threshold` (the stored curve is thinned: a reading of it
+    shows at most what the product shows; `product_at` reads the fills themselves)."""
     above = [p for p in curve if p["threshold"] >= threshold]
     return above[0] if above else curve[-1]
+
+
+def product_at(folder: Path, threshold: float) -> dict[str, dict[str, float]] | None:
+    """What the product shows at `threshold`, read from the P >= 0 run's fills (each carries its P(right)), per
+    kind and for both kinds together ("both": completed code weighs each hole by its truth's characters, read
+    from the suite); None where the run has no such report."""
+    from dice_lsp.evals.suite import load_suite
+
+    for path in sorted(folder.glob("*.json")):
+        if path.name.endswith(".curve.json"):
+            continue
+        data = json.loads(path.read_text())
+        if data.get("settings", {}).get("min_confidence") != 0.0 or "fills" not in data:
+            continue
+        suite = load_suite(data["suite"], data["split"])
+        holes = {hole.id: hole for hole in suite.holes}
+        chars = {f["hole"]: len(holes[f["hole"]].truth(suite.text(holes[f["hole"]])).strip()) for f in data["fills"]}
+        out: dict[str, dict[str, float]] = {}
+        for kind in (*sorted({f["kind"] for f in data["fills"]}), "both"):
+            fills = [f for f in data["fills"] if kind in ("both", f["kind"])]
+            shown = [f for f in fills if f["shown"] and (f.get("confidence") or -1.0) >= threshold]
+            right = [f for f in shown if f["exact_ws"]]
+            out[kind] = {"threshold": threshold, "shown": len(shown) / len(fills),
+                         "precision": len(right) / len(shown) if shown else math.nan,
+                         "exact": len(right) / len(fills),
+                         "completed": sum(chars[f["hole"]] for f in right) / (sum(chars[f["hole"]] for f in fills)
+                                                                            or 1)}
+        return out
+    return None
 
 
 def main() -> int:
@@ -66,8 +97,9 @@ def main() -> int:
     threshold = float(json.loads(args.filter.read_text())["threshold"]) if args.filter.is_file() else 0.0
     points = stage_points(args.folder)
     summary: dict[str, Any] = {"threshold": threshold, "kinds": {}}
-    for kind, rows in curve.items():
-        product = at_threshold(rows, threshold)
+    exact = product_at(args.folder, threshold) or {}
+    for kind in (*curve, *(["both"] if "both" in exact else [])):
+        product = exact.get(kind) or at_threshold(curve[kind], threshold)
         summary["kinds"][kind] = {"product": product, "stages": points.get(kind, {})}
     if args.json:
         print(json.dumps(summary))

@@ -291,7 +291,8 @@ def risk_coverage(logs: Path, out: Path, folder: Path | None = None) -> Path:
     threshold = float(json.loads(filter_file.read_text())["threshold"]) if filter_file.is_file() else 0.0
     target = out / "risk_coverage.png"
     rc.plot(curve, rc.stage_points(folder), threshold, target,
-            caption=f"Test split, 2-core CPU, dice-tiny; docs/bench-logs/pipeline/{folder.name}")
+            caption=f"Test split, 2-core CPU, dice-tiny; docs/bench-logs/pipeline/{folder.name}",
+            exact=rc.product_at(folder, threshold))
     return target
 
 

@@ -112,12 +112,15 @@ def main() -> int:
             for label, (shown, precision) in data["stages"].items():
                 print(f"  {label}: shown {100 * shown:.1f}%, precision {100 * precision:.1f}%")
     if args.plot:
-        plot(curve, points, threshold, args.plot)
+        plot(curve, points, threshold, args.plot, exact=exact)
     return 0
 
 
 def plot(curve: dict[str, list[dict[str, float]]], points: dict[str, dict[str, tuple[float, float]]],
-         threshold: float, out: Path, caption: str | None = None) -> None:
+         threshold: float, out: Path, caption: str | None = None,
+         exact: dict[str, dict[str, float]] | None = None) -> None:
+    """The curves per kind, the product's default point (`exact`'s reading where given, else the curve's) and
+    the other stages' points."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -129,7 +132,7 @@ def plot(curve: dict[str, list[dict[str, float]]], points: dict[str, dict[str, t
         rows = [p for p in curve[kind] if not math.isnan(p["precision"])]
         axis.plot([100 * p["shown"] for p in rows], [100 * p["precision"] for p in rows], color="tab:blue",
                   label="product, threshold moved (dice.minConfidence)")
-        product = at_threshold(rows, threshold)
+        product = (exact or {}).get(kind) or at_threshold(rows, threshold)
         axis.scatter([100 * product["shown"]], [100 * product["precision"]], color="tab:blue", zorder=3, s=50,
                      label=f"product default (P ≥ {threshold:.2f})")
         for (label, (shown, precision)), marker in zip(points.get(kind, {}).items(), "osD^v", strict=False):

@@ -14,7 +14,6 @@ import pytest
 from dice_lsp.textdoc import MAX_SOURCE_BYTES
 from dice_lsp.toolchain.clang import find_clang
 
-from .cli_runs import cli_runs
 from .test_cli_optimize import fake_dice
 
 KERNEL = "__global__ void scale(float* x, float s, int n) {\n    int i = blockIdx.x;\n    \n}\n"
@@ -114,16 +113,18 @@ int main()
 """.replace("‸", " ")  # the cursor after the typed `, `
 
 
-def test_the_embedded_model_finishes_a_copy_and_says_which_checks_it_passed(tmp_path: Path) -> None:
+def test_the_embedded_model_finishes_a_copy_and_says_which_checks_it_passed(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
     """End to end: dice-tiny, the pipeline's checks, clang and nvcc. dice-tiny finishes `cudaMemcpy(h_out, ` with the
     copy above it (`h_b, bytes, cudaMemcpyHostToDevice);`), which compiles but copies the wrong way; the product
     shows the copy back from `h_out`'s device partner with the size it was allocated with (the rules source), with
     every check passed; a user who asks for whatever passes the checks (`--min-confidence 0`) also gets the model's
-    fill, ranked below it as unlikely."""
+    fill, ranked below it as unlikely. (The JSON in a process of its own, the other two in this one.)"""
     path = tmp_path / "vector_add.cu"
     path.write_text(MEMCPY)
     at = ["complete", str(path), "--line", "23", "--character", "22"]
-    proc, human = cli_runs([*at, "--json"], at, timeout=120)
+    proc = run(*at, "--json")
+    human = run_here(capsys, *at)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     [item] = data["items"]
@@ -131,7 +132,7 @@ def test_the_embedded_model_finishes_a_copy_and_says_which_checks_it_passed(tmp_
     assert item["checks"] == {"parses": True, "names": True, "types": TYPES, "compiles": True}
     assert human.stdout == "d_out, bytes, cudaMemcpyDeviceToHost);\n"
     assert f"{CHECKS_LINE[:-1]} · what the kernel's structure implies · P(right) 0." in human.stderr
-    proc = run(*at, "--json", "--min-confidence", "0")
+    proc = run_here(capsys, *at, "--json", "--min-confidence", "0")
     assert proc.returncode == 0, proc.stderr
     items = json.loads(proc.stdout)["items"]
     assert [i["text"] for i in items] == ["d_out, bytes, cudaMemcpyDeviceToHost);",

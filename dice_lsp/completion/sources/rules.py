@@ -87,7 +87,7 @@ _BLOCK_COUNT_NAMES = frozenset({"blocks", "numBlocks", "nBlocks", "num_blocks", 
 _BLOCK_SIZE_NAMES = frozenset({"threads", "blockSize", "block_size", "threadsPerBlock", "threads_per_block",
                                "nThreads", "numThreads", "num_threads", "BLOCK_SIZE", "THREADS", "block",
                                "blockDimX", "BLOCK", "TPB", "THREADS_PER_BLOCK", "tpb"})
-# `blockIdx.A * blockDim.A + threadIdx.A` as files write it: the first form a file has is followed
+# `blockIdx.A * blockDim.A + threadIdx.A` as files write it: the form a file uses most is followed
 _INDEX_FORMS = ("blockIdx.{a} * blockDim.{a} + threadIdx.{a}", "threadIdx.{a} + blockIdx.{a} * blockDim.{a}",
                 "blockDim.{a} * blockIdx.{a} + threadIdx.{a}", "threadIdx.{a} + blockDim.{a} * blockIdx.{a}")
 _FORM_PATTERNS = [re.compile(r"\s*".join(re.escape(part) for part in re.split(r"\s+", form.format(a="AXIS")))
@@ -146,6 +146,7 @@ def _code_lines(lines: list[str]) -> list[str]:
 
 
 def _hole(before: str, after: str, needed: frozenset[str], checks: Request | None) -> _Hole | None:
+    """The hole as the rules read it; None where text follows the cursor on its line (no line's end to write)."""
     head_start = before.rfind("\n") + 1
     rest_end = after.find("\n")
     if after[:rest_end if rest_end >= 0 else len(after)].strip():
@@ -181,12 +182,10 @@ def _index_form(hole: _Hole) -> str:
 
 def _declared_type(hole: _Hole) -> str:
     """The integer type of the function's index declarations above the hole (`int` where it has none)."""
-    for line in hole.above:
+    for line in _function_above(hole):
         found = _DECLARATION.match(line)
         if found and ("threadIdx" in found["value"] or "blockIdx" in found["value"]):
             return " ".join(found["type"].split())
-        if _indent(line) == 0:
-            break
     return "int"
 
 
@@ -230,9 +229,7 @@ def _opens_body(hole: _Hole) -> bool:
 def _declared_axes(hole: _Hole) -> set[str]:
     """The axes along which the function declares a global index above the hole."""
     axes: set[str] = set()
-    for line in hole.above:
-        if _indent(line) == 0:
-            break
+    for line in _function_above(hole):
         declaration = _DECLARATION.match(line)
         if declaration and "blockIdx" in declaration["value"] and "threadIdx" in declaration["value"]:
             axes |= set(re.findall(r"blockIdx\.([xyz])", declaration["value"]))

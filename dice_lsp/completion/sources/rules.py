@@ -47,6 +47,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from dice_lsp.completion.lexing import declared_name
@@ -92,11 +93,10 @@ _INDEX_FORMS = ("blockIdx.{a} * blockDim.{a} + threadIdx.{a}", "threadIdx.{a} + 
                 "blockDim.{a} * blockIdx.{a} + threadIdx.{a}", "threadIdx.{a} + blockDim.{a} * blockIdx.{a}")
 _FORM_PATTERNS = [re.compile(r"\s*".join(re.escape(part) for part in re.split(r"\s+", form.format(a="AXIS")))
                              .replace("AXIS", "[xyz]")) for form in _INDEX_FORMS]
-_DECLARATION = re.compile(r"^\s*(?:const\s+)?(?P<type>(?:unsigned\s+|signed\s+)?(?:long\s+long|int|long|short|size_t|"
-                          r"unsigned|int32_t|int64_t|uint32_t|uint64_t|ptrdiff_t|auto))\s+(?P<name>[A-Za-z_]\w*)\s*="
-                          r"(?P<value>[^;]*);")
-_TYPED_INTEGER = re.compile(r"^(?:const\s+)?(?:unsigned\s+|signed\s+)?(?:long\s+long|int|long|short|size_t|unsigned|"
-                            r"int32_t|int64_t|uint32_t|uint64_t|ptrdiff_t|auto)\s+[A-Za-z_]\w*\s*=")
+_INTEGER_TYPE = (r"(?:unsigned\s+|signed\s+)?(?:long\s+long|int|long|short|size_t|unsigned|int32_t|int64_t|uint32_t|"
+                 r"uint64_t|ptrdiff_t|auto)")
+_DECLARATION = re.compile(rf"^\s*(?:const\s+)?(?P<type>{_INTEGER_TYPE})\s+(?P<name>[A-Za-z_]\w*)\s*=(?P<value>[^;]*);")
+_TYPED_INTEGER = re.compile(rf"^(?:const\s+)?{_INTEGER_TYPE}\s+[A-Za-z_]\w*\s*=")
 # what a thread's index is computed from: the builtins, or a project's helper named so (`grid_thread_id<1>(item)`)
 _THREAD_SOURCE = re.compile(r"\b(?:blockIdx|threadIdx)\b|\w*(?:thread|warp|lane|grid|block)\w*\s*(?:<[^>]*>)?\s*\(",
                             re.IGNORECASE)
@@ -133,6 +133,36 @@ class _Hole:
     @property
     def names(self) -> Mapping[str, Name]:
         return self.scope.names
+
+    @cached_property
+    def text(self) -> str:
+        """The whole document (what the file already writes is read from it)."""
+        return self.before + self.after
+
+    @cached_property
+    def function(self) -> list[str]:
+        """The function's code lines above the hole, nearest first: its body's (the checks' tree tells where the
+        body starts), else, where no function was found, the lines up to one in column 0 (a signature)."""
+        body = self.scope.body_above
+        if body is not None:
+            return _code_lines(body.split("\n"))[::-1]
+        found = []
+        for line in self.above:
+            if _indent(line) == 0 and line.strip() != "{":
+                break
+            found.append(line)
+        return found
+
+    @cached_property
+    def integers(self) -> dict[str, Name]:
+        """The function's integer scalars (parameters and locals in scope), counts and indices among them."""
+        return {n: found for n, found in self.names.items()
+                if not found.pointer and " ".join(found.type.split()) in _INTEGER_TYPES}
+
+    @cached_property
+    def shared(self) -> list[str]:
+        """The function's `__shared__` arrays in scope."""
+        return [n for n, found in self.names.items() if found.shared]
 
 
 def _indent(line: str) -> int:
@@ -174,7 +204,7 @@ def _words(line: str) -> set[str]:
 def _index_form(hole: _Hole) -> str:
     """The file's way of writing a global index (the form it uses most, the first one on a tie), else the
     textbook one."""
-    text = hole.before + hole.after
+    text = hole.text
     counts = [len(pattern.findall(text)) for pattern in _FORM_PATTERNS]
     best = max(range(len(counts)), key=lambda i: (counts[i], -i))
     return _INDEX_FORMS[best if counts[best] else 0]
@@ -182,7 +212,7 @@ def _index_form(hole: _Hole) -> str:
 
 def _declared_type(hole: _Hole) -> str:
     """The integer type of the function's index declarations above the hole (`int` where it has none)."""
-    for line in _function_above(hole):
+    for line in hole.function:
         found = _DECLARATION.match(line)
         if found and ("threadIdx" in found["value"] or "blockIdx" in found["value"]):
             return " ".join(found["type"].split())
@@ -190,17 +220,16 @@ def _declared_type(hole: _Hole) -> str:
 
 
 def _subscripts_shared(hole: _Hole, name: str) -> bool:
-    shared = [n for n, found in hole.names.items() if found.shared]
     return any(re.search(rf"\b{re.escape(array)}\s*\[[^\]]*\b{re.escape(name)}\b", line)
-               for line in hole.below for array in shared)
+               for line in hole.below for array in hole.shared)
 
 
 def _index_value(hole: _Hole, name: str) -> str | None:
     """The value of a thread index named `name`, or None when the name says no axis."""
-    named = _WARP_SIZE.search(hole.before + hole.after)
+    named = _WARP_SIZE.search(hole.text)
     warp = named[0] if named else "32"
     if name in _STRIDE_NAMES:
-        return "gridDim.x * blockDim.x" if re.search(r"gridDim\.x\s*\*\s*blockDim\.x", hole.before + hole.after) \
+        return "gridDim.x * blockDim.x" if re.search(r"gridDim\.x\s*\*\s*blockDim\.x", hole.text) \
             else "blockDim.x * gridDim.x"
     if name in _LANE_NAMES:
         return f"threadIdx.x % {warp}"
@@ -209,7 +238,7 @@ def _index_value(hole: _Hole, name: str) -> str | None:
     axis = _AXIS_OF.get(name) or ("x" if _INDEX_NAME.fullmatch(name) else None)
     if axis is None:
         return None
-    function = " ".join(_function_above(hole) + hole.below)
+    function = " ".join(hole.function + hole.below)
     pointers = {n for n, found in hole.names.items() if found.pointer}  # `x` the input is no column index
     if axis == "y" and not re.search(r"\b(?:blockIdx|threadIdx|blockDim|gridDim)\.[yz]\b", function) and not (
             (_words(function) | set(hole.names)) - pointers) & (_AXIS_NAMES["x"] - _GENERIC):
@@ -229,7 +258,7 @@ def _opens_body(hole: _Hole) -> bool:
 def _declared_axes(hole: _Hole) -> set[str]:
     """The axes along which the function declares a global index above the hole."""
     axes: set[str] = set()
-    for line in _function_above(hole):
+    for line in hole.function:
         declaration = _DECLARATION.match(line)
         if declaration and "blockIdx" in declaration["value"] and "threadIdx" in declaration["value"]:
             axes |= set(re.findall(r"blockIdx\.([xyz])", declaration["value"]))
@@ -274,7 +303,7 @@ def _among_declarations(hole: _Hole) -> bool:
     """The hole's line is among the declarations a kernel starts with: every line of the function above it
     declares something (no statement, no loop or test yet), at the hole's indentation."""
     return all(line.strip() == "{" or (_indent(line) == hole.indent and declared_name(line.strip()) is not None)
-               for line in _function_above(hole))
+               for line in hole.function)
 
 
 def thread_index(hole: _Hole) -> str | None:
@@ -309,7 +338,7 @@ def grid_stride(hole: _Hole) -> str | None:
     if count is None:
         return None
     step = _index_value(hole, "stride")
-    if any("blockIdx.x" in line for line in _function_above(hole) + hole.below):
+    if any("blockIdx.x" in line for line in hole.function + hole.below):
         value, step = "threadIdx.x", "blockDim.x"  # a block per row (the code reads blockIdx.x): its threads stride
     counted = " ".join(hole.names[count].type.split()) if count in hole.names else ""
     kind = counted if counted in _INTEGER_TYPES else _declared_type(hole)  # the index counts as its bound does
@@ -350,8 +379,7 @@ def _count(hole: _Hole, name: str, axis: str, alone: bool) -> str | None:
     the axis the index's name says (`row`: `rows`, `height`, ...), or for `axis` where the kernel has several
     indices, else (one index named `i`, `idx`, ...) its one integer named a count, or its only integer parameter
     when none is."""
-    integers = {n: found for n, found in hole.names.items()
-                if not found.pointer and " ".join(found.type.split()) in _INTEGER_TYPES}
+    integers = hole.integers
     says = _AXIS_OF.get(name) if name not in _GENERIC else None
     if says is not None or not alone:  # `row` runs over the rows whichever axis of the grid it takes
         named = [n for n in integers if n in _AXIS_COUNTS[says or axis]]
@@ -411,7 +439,7 @@ def barrier(hole: _Hole) -> str | None:
     """`__syncthreads();` after a write to shared memory (see the module)."""
     if not hole.scope.is_kernel:
         return None
-    shared = [name for name, found in hole.names.items() if found.shared]
+    shared = hole.shared
     block = _block_above(hole)
     if not shared or not any(_writes_shared(line, shared) for line in block):
         return None
@@ -438,8 +466,7 @@ def launch_size(hole: _Hole) -> str | None:
         rank = len(dims[1].split(",")) if dims else 1
         sizes = []
         for axis in "xyz"[:rank]:
-            named = [n for n, found in names.items() if not found.pointer and n in _AXIS_COUNTS[axis]
-                     and " ".join(found.type.split()) in _INTEGER_TYPES]
+            named = [n for n in hole.integers if n in _AXIS_COUNTS[axis]]
             if rank == 1:
                 named = named or [n for n, found in names.items() if n in _COUNTS and not found.pointer]
             if len(named) != 1:
@@ -449,27 +476,11 @@ def launch_size(hole: _Hole) -> str | None:
     declared = declared_name(hole.typed)
     if declared not in _BLOCK_COUNT_NAMES or not hole.typed.rstrip().endswith("="):
         return None
-    integers = {n: found for n, found in names.items()
-                if not found.pointer and " ".join(found.type.split()) in _INTEGER_TYPES}
-    threads = [n for n in integers if n in _BLOCK_SIZE_NAMES]
-    sizes = [n for n in integers if n in _COUNTS]
+    threads = [n for n in hole.integers if n in _BLOCK_SIZE_NAMES]
+    sizes = [n for n in hole.integers if n in _COUNTS]
     if len(threads) != 1 or len(sizes) != 1:
         return None
     return _line(hole, f"{hole.typed.rstrip()} ({sizes[0]} + {threads[0]} - 1) / {threads[0]};")
-
-
-def _function_above(hole: _Hole) -> list[str]:
-    """The function's code lines above the hole, nearest first: its body's (the checks' tree tells where the body
-    starts), else, where no function was found, the lines up to one in column 0 (a signature)."""
-    body = hole.scope.body_above
-    if body is not None:
-        return _code_lines(body.split("\n"))[::-1]
-    found = []
-    for line in hole.above:
-        if _indent(line) == 0 and line.strip() != "{":
-            break
-        found.append(line)
-    return found
 
 
 _HALVING = re.compile(r"^for\s*\(\s*(?:unsigned\s+)?(?:int\s+)?(?P<v>[A-Za-z_]\w*)\s*=[^;]*;\s*(?P=v)\s*>\s*0\s*;\s*"
@@ -481,7 +492,7 @@ _MASK = re.compile(r"#\s*define\s+(?P<name>\w*MASK\w*)\s+0x[fF]{8}\b")
 def _shuffle(hole: _Hole, value: str, lane: str) -> str:
     """`__shfl_down_sync(0xffffffff, value, lane)`: `xor` where the file exchanges so (or the function reduces
     to every lane), the file's name for the full mask."""
-    text = hole.before + hole.after
+    text = hole.text
     mask = _MASK.search(text)
     xor = "__shfl_xor_sync" in text or re.search(r"(?i)all_?reduce|butterfly", hole.scope.signature)
     return f"__shfl_{'xor' if xor else 'down'}_sync({mask['name'] if mask else '0xffffffff'}, {value}, {lane})"
@@ -521,7 +532,7 @@ def halving_loop(hole: _Hole) -> str | None:
         return None
     (name,) = hole.needed
     body = " ".join(line.strip() for line in hole.below)
-    text = hole.before + hole.after
+    text = hole.text
     halve = ">>= 1" if ">>= 1" in text and "/= 2" not in text else "/= 2"
     if any(found["v"] == name for found in _SHUFFLED.finditer(body)):
         start = "warpSize / 2" if "warpSize" in text else "16"
@@ -611,7 +622,7 @@ def next_creation(hole: _Hole) -> str | None:
     made = _CREATION.match(hole.above[0].strip())
     if made is None:
         return None
-    function = _function_above(hole)
+    function = hole.function
     lines = [line.strip() for line in function + hole.below]
     done = {m["name"] for line in lines if (m := _CREATION.match(line)) and m["call"] == made["call"]}
     waiting = [n for n in _declared_with(function, made["name"]) if n not in done]
@@ -645,7 +656,7 @@ def copy_pair(hole: _Hole) -> str | None:
         return None
     source, direction = partner
     device = typed["name"] if direction == "HostToDevice" else source
-    text = "\n".join(_function_above(hole))
+    text = "\n".join(hole.function)
     allocated = re.search(rf"cudaMalloc\w*\s*\((?:\s*\(\s*void\s*\*\*\s*\)\s*)?&\s*{re.escape(device)}\s*,\s*"
                           r"(?P<size>[^;]*)\)\s*;", text)
     if allocated is None:
@@ -676,7 +687,7 @@ def release(hole: _Hole) -> str | None:
     tail = [line.strip() for line in hole.below if line.strip() != "}"]
     if any(not (_RELEASE.match(line) or line.startswith("return")) for line in tail):
         return None
-    function = _function_above(hole)
+    function = hole.function
     released = {(m["call"], m["name"]) for line in function + tail if (m := _RELEASE.match(line.strip()))}
     made = [(_RELEASES[m["call"]], m["name"]) for line in reversed(function) for m in _ALLOCATION.finditer(line)]
     for call, name in made:

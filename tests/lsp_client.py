@@ -53,6 +53,16 @@ TWO_KERNELS = (  # the second kernel's index line, which the product proposes fr
 )
 INDEX_LINE = "int i = blockIdx.x * blockDim.x + threadIdx.x;"
 
+
+def editor_types_verdicts() -> set[bool | None]:
+    """What the editor's clang check may say of a fill clang accepts: True, or None (cannot tell) when its run
+    outlasted the editor's time budget (a busy machine; the budget is the product's, `FrontEnd.warm_timeout`),
+    never False; without clang (apt-get install clang) always None. The verdict itself is asserted exactly where
+    the caller waits for it (`dice-lsp complete`, tests/test_cli_complete.py)."""
+    from dice_lsp.toolchain.clang import find_clang
+
+    return {True, None} if find_clang() is not None else {None}
+
 FAST = {"steps": 4, "maxCanvas": 24}
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -583,8 +584,26 @@ def test_a_preamble_build_runs_at_low_priority(monkeypatch: pytest.MonkeyPatch, 
     front = clang.FrontEnd(Path("/usr/bin/clang++"), ("--cuda-host-only",), ())
     clang.Preambles()._build("k", front, ["-std=c++17"], [], "#include <cstdio>\n")
     clang._run(front, ["-fsyntax-only", "source.cu"], tmp_path, [])
+    clang.Preambles()._build("k", replace(front, urgent=True), ["-std=c++17"], [], "#include <cstdio>\n")
     assert seen == [("/usr/bin/clang++", clang.BUILD_NICENESS),  # sandbox.run_tool lowers it (its own test)
-                    ("/usr/bin/clang++", 0)]  # a completion's check runs at the editor's priority
+                    ("/usr/bin/clang++", 0),  # a completion's check runs at the editor's priority
+                    ("/usr/bin/clang++", 0)]  # the build a command waits for alone: at its priority too
+
+
+def test_a_patient_judge_asks_for_an_urgent_build_and_the_editor_s_background_reading_does_not(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`dice-lsp complete` waits for clang's verdict and runs nothing beside it: a build lowered in priority would,
+    on a busy machine, outlast even its patient time; the language server's read-through on opening a file is
+    background work."""
+    from dice_lsp.toolchain import clang
+
+    front = clang.FrontEnd(Path("/usr/bin/clang++"), (), ())
+    monkeypatch.setattr(clang, "front_end", lambda *args: front)
+    patient = clang.ClangJudge(Path("/usr/bin/clang++"), Path("/usr/local/cuda"), BASE, None, CompileFlags(), True)
+    editor = clang.ClangJudge(Path("/usr/bin/clang++"), Path("/usr/local/cuda"), BASE, None, CompileFlags())
+    assert patient.front is not None and patient.front.urgent
+    assert patient.front.least_seconds == clang.PATIENT_CHECK_TIMEOUT_S
+    assert editor.front is front and not front.urgent
 
 
 def test_a_file_whose_preamble_cannot_be_precompiled_and_reads_too_slowly_gets_no_more_runs(

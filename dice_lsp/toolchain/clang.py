@@ -170,6 +170,9 @@ class FrontEnd:
     readable: tuple[Path, ...]  # folders the runs read besides the request's (the stubs)
     header_seconds: float = 0.0  # how long the self-test kernel (the runtime's headers) took to read
     least_seconds: float = 0.0  # a run may take at least this long (`PATIENT_CHECK_TIMEOUT_S` for a patient judge)
+    # the caller waits for the answer and runs nothing beside it (a command): its preamble builds at the normal CPU
+    # priority, not `BUILD_NICENESS` (under load a lowered build would outlast even a patient check's time)
+    urgent: bool = False
 
     @property
     def cold_timeout(self) -> float:
@@ -364,7 +367,8 @@ class Preambles:
 
     One build runs at a time, the most recently asked-for preamble first (the file being edited), at a low
     CPU priority (`BUILD_NICENESS`): an editor that restores a session opens many files at once, and their
-    builds (CUB's takes ~10 s of a core) would otherwise all run beside the model and its completions."""
+    builds (CUB's takes ~10 s of a core) would otherwise all run beside the model and its completions; the build
+    a command waits for alone (`FrontEnd.urgent`) runs at the normal priority."""
 
     def __init__(self, kept: int = PREAMBLES_KEPT) -> None:
         self.folder = process_folder("clang-pch")
@@ -388,8 +392,8 @@ class Preambles:
         `Built(None)`: read the file whole this time (the next asker builds again)."""
         key = _key(front, flags, readable, preamble)
         with self.lock:
-            if key not in self.built:
-                self.built[key] = Future()
+            if key not in self.built or (front.urgent and key in self.waiting and not self.waiting[key][1].urgent):
+                self.built.setdefault(key, Future())
                 self.waiting[key] = (self.built[key], front, flags, readable, preamble)
                 self._trim()
                 if self.builder is None:
@@ -451,7 +455,8 @@ class Preambles:
         for _ in range(MAX_STUBS + 1):
             built = Built(None, stubs=stubs if stubs.is_dir() else None)
             output = _run(front, [*flags, *_stand_in_options(built.stubs), "-c", "-Xclang", "-emit-pch", "-o",
-                                  path.name, header.name], self.folder, readable, niceness=BUILD_NICENESS)
+                                  path.name, header.name], self.folder, readable,
+                          niceness=0 if front.urgent else BUILD_NICENESS)
             found = list(_DIAGNOSTIC.finditer(output))
             fatal = next((m for m in found if m["severity"] == "fatal error"), None)
             if fatal is None:
@@ -758,7 +763,9 @@ class ClangJudge:
         """How this clang reads the toolkit: found once per process, on the first check (off the editor's
         event loop: checks run beside the model)."""
         front = front_end(self.clang, self.cuda)
-        return replace(front, least_seconds=PATIENT_CHECK_TIMEOUT_S) if front is not None and self.patient else front
+        if front is None or not self.patient:
+            return front
+        return replace(front, least_seconds=PATIENT_CHECK_TIMEOUT_S, urgent=True)
 
     def warm(self, wait: float = 0.0) -> None:
         """Start clang's one-time work for the base's file: how this clang reads the toolkit (blocks the first
@@ -804,7 +811,7 @@ class ClangJudge:
         front = self.front
         if front is None:
             return 0
-        front = replace(front, least_seconds=PATIENT_CHECK_TIMEOUT_S)
+        front = replace(front, least_seconds=PATIENT_CHECK_TIMEOUT_S, urgent=False)  # background work
         warm(front, self.base, self.folder, self.flags, front.cold_timeout)  # its preamble first, outside the lock
         for made in range(MAX_STUBS + 1):
             try:

@@ -17,8 +17,8 @@ fused kernels for its small per-layer operations, whose fixed costs add up over 
   this one (each program a slice of output columns over the whole K, its weight tiles pipelined) at 80-91%.
 
 Used by the static step on CUDA in fp16/bf16 (`usable`: Triton compiles and agrees with torch here, checked
-once); every other path, and fp32, keeps torch's operations. Without Triton (the CPU-only install) the module
-imports and says no.
+once); every other path, and fp32, keeps torch's operations. Without Triton (the CPU-only install) or a GPU the
+module imports and says no.
 """
 
 from __future__ import annotations
@@ -30,10 +30,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-try:
+try:  # the kernels take CUDA tensors only: where there is no GPU, Triton (~0.2 s to import) is not loaded
+    if not torch.cuda.is_available():
+        raise ImportError("no CUDA device")
     import triton
     import triton.language as tl
-except ImportError:  # the CPU-only install: torch's CPU wheel brings no Triton
+except ImportError:  # the CPU-only install (torch's CPU wheel brings no Triton), or no GPU
     triton = None
     tl = None
 

@@ -1,12 +1,12 @@
 """Whether to show a candidate: a small calibrated classifier's P(the candidate is exactly what the user writes).
 
-The filter is a LightGBM booster over `dice_lsp.completion.features` (a few dozen shallow trees; ~0.1 ms a
-candidate), trained without users: on candidates the product made for the holes of the CUDA-Infill dev split,
-each labelled exact or not (`python -m dice_lsp.training.show_filter`). Its probabilities are calibrated
-out-of-fold (isotonic, files kept together) so that a threshold reads as a precision: among completions shown at
-`P >= t`, about that share or more are right. The threshold the product uses is chosen on dev for a target
-precision and stored with the booster; `dice.minConfidence` moves it (0: show whatever passes the checks; 1:
-almost nothing).
+The filter is a LightGBM booster over `dice_lsp.completion.features` (a few dozen shallow trees, evaluated by
+`dice_lsp.completion.trees` without importing LightGBM), trained without users: on candidates the product made
+for the holes of the CUDA-Infill dev split, each labelled exact or not (`python -m dice_lsp.training.show_filter`).
+Its probabilities are calibrated out-of-fold (isotonic, files kept together) so that a threshold reads as a
+precision: among completions shown at `P >= t`, about that share or more are right. The threshold the product uses
+is chosen on dev for a target precision and stored with the booster; `dice.minConfidence` moves it (0: show
+whatever passes the checks; 1: almost nothing).
 
 A region larger than a line (an unfinished body, a marker, a selection) has no features of its own: its best fill
 gets the share of such fills that were exactly right on the dev split (`regions`, Laplace-smoothed, measured with
@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from dice_lsp.completion.features import FEATURES
+from dice_lsp.completion.trees import Forest
 from dice_lsp.errors import DiceError
 
 LOG = logging.getLogger("dice_lsp.decide")
@@ -61,22 +62,20 @@ class Calibration:
 class ShowFilter:
     """P(exact) of candidates, and the threshold chosen for the stored target precision."""
 
-    def __init__(self, booster: Any, calibration: Calibration, threshold: float, meta: dict[str, Any]) -> None:
-        self.booster, self.calibration, self.threshold, self.meta = booster, calibration, threshold, meta
+    def __init__(self, forest: Forest, calibration: Calibration, threshold: float, meta: dict[str, Any]) -> None:
+        self.forest, self.calibration, self.threshold, self.meta = forest, calibration, threshold, meta
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ShowFilter:
-        import lightgbm
-
         if data.get("format") != FORMAT:
             raise DiceError(f"show filter format {data.get('format')!r} is not {FORMAT}")
         if tuple(data["features"]) != FEATURES:
             raise DiceError("show filter was trained on other features than this version computes")
-        booster = lightgbm.Booster(model_str=data["booster"])
+        forest = Forest.parse(data["booster"])
         points = data.get("calibration", {"raw": [], "calibrated": []})
         calibration = Calibration(tuple(points["raw"]), tuple(points["calibrated"]))
         meta = {key: value for key, value in data.items() if key not in ("booster", "calibration")}
-        return cls(booster, calibration, float(data["threshold"]), meta)
+        return cls(forest, calibration, float(data["threshold"]), meta)
 
     @property
     def region_chance(self) -> float | None:
@@ -86,12 +85,7 @@ class ShowFilter:
 
     def probabilities(self, rows: list[list[float]]) -> list[float]:
         """Calibrated P(exact) of each feature row (`dice_lsp.completion.features.row`)."""
-        if not rows:
-            return []
-        import numpy as np
-
-        raw = self.booster.predict(np.asarray(rows, dtype=np.float64))
-        return [round(self.calibration(float(value)), 4) for value in raw]
+        return [round(self.calibration(self.forest.probability(row)), 4) for row in rows]
 
 
 @lru_cache(maxsize=8)

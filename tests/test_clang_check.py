@@ -777,3 +777,48 @@ def test_a_command_gives_the_check_the_time_it_needs_and_an_editor_bounds_it(mon
     assert editor.front.cold_timeout < 5 and editor.front.warm_timeout < 5
     assert command.front.cold_timeout == command.front.warm_timeout == clang.PATIENT_CHECK_TIMEOUT_S
     assert command(filled("y[i] = p.c;")) is False  # the same verdicts
+
+
+def test_the_configuration_a_toolchain_needed_is_tried_first_in_the_next_process(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """clang 19 reads CUDA 13's headers only with stub headers: the plain self-test fails in every process (~0.5 s
+    of a core each); once that is known (remembered in the cache folder, by the clang binary and the toolkit's
+    runtime header) the next process tries the stubbed configuration first. A memory of a failure that was no
+    diagnostic (clang could not run) is not kept, and an unreadable memory is no memory."""
+    from dice_lsp.toolchain import clang
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    binary, cuda = tmp_path / "clang++", tmp_path / "cuda"
+    binary.write_text("")
+    (cuda / "include").mkdir(parents=True)
+    (cuda / "include" / "cuda_runtime.h").write_text("")
+    tested: list[str] = []
+    answers = {"plain": "source.cu:1:2: error: unknown type name 'texture'", "stubbed": None}
+
+    def self_test(front: clang.FrontEnd) -> tuple[str | None, float]:
+        variant = "stubbed" if front.readable else "plain"
+        tested.append(variant)
+        return answers[variant], 0.1
+
+    monkeypatch.setattr(clang, "_self_test", self_test)
+    monkeypatch.setattr(clang, "_stubs", lambda clang_path, toolkit: tmp_path / "stubs")
+    for _ in range(2):
+        clang._front_end.cache_clear()
+        found = clang._front_end(binary, cuda)
+        assert found is not None and found.readable == (tmp_path / "stubs",) and found.header_seconds == 0.1
+    assert tested == ["plain", "stubbed", "stubbed"]
+    (cuda / "include" / "cuda_runtime.h").write_text("// another toolkit\n")  # the memory is not for this one
+    tested.clear()
+    answers["plain"] = "[Errno 2] No such file or directory: 'clang++'"
+    clang._front_end.cache_clear()
+    clang._front_end(binary, cuda)
+    clang._front_end.cache_clear()
+    clang._front_end(binary, cuda)
+    assert tested == ["plain", "stubbed", "plain", "stubbed"]
+    (tmp_path / "dice-lsp" / clang.FRONT_END_MEMORY).write_text("not json")
+    (cuda / "include" / "cuda_runtime.h").write_text("")
+    tested.clear()
+    clang._front_end.cache_clear()
+    clang._front_end(binary, cuda)
+    assert tested == ["plain", "stubbed"]
+    clang._front_end.cache_clear()

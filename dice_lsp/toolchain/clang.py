@@ -14,7 +14,8 @@ half-line fills, clang finds an error in every fill nvcc rejects and in 1 of 207
 - Which CUDA: the toolkit of the nvcc in use. A clang older than the toolkit may not read its headers as they
   are; `front_end` tries the plain configuration first, then one that stubs what the toolkit no longer ships
   (texture references, removed in CUDA 12), and keeps the first under which a small kernel that uses the
-  common runtime and device API checks clean. If none does, the check is off (logged once).
+  common runtime and device API checks clean. If none does, the check is off (logged once). Which one a clang
+  and toolkit needed is remembered in the user's cache folder, so later processes try it first.
 - A verdict is relative to the document as the user has it: a fill passes when clang reports no error whose
   message the document without the fill lacks (the user's file may not compile yet).
 - Headers that are not there (a real project's: torch's, OpenCV's, its own generated ones, a library the toolkit
@@ -36,10 +37,13 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import logging
+import os
 import re
 import shutil
 import subprocess
+import tempfile
 import threading
 import time
 from collections import OrderedDict
@@ -239,24 +243,91 @@ def _front_end(clang: Path, cuda: Path) -> FrontEnd | None:
                              "-Wno-unknown-cuda-version", "-Wno-everything", "-Werror=unknown-pragmas",
                              "-ferror-limit=0", "-fno-color-diagnostics",
                              *(("-isystem", str(cccl)) if cccl.is_dir() else ())), ())
-    failed, seconds = _self_test(plain)
-    if failed is None:
-        LOG.info("clang check: %s reads %s", clang, cuda)
-        return replace(plain, header_seconds=seconds)
+    key = _toolchain_key(clang, cuda)
+    # where this clang needed the stubs for this toolkit before, the plain self-test (~0.5 s of a core, in every
+    # process that checks) is not run again
+    order = ("stubbed", "plain") if key is not None and _remembered(key) == "stubbed" else ("plain", "stubbed")
+    failures: list[str] = []
+    for variant in order:
+        candidate = plain if variant == "plain" else _stubbed(plain, clang, cuda, failures)
+        if candidate is None:
+            continue
+        failed, seconds = _self_test(candidate)
+        if failed is None:
+            LOG.info("clang check: %s reads %s%s", clang, cuda, " (with stub headers)" if candidate.readable else "")
+            if key is not None and variant == "stubbed" and any(_DIAGNOSTIC.match(f) for f in failures):
+                _remember(key, variant)  # the plain configuration failed on the headers, not on a hiccup
+            return replace(candidate, header_seconds=seconds)
+        failures.append(failed)
+    LOG.info("clang check off: %s cannot read the CUDA headers of %s (%s)", clang, cuda,
+             "; ".join(f[:200] for f in failures))
+    return None
+
+
+def _stubbed(plain: FrontEnd, clang: Path, cuda: Path, failures: list[str]) -> FrontEnd | None:
+    """`plain` reading stub headers for what the toolkit no longer ships (`_stubs`); None (and why, in `failures`)
+    when they cannot be made."""
     try:
         stubs = _stubs(clang, cuda)
     except (OSError, subprocess.SubprocessError) as exc:
-        LOG.info("clang check off: %s cannot read the CUDA headers of %s (%s); no stub headers (%s)", clang, cuda,
-                 failed[:200], exc)
+        failures.append(f"no stub headers ({exc})")
         return None
-    stubbed = FrontEnd(clang, (*plain.arguments, "-D__CLANG_CUDA_TEXTURE_INTRINSICS_H__", "-isystem", str(stubs)),
-                       (stubs,))
-    failed, seconds = _self_test(stubbed)
-    if failed is None:
-        LOG.info("clang check: %s reads %s (with stub headers)", clang, cuda)
-        return replace(stubbed, header_seconds=seconds)
-    LOG.info("clang check off: %s cannot read the CUDA headers of %s (%s)", clang, cuda, failed[:200])
-    return None
+    return FrontEnd(clang, (*plain.arguments, "-D__CLANG_CUDA_TEXTURE_INTRINSICS_H__", "-isystem", str(stubs)),
+                    (stubs,))
+
+
+FRONT_END_MEMORY = "clang-front-end.json"  # under `cache.cache_root()`: which configuration a toolchain needed
+_MEMORY_VERSION = "1"
+
+
+def _toolchain_key(clang: Path, cuda: Path) -> str | None:
+    """What decides the configuration: the clang binary and the toolkit's runtime header (paths, sizes, times)."""
+    try:
+        binary = clang.resolve()
+        header = (cuda / "include" / "cuda_runtime.h").resolve()
+        stats = binary.stat(), header.stat()
+    except OSError:
+        return None
+    parts = [_MEMORY_VERSION, str(binary), str(header), *(f"{st.st_size}:{st.st_mtime_ns}" for st in stats)]
+    return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def _memory_path() -> Path:
+    from dice_lsp.toolchain.cache import cache_root
+
+    return cache_root() / FRONT_END_MEMORY
+
+
+def _remembered(key: str) -> str | None:
+    """The configuration remembered for `key` ("plain" or "stubbed"); None when none is (or the file is not
+    dice-lsp's JSON: a memory is a help, never a condition)."""
+    try:
+        value = json.loads(_memory_path().read_text(encoding="utf-8")).get(key)
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if value in ("plain", "stubbed") else None
+
+
+def _remember(key: str, variant: str) -> None:
+    """Keep `variant` for `key` (a few toolchains at most), replacing the file atomically; skipped when the
+    cache folder cannot be written."""
+    path = _memory_path()
+    try:
+        known = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        known = {k: v for k, v in known.items() if v in ("plain", "stubbed")} if isinstance(known, dict) else {}
+    except (OSError, ValueError):
+        known = {}
+    known.pop(key, None)
+    known[key] = variant
+    known = dict(list(known.items())[-8:])
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=".front-end-", suffix=".json",
+                                         delete=False, encoding="utf-8") as handle:
+            json.dump(known, handle)
+        os.replace(handle.name, path)
+    except OSError as exc:
+        LOG.debug("clang: not remembered (%s)", exc)
 
 
 def preamble_lines(text: str) -> int:

@@ -137,6 +137,10 @@ def test_a_two_dimensional_guard_tests_each_index_against_its_axis_count() -> No
 }
 """
     assert proposed(text) == {"bounds_guard": "if (x >= width || y >= height) return;"}
+    x_line, y_line = ("    int x = blockIdx.x * blockDim.x + threadIdx.x;\n",
+                      "    int y = blockIdx.y * blockDim.y + threadIdx.y;\n")
+    rows_first = text.replace(x_line + y_line, y_line + x_line)  # x's index first all the same
+    assert rows_first != text and proposed(rows_first) == {"bounds_guard": "if (x >= width || y >= height) return;"}
 
 
 def test_no_guard_where_the_count_is_ambiguous_or_the_code_below_tests_already() -> None:

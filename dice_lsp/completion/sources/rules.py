@@ -11,7 +11,7 @@ Some lines follow from what the function around the hole already says rather tha
   the textbook way; the declared type is the typed one, else that of the function's other index declarations.
 - `bounds_guard`: right after a kernel's index declarations, where the code below uses those indices, the test
   that keeps threads past the end of the data out: each index against the count of its axis (a parameter named
-  so: `n`, `size`, `rows`/`height` for `y`, `cols`/`width` for `x`, ...), as `if (i < n) {` where a block
+  so: `n`, `size`, `rows`/`height` for `y`, `cols`/`width` for `x`, ...), x's first, as `if (i < n) {` where a block
   follows that closes at the hole's indentation, `if (i < n)` where a single statement follows, `if (i >= n)
   return;` where the code continues at the hole's indentation.
 - `barrier`: `__syncthreads();` after a statement (or a block) that writes a `__shared__` array, where the next
@@ -404,7 +404,10 @@ def bounds_guard(hole: _Hole) -> str | None:
         return None
     if first.lstrip().startswith("if") and names & _words(first):
         return None  # guarded already
-    bounds = [(name, _count(hole, name, axis, len(indices) == 1)) for name, axis in indices]
+    # x's index first whatever the order of the declarations: most two-dimensional guards are written so
+    # (docs/bench-logs/idioms/2026-12-07_guard_order)
+    ordered = sorted(indices, key=lambda index: "xyz".index(index[1]))
+    bounds = [(name, _count(hole, name, axis, len(indices) == 1)) for name, axis in ordered]
     if any(count is None for _, count in bounds):
         return None
     outside = " || ".join(f"{name} >= {count}" for name, count in bounds)

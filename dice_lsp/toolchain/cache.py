@@ -52,6 +52,19 @@ def _owned(folder: Path) -> Path:
     return folder
 
 
+def replace_atomically(path: Path, data: bytes) -> None:
+    """Write `data` as `path`, atomically (a temporary file beside it, then a rename): a reader in another process
+    never sees half a file. OSError when the folder cannot be written (no temporary file is left behind)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, scratch = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.replace(scratch, path)
+    finally:
+        Path(scratch).unlink(missing_ok=True)
+
+
 def default_path() -> Path:
     return cache_root() / "compile-cache.msgpack"
 
@@ -164,14 +177,7 @@ class CompileCache:
         return kept
 
     def _write(self, entries: dict[str, Any]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        handle, scratch = tempfile.mkstemp(prefix=".compile-cache-", dir=self.path.parent)
-        try:
-            with os.fdopen(handle, "wb") as out:
-                out.write(msgpack.packb(entries, use_bin_type=True))
-            os.replace(scratch, self.path)
-        finally:
-            Path(scratch).unlink(missing_ok=True)
+        replace_atomically(self.path, msgpack.packb(entries, use_bin_type=True))
 
 
 def _time(entry: Any) -> float:

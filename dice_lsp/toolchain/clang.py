@@ -39,11 +39,9 @@ import contextlib
 import hashlib
 import json
 import logging
-import os
 import re
 import shutil
 import subprocess
-import tempfile
 import threading
 import time
 from collections import OrderedDict
@@ -55,6 +53,7 @@ from pathlib import Path
 from dice_lsp.errors import DiceError
 from dice_lsp.lifetime import Stopped
 from dice_lsp.sandbox import run_host_tool, run_tool
+from dice_lsp.toolchain.cache import cache_root, replace_atomically
 from dice_lsp.toolchain.flags import CompileFlags
 from dice_lsp.toolchain.scratch import process_folder, run_folder
 
@@ -293,8 +292,6 @@ def _toolchain_key(clang: Path, cuda: Path) -> str | None:
 
 
 def _memory_path() -> Path:
-    from dice_lsp.toolchain.cache import cache_root
-
     return cache_root() / FRONT_END_MEMORY
 
 
@@ -321,11 +318,7 @@ def _remember(key: str, variant: str) -> None:
     known[key] = variant
     known = dict(list(known.items())[-8:])
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=".front-end-", suffix=".json",
-                                         delete=False, encoding="utf-8") as handle:
-            json.dump(known, handle)
-        os.replace(handle.name, path)
+        replace_atomically(path, json.dumps(known).encode("utf-8"))
     except OSError as exc:
         LOG.debug("clang: not remembered (%s)", exc)
 

@@ -18,11 +18,9 @@ import argparse
 import gzip
 import hashlib
 import logging
-import os
 import re
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -33,7 +31,7 @@ from pathlib import Path
 from dice_lsp.cuda.functions import parser
 from dice_lsp.cuda.names import FIELD, declared_by, parameter_counts, words
 from dice_lsp.errors import DiceError
-from dice_lsp.toolchain.cache import cache_root, nvcc_version
+from dice_lsp.toolchain.cache import cache_root, nvcc_version, replace_atomically
 from dice_lsp.toolchain.nvcc import find_nvcc
 from dice_lsp.toolchain.scratch import run_folder
 
@@ -209,19 +207,6 @@ def _decode(data: bytes) -> HeaderIndex:
     return HeaderIndex.from_lines(gzip.decompress(data).decode("utf-8").splitlines())
 
 
-def _write(path: Path, data: bytes) -> None:
-    """Replace `path` atomically (a reader never sees half a file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, scratch = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        os.replace(scratch, path)
-    except OSError:
-        Path(scratch).unlink(missing_ok=True)
-        raise
-
-
 def index_path(nvcc: Path) -> Path:
     """Where the index of `nvcc` is cached: keyed by its path, its `--version` output and the header list."""
     version = nvcc_version(nvcc, nvcc.stat().st_mtime)
@@ -261,7 +246,7 @@ def header_names(nvcc: Path | None = None) -> HeaderIndex:
         LOG.warning("header index: %s; using the shipped list", exc)
         return fallback_names()
     try:
-        _write(path, _encode(names))
+        replace_atomically(path, _encode(names))
     except OSError as exc:
         LOG.warning("%s: cannot cache the header index (%s)", path, exc)
     return names

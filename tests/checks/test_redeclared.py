@@ -39,3 +39,46 @@ def test_the_fill_s_declarations_are_named_for_the_renames() -> None:
     checks = context(KERNEL)
     assert checks.declarations("int j = 0, k2 = 1;") == [(4, "j"), (11, "k2")]
     assert checks.declarations("for (int j = 0; j < n; ++j) acc += in[j];") == []  # the loop's own scope
+
+
+# The hole's statement goes on below its line (a call's arguments): the text without the fill does not parse there,
+# which is the hole's own error, and the block's declarations still hold.
+GOES_ON = ("__global__ void add(const half2* a, const half2* b, float2* out, int n) {\n"
+           "    int i = threadIdx.x;\n"
+           "    float2 ‸\n"
+           "        a[i]);\n"
+           "    float2 lb = __half22float2(\n"
+           "        b[i]);\n"
+           "    out[i] = make_float2(la.x + lb.x, la.y + lb.y);\n"
+           "}\n")
+
+
+@pytest.mark.parametrize(("fill", "expected"), [
+    ("lb = __half22float2(", [(0, "lb")]),  # the next statement's name
+    ("la = __half22float2(", []),
+])
+def test_a_statement_that_goes_on_below_the_hole_is_judged_in_its_block(fill: str, expected: list) -> None:
+    checks = context(GOES_ON)
+    assert checks.redeclared(fill) == expected
+    assert checks.check(fill) == Checks(True, not expected)
+
+
+def test_a_name_the_code_below_needs_is_still_demanded_when_the_statement_goes_on() -> None:
+    checks = context(GOES_ON)
+    assert checks.needed == frozenset({"la"})
+    assert checks.check("x = __half22float2(") == Checks(True, False)
+
+
+def test_an_expression_begun_above_the_hole_s_line_is_the_hole_s_statement() -> None:
+    checks = context("__global__ void k(const float* a, float* out, int n) {\n"
+                     "    int i = threadIdx.x;\n"
+                     "    float s = a[i] +\n"
+                     "        ‸\n"
+                     "            a[i + 1]);\n"
+                     "    float t = s;\n"
+                     "    out[i] = t;\n"
+                     "}\n")
+    request = checks.request
+    assert request.statement_lines == (request.data.index(b"    float s"), request.data.index(b"\n    float t"))
+    assert request.enclosing is not None
+    assert request.scope.block_names == {"a", "out", "n", "i", "t"}  # `s`: the hole's own statement

@@ -56,6 +56,22 @@ class Placed:
         return self.offset(low), self.offset(high)
 
 
+STATEMENT_LINES = 8  # how far the hole's statement may run above and below its line (`Request.statement_lines`)
+
+
+_GOES_ON = tuple(bytes([c]) for c in b"(,=+-*/%&|^?:<[")  # a line that ends so goes on below
+
+
+def _line_end(data: bytes, at: int, more: int) -> int:
+    """The end (before the line break) of the line `more` lines below the one holding byte `at`."""
+    end = data.find(b"\n", at)
+    for _ in range(more):
+        if end < 0:
+            break
+        end = data.find(b"\n", end + 1)
+    return len(data) if end < 0 else end
+
+
 class Request:
     """One request's document and region, parsed once; ask it to place each candidate fill.
 
@@ -64,7 +80,7 @@ class Request:
     """
 
     def __init__(self, text: str, start: int, end: int, headers: HeaderIndex = NO_HEADERS,
-                 local_headers: Sequence[str] = ()) -> None:
+                 local_headers: Sequence[str] = (), statement: tuple[int, int] | None = None) -> None:
         if not 0 <= start <= end <= len(text):
             raise ValueError(f"bad region [{start}, {end}) for a text of {len(text)} characters")
         self.text, self.start, self.end = text, start, end
@@ -82,6 +98,8 @@ class Request:
         self._last: tuple[str, Placed] | None = None
         self._alone_requests: dict[tuple[int, int], Request] = {}
         self._alone_for: dict[str, Request | None] = {}
+        if statement is not None:  # the lines of the hole's statement, as a request of the same bytes found them
+            self.__dict__["statement_lines"] = statement
 
     # -- the fill in the base
 
@@ -160,27 +178,56 @@ class Request:
         return start, len(self.data) if end < 0 else end
 
     @cached_property
+    def statement_lines(self) -> tuple[int, int]:
+        """The byte range of the lines the hole's statement spans in the base: the hole's line, widened up while
+        the line above ends mid-expression (`(`, `,`, an operator), and down to the statement's end (`;`, `{` or
+        `}`) when the code below closes a parenthesis or bracket it did not open (`float2 ` typed before a call
+        whose arguments go on below: the fill opens it), at most `STATEMENT_LINES` lines each way. Without the
+        fill those lines do not parse, and the error is the hole's. (Code below that is whole stays out: when the
+        fill ends the statement, the base runs the hole's line into the next statement, and tree-sitter's
+        recovery there would hide its declarations.)"""
+        line_start, line_end = self.hole_line
+        data = self.data
+        low = line_start
+        for _ in range(STATEMENT_LINES):  # up, a line at a time, while the line above goes on
+            above = data.rfind(b"\n", 0, low - 1) + 1 if low else 0
+            line = data[above:low - 1].strip() if low else b""
+            if line[-1:] not in _GOES_ON or line.startswith(b"#"):
+                break
+            low = above
+        depth, closes, at, limit = 0, False, self.hole, _line_end(data, line_end, STATEMENT_LINES)
+        while at < limit:  # down, to the statement's end
+            byte = data[at]
+            depth += (byte in b"([") - (byte in b")]")
+            closes = closes or depth < 0
+            if byte in b"{}" or (byte == 0x3B and depth <= 0):  # ;
+                return low, max(line_end, _line_end(data, at, 0)) if closes else line_end
+            at += 1
+        return low, line_end
+
+    @cached_property
     def enclosing(self) -> Node | None:
-        """The base's function definition around the hole, when it parses apart from the hole's line (None
+        """The base's function definition around the hole, when it parses apart from the hole's statement (None
         otherwise: tree-sitter's recovery would hide or invent declarations)."""
         function = self.tree.root_node.descendant_for_byte_range(self.hole, self.hole)
         while function is not None and function.type != "function_definition":
             function = function.parent
         if function is None:
             return None
-        line_start, line_end = self.hole_line
+        low, high = self.statement_lines
         if any(function.start_byte <= e.start and e.end <= function.end_byte and not (
-                line_start <= e.start and e.end <= line_end + 1) for e in self.errors):
+                low <= e.start and e.end <= high + 1) for e in self.errors):
             return None
         return function
 
     @cached_property
     def blanked(self) -> Request:
-        """The base with the text typed on the hole's line blanked out (same bytes: offsets hold)."""
+        """The base with the text typed on the hole's line blanked out (same bytes: offsets hold; the hole's
+        statement spans the lines it spans with that text)."""
         line_start = self.hole_line[0]
         blanked = (self.prefix[:line_start] + b" " * (self.hole - line_start)).decode("utf-8", "replace")
         return Request(blanked + self.suffix.decode("utf-8", "replace"), len(blanked), len(blanked),
-                       self.headers, self.local_headers)
+                       self.headers, self.local_headers, self.statement_lines)
 
     # -- names
 

@@ -7,10 +7,10 @@ number indexed by a number, a type alone, a value keyword declared as a variable
 with a warning but that no one writes (a statement, a loop update or an `if` that does nothing, a variable
 initialised with itself or with an assignment, a variable assigned to itself, an operator between an operand and
 itself, a zero-length local array, a fraction into an integer, a printf format that does not match its values), a
-loop from the thread's global index that steps by one (each thread would redo its successors' elements),
-and no statement that takes the next line as its rest. `names` rules: every name resolves, nothing the code
-below needs is left undeclared, nothing is declared twice, every call takes a number of arguments its callee
-does.
+loop from the thread's global index that steps by one (each thread would redo its successors' elements), no read
+of a `__shared__` array the function has not written yet (its contents are undefined), and no statement that
+takes the next line as its rest. `names` rules: every name resolves, nothing the code below needs is left
+undeclared, nothing is declared twice, every call takes a number of arguments its callee does.
 
 A new rule is a module here with a `RULE` (`rule.Rule`, or `rule.construct` for a predicate on nodes), listed
 in `RULES`, and its golden cases in `tests/checks/`.
@@ -43,6 +43,7 @@ from dice_lsp.completion.checks.rules import (
     typed_binding,
     undeclared,
     unknown_names,
+    unwritten_shared,
     update_of_value,
     void_return,
     zero_length_array,
@@ -54,7 +55,7 @@ RULES: tuple[Rule, ...] = (
     assignment_in_initialiser.RULE, array_from_value.RULE, self_assignment.RULE, same_operands.RULE,
     zero_length_array.RULE, constant_without_value.RULE, fraction_into_integer.RULE, keyword_variable.RULE,
     number_indexed.RULE, printf_format.RULE, type_alone.RULE, empty_if.RULE, idle_loop_update.RULE,
-    grid_stride_step.RULE,
+    grid_stride_step.RULE, unwritten_shared.RULE,
     next_line.RULE,
     unknown_names.RULE, undeclared.RULE, redeclared.RULE, arity.RULE,
 )

@@ -48,7 +48,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dice_lsp.completion import features
+from dice_lsp.completion import features, spelling
 from dice_lsp.completion.checks import Checks
 from dice_lsp.completion.checks.context import CheckContext
 from dice_lsp.completion.decide import ShowFilter, show_filter
@@ -113,6 +113,7 @@ PRODUCT = Pipeline()
 
 
 SOURCE_ORDER = ("document", "workspace", "analogue", "rule", "idiom", "model")  # the source a text is said to come from
+USER_SOURCES = frozenset({"document", "workspace"})  # the user's own code: its spelling of a candidate is shown
 
 
 @dataclass(frozen=True)
@@ -359,17 +360,20 @@ def _proposals(prepared: PreparedFill, pipeline: Pipeline, weighed: bool,
 def with_sources(found: list[Suggestion], prepared: PreparedFill, checker: CheckContext | None,
                  pipeline: Pipeline, weighed: bool) -> list[Suggestion]:
     """`found` (the model's fills) with the other sources' candidates, cleaned and checked as fills are; a text
-    several sources propose is one suggestion with every source's vote (`Suggestion.votes`). `weighed`: a show
-    filter will weigh them (every source proposes; see `_proposals`)."""
+    several sources propose, up to the order of index arithmetic's operands (`spelling.key`), is one suggestion
+    with every source's vote (`Suggestion.votes`), spelt as the user's code spells it where the document or the
+    workspace proposed it. `weighed`: a show filter will weigh them (every source proposes; see `_proposals`)."""
     proposed = _proposals(prepared, pipeline, weighed, checker)
     if not proposed:
         return found
-    merged = {" ".join(s.text.split()): s for s in found}
+    merged = {spelling.key(s.text): s for s in found}
     for candidate in proposed:
         for cleaned in suggestions([candidate.text], [candidate.score], prepared.context, checker,
                                    pipeline.filters, pipeline.renames):
-            key = " ".join(cleaned.text.split())
+            key = spelling.key(cleaned.text)
             known = merged.get(key, replace(cleaned, source=candidate.source))
+            if candidate.source in USER_SOURCES and not set(known.evidence) & USER_SOURCES:
+                known = replace(known, text=cleaned.text, checks=cleaned.checks, renamed=cleaned.renamed)
             support = dict(known.support)
             for name, value in features.support(candidate).items():
                 support[name] = max(value, support.get(name, value))

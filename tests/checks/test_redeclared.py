@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dice_lsp.completion.checks import Checks
 from dice_lsp.completion.checks.rules.redeclared import RULE
@@ -82,3 +84,18 @@ def test_an_expression_begun_above_the_hole_s_line_is_the_hole_s_statement() -> 
     assert request.statement_lines == (request.data.index(b"    float s"), request.data.index(b"\n    float t"))
     assert request.enclosing is not None
     assert request.scope.block_names == {"a", "out", "n", "i", "t"}  # `s`: the hole's own statement
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(st.sampled_from("ab(),;{}=+\n #"), max_size=80), at=st.integers(0, 80))
+def test_the_statement_s_lines_hold_the_hole_s_line_and_are_whole_lines(text: str, at: int) -> None:
+    """Any text, any hole: the statement's lines contain the hole's line and start and end at line boundaries."""
+    from dice_lsp.completion.checks.request import Request
+
+    at = min(at, len(text))
+    request = Request(text, at, at)
+    low, high = request.statement_lines
+    line_start, line_end = request.hole_line
+    data = request.data
+    assert low <= line_start <= request.hole <= line_end <= high <= len(data)
+    assert (low == 0 or data[low - 1:low] == b"\n") and (high == len(data) or data[high:high + 1] == b"\n")

@@ -99,3 +99,41 @@ def test_the_statement_s_lines_hold_the_hole_s_line_and_are_whole_lines(text: st
     data = request.data
     assert low <= line_start <= request.hole <= line_end <= high <= len(data)
     assert (low == 0 or data[low - 1:low] == b"\n") and (high == len(data) or data[high:high + 1] == b"\n")
+
+
+# Macro-laden code tree-sitter cannot place (LAMMPS's `__kernel void k(const __global numtyp4 *restrict x_, ...)`):
+# the block is found by its braces and its own lines are read as declarations.
+MACRO_LADEN = ("__kernel void k_born(const __global numtyp4 *restrict x_, __global acctyp4 *restrict ans,\n"
+               "                     const int inum) {\n"
+               "  int ii = GLOBAL_ID_X;\n"
+               "  if (ii < inum) {\n"
+               "    numtyp r = ucl_sqrt(rsq);\n"
+               "    numtyp r6inv = r2inv*r2inv*r2inv;\n"
+               "    ‸\n"
+               "    for (int k = 0; k < 3; k++) {\n"
+               "      numtyp t = r;\n"
+               "    }\n"
+               "    ans[ii] = r6inv;\n"
+               "  }\n"
+               "}\n")
+
+
+@pytest.mark.parametrize(("fill", "expected"), [
+    ("numtyp r = ucl_sqrt(rsq);", [(7, "r")]),  # the block's own `r`, two lines above
+    ("numtyp t = r;", []),  # declared only in the loop's nested block
+    ("numtyp ii = r;", []),  # the enclosing block's: a nested block may shadow
+    ("numtyp rinv = ucl_recip(r);", []),
+])
+def test_where_the_function_does_not_parse_the_block_s_own_lines_are_read(fill: str, expected: list) -> None:
+    checks = context(MACRO_LADEN)
+    assert checks.request.enclosing is None  # (else this would test the scope, not the text)
+    assert checks.redeclared(fill) == expected
+
+
+def test_declarations_in_comments_do_not_count_where_the_text_is_read() -> None:
+    case = MACRO_LADEN.replace("    numtyp r = ucl_sqrt(rsq);\n",
+                               "    /* numtyp q = 1;\n       numtyp s = 2; */\n    // numtyp u = 3;\n"
+                               "    numtyp r = ucl_sqrt(rsq);\n")
+    checks = context(case)
+    assert checks.request.enclosing is None
+    assert [checks.redeclared(f"numtyp {name} = r;") for name in "qsur"] == [[], [], [], [(7, "r")]]

@@ -19,7 +19,7 @@ MAX_CHANGES = 4  # tokens that may differ between the two lines above (a step ch
 _AXES = "xyzw"
 
 
-def _step(a: str, b: str) -> str | None:
+def step(a: str, b: str) -> str | None:
     """The token after `b` when `a` -> `b` is one step of a run, else None: an axis (`x`->`y` gives `z`), a number
     (`0`->`1` gives `2`), a single letter (`a`->`b` gives `c`), or a name whose last character steps so
     (`ix`->`iy` gives `iz`, `a0`->`a1` gives `a2`, `row0`->`row1` gives `row2`)."""
@@ -34,10 +34,10 @@ def _step(a: str, b: str) -> str | None:
     prefix_a, number_a = _split_number(a)
     prefix_b, number_b = _split_number(b)
     if number_a and number_b and prefix_a == prefix_b and prefix_a:
-        nxt = _step(number_a, number_b)
+        nxt = step(number_a, number_b)
         return prefix_a + nxt if nxt is not None else None
     if len(a) == len(b) > 1 and a[:-1] == b[:-1] and (a[:-1][-1:].isalnum() or a[:-1].endswith("_")):
-        last = _step(a[-1], b[-1])
+        last = step(a[-1], b[-1])
         return a[:-1] + last if last is not None and not last.isdigit() else None
     return None
 
@@ -58,7 +58,7 @@ def _stepped(first: str, second: str) -> str | None:
         return None
     steps: dict[tuple[str, str], str] = {}
     for _, a, b in changed:
-        nxt = _step(a, b)
+        nxt = step(a, b)
         if nxt is None or steps.setdefault((a, b), nxt) != nxt:
             return None
     text = second

@@ -8,8 +8,9 @@ with a warning but that no one writes (a statement, a loop update or an `if` tha
 initialised with itself or with an assignment, a variable assigned to itself, an operator between an operand and
 itself, a zero-length local array, a fraction into an integer, a printf format that does not match its values), a
 loop from the thread's global index that steps by one (each thread would redo its successors' elements), no read
-of a `__shared__` array the function has not written yet (its contents are undefined), and no statement that
-takes the next line as its rest. `names` rules: every name resolves, nothing the code below needs is left
+of a `__shared__` array the function has not written yet (its contents are undefined), no new member of a run
+whose lines around the hole already step one to the next, and no statement that takes the next line as its
+rest. `names` rules: every name resolves, nothing the code below needs is left
 undeclared, nothing is declared twice, every call takes a number of arguments its callee does.
 
 A new rule is a module here with a `RULE` (`rule.Rule`, or `rule.construct` for a predicate on nodes), listed
@@ -35,6 +36,7 @@ from dice_lsp.completion.checks.rules import (
     number_indexed,
     printf_format,
     redeclared,
+    run_member,
     same_operands,
     self_assignment,
     self_initialised,
@@ -55,7 +57,7 @@ RULES: tuple[Rule, ...] = (
     assignment_in_initialiser.RULE, array_from_value.RULE, self_assignment.RULE, same_operands.RULE,
     zero_length_array.RULE, constant_without_value.RULE, fraction_into_integer.RULE, keyword_variable.RULE,
     number_indexed.RULE, printf_format.RULE, type_alone.RULE, empty_if.RULE, idle_loop_update.RULE,
-    grid_stride_step.RULE, unwritten_shared.RULE,
+    grid_stride_step.RULE, unwritten_shared.RULE, run_member.RULE,
     next_line.RULE,
     unknown_names.RULE, undeclared.RULE, redeclared.RULE, arity.RULE,
 )

@@ -50,14 +50,14 @@ def _canonical(node: Node) -> str | None:
     operator = node.child_by_field_name("operator")
     if node.type != "binary_expression" or operator is None or operator.type not in _COMMUTING:
         return None
-    operands = _chain(node, operator.type)
-    written = []
-    for operand in operands:
+    written, builtin = [], False
+    for operand in _chain(node, operator.type):
         inner = _canonical(operand)
         if inner is None and not _leaf(operand):
             return None
+        builtin = builtin or inner is not None or _builtin(operand)
         written.append(inner if inner is not None else " ".join((operand.text or b"").decode().split()))
-    if not any(_builtin(o) or _canonical(o) is not None for o in operands):
+    if not builtin:
         return None
     return "(" + f" {operator.type} ".join(sorted(written)) + ")"
 

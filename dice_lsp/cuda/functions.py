@@ -234,6 +234,16 @@ def top_level_span(data: bytes, at: int) -> tuple[int, int] | None:
     return None
 
 
+def blank_prose(data: bytes) -> bytes:
+    """`data` with its comments and string and character literals blanked (line breaks kept): the same offsets,
+    and no brace or declaration-looking text inside them."""
+    def blank(match: re.Match[bytes]) -> bytes:
+        text = match.group()
+        return text if text in (b"{", b"}", b";") else re.sub(rb"[^\n]", b" ", text)
+
+    return _BYTE_TOKENS.sub(blank, data)
+
+
 def open_braces(data: bytes, at: int) -> int:
     """How many `{` are open at byte `at` of `data`, read as `top_level_span` reads braces (first branches of
     conditionals only): 0 at top level."""

@@ -12,9 +12,9 @@ from functools import lru_cache
 from dice_lsp.completion.checks.request import Placed, Request
 from dice_lsp.completion.checks.rule import Fault, Rule
 from dice_lsp.completion.lexing import declared_name
+from dice_lsp.cuda.functions import blank_prose
 from dice_lsp.cuda.names import declared_by, text_of
 
-_PROSE = re.compile(rb'/\*.*?(?:\*/|$)|//[^\n]*|"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'', re.DOTALL)
 BLOCK_BYTES = 20_000  # how far the text fallback looks for the braces of the hole's block
 
 
@@ -67,7 +67,7 @@ def _own_lines(data: bytes, low: int, high: int) -> list[str]:
 def _declared_in_block(data: bytes, hole: int, line_start: int, line_end: int) -> frozenset[str]:
     """The names the own lines of the block around the hole declare, the hole's line left out, comments and
     strings read as blank (once per request: the same for every fill)."""
-    data = _PROSE.sub(lambda m: re.sub(rb"[^\n]", b" ", m.group()), data)  # comments, strings: blank, same offsets
+    data = blank_prose(data)
     block = _block(data, hole)
     if block is None:
         return frozenset()

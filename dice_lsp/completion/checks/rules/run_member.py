@@ -38,12 +38,22 @@ def _family(run: str, token: str) -> bool:
 
 
 def _neighbours(request: Request) -> tuple[str, str] | None:
-    """The nearest non-blank lines above and below the hole's line in the base, stripped."""
+    """The nearest non-blank lines above and below the hole's line in the base, stripped (a few lines read, not
+    the file: this runs for every fill)."""
+    data = request.data
     line_start, line_end = request.hole_line
-    above = [line for line in request.data[:line_start].decode("utf-8", "replace").split("\n") if line.strip()]
-    below = next((line for line in request.data[line_end:].decode("utf-8", "replace").split("\n") if line.strip()),
-                 None)
-    return (above[-1].strip(), below.strip()) if above and below is not None else None
+    above, end = b"", line_start - 1
+    while end > 0 and not above:
+        start = data.rfind(b"\n", 0, end) + 1
+        above, end = data[start:end].strip(), start - 1
+    below, start = b"", line_end + 1
+    while start < len(data) and not below:
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end
+        below, start = data[start:end].strip(), end + 1
+    if not above or not below:
+        return None
+    return above.decode("utf-8", "replace"), below.decode("utf-8", "replace")
 
 
 def faults(request: Request, fill: Placed) -> list[Fault]:
